@@ -1,0 +1,426 @@
+/*
+ * Agent core: constructor, real-symbol resolution, the send lock, the
+ * connection to the collector and HELLO, and the fork child reset.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define AGENT_X(name, ret, args) void *agent_real_##name;
+AGENT_REAL_LIST(AGENT_X)
+#undef AGENT_X
+
+struct agent_state agent_g = {.fd = -1};
+unsigned char agent_buf[AGENT_BUF_SIZE];
+
+AGENT_TLS int agent_t_guard;
+AGENT_TLS int agent_t_in_vfork;
+AGENT_TLS pid_t agent_t_tid;
+AGENT_TLS int agent_t_tramp;
+
+/* HELLO has its own buffer: a reconnect sends it while agent_buf still
+ * holds the frame that failed. */
+static unsigned char agent_hello_buf[AGENT_ARGV_BYTES + 3 * PATH_MAX + 512];
+static int agent_lockword; /* 0 free, 1 locked, 2 locked with waiters */
+
+void *agent_resolve(void **slot, const char *name)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+
+	if (p)
+		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
+	return p;
+}
+
+/* Resolve every real function up front: a fork child may not call dlsym. */
+static void agent_resolve_all(void)
+{
+#define AGENT_X(name, ret, args) agent_resolve_fast(&agent_real_##name, #name);
+	AGENT_REAL_LIST(AGENT_X)
+#undef AGENT_X
+}
+
+uint64_t agent_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+pid_t agent_tid(void)
+{
+	if (!agent_t_tid)
+		agent_t_tid = (pid_t)syscall(SYS_gettid);
+	return agent_t_tid;
+}
+
+static void agent_futex(int op, int val)
+{
+	syscall(SYS_futex, &agent_lockword, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
+}
+
+/* Drepper's three-state mutex ("Futexes are tricky", mutex 2). Preserves
+ * errno, which the futex syscall may change. */
+void agent_lock(void)
+{
+	int c = 0;
+	int saved;
+
+	if (__atomic_compare_exchange_n(&agent_lockword, &c, 1, false, __ATOMIC_ACQUIRE,
+					__ATOMIC_RELAXED))
+		return;
+	saved = errno;
+	if (c != 2)
+		c = __atomic_exchange_n(&agent_lockword, 2, __ATOMIC_ACQUIRE);
+	while (c != 0) {
+		agent_futex(FUTEX_WAIT, 2);
+		c = __atomic_exchange_n(&agent_lockword, 2, __ATOMIC_ACQUIRE);
+	}
+	errno = saved;
+}
+
+bool agent_trylock(void)
+{
+	int c = 0;
+
+	return __atomic_compare_exchange_n(&agent_lockword, &c, 1, false, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+void agent_unlock(void)
+{
+	int saved;
+
+	if (__atomic_exchange_n(&agent_lockword, 0, __ATOMIC_RELEASE) == 2) {
+		saved = errno;
+		agent_futex(FUTEX_WAKE, 1);
+		errno = saved;
+	}
+}
+
+void agent_count_lost(void)
+{
+	__atomic_add_fetch(&agent_g.lost, 1, __ATOMIC_RELAXED);
+}
+
+void agent_on_collector_gone(void)
+{
+	/* The spill-to-file fallback (FORKTRACE_SPILL) will take over here.
+	 * Until then the agent stops recording; the fd stays open so the
+	 * collector still sees EOF only when the process goes away. */
+	__atomic_store_n(&agent_g.active, 0, __ATOMIC_RELAXED);
+}
+
+void agent_fail(const char *msg)
+{
+	static const char pfx[] = "forktrace-agent: ";
+	int saved = errno;
+
+	if (!__atomic_exchange_n(&agent_g.failed, 1, __ATOMIC_RELAXED)) {
+		char line[256];
+		size_t n = strlen(msg);
+
+		if (n > sizeof(line) - sizeof(pfx) - 1)
+			n = sizeof(line) - sizeof(pfx) - 1;
+		memcpy(line, pfx, sizeof(pfx) - 1);
+		memcpy(line + sizeof(pfx) - 1, msg, n);
+		line[sizeof(pfx) - 1 + n] = '\n';
+		if (write(2, line, sizeof(pfx) + n)) {
+		}
+	}
+	__atomic_store_n(&agent_g.active, 0, __ATOMIC_RELAXED);
+	errno = saved;
+}
+
+/* Write all of buf, looping on partial writes and EINTR. MSG_NOSIGNAL: a
+ * dead collector must never raise SIGPIPE in the program. Returns 0 or
+ * -errno. Signal-safe. */
+static int agent_write_all(int fd, const void *buf, size_t n)
+{
+	const unsigned char *p = buf;
+
+	while (n) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Read field 22 (starttime) of /proc/self/stat, and optionally the comm.
+ * comm may hold spaces and ')', so fields are counted after the LAST ')'.
+ * One open, one read, one close; no stdio. Signal-safe. */
+static uint64_t agent_read_stat(char *name, size_t namecap)
+{
+	char buf[1024];
+	ssize_t n;
+	char *rp, *lp, *p;
+	int fd, field;
+	uint64_t v = 0;
+
+	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	syscall(SYS_close, fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	rp = strrchr(buf, ')');
+	if (!rp)
+		return 0;
+	lp = strchr(buf, '(');
+	if (name && lp && lp < rp) {
+		size_t len = (size_t)(rp - lp - 1);
+
+		if (len >= namecap)
+			len = namecap - 1;
+		memcpy(name, lp + 1, len);
+		name[len] = '\0';
+	}
+	/* After ") " comes field 3; step to the start of field 22. */
+	p = rp + 1;
+	for (field = 2; field < 22 && *p; p++)
+		if (*p == ' ')
+			field++;
+	while (*p >= '0' && *p <= '9')
+		v = v * 10 + (uint64_t)(*p++ - '0');
+	return v;
+}
+
+/* Connect to the collector and move the socket high, out of the way of
+ * programs that dup2 onto low fds. Returns 0 or -errno. Signal-safe. */
+static int agent_connect(void)
+{
+	int fd, hi, err;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	while (connect(fd, (struct sockaddr *)&agent_g.addr, agent_g.addrlen) < 0) {
+		if (errno == EINTR)
+			continue;
+		err = -errno;
+		syscall(SYS_close, fd);
+		return err;
+	}
+	hi = fcntl(fd, F_DUPFD_CLOEXEC, AGENT_FD_MIN);
+	if (hi >= 0) {
+		syscall(SYS_close, fd);
+		fd = hi;
+	}
+	agent_g.fd = fd;
+	return 0;
+}
+
+/* Encode and write HELLO for the current image. Caller holds the send
+ * lock or is single-threaded. Returns 0 or -errno. Signal-safe. */
+static int agent_send_hello(void)
+{
+	struct enc_hello h;
+	struct timespec rt;
+	char cwd[PATH_MAX];
+	ssize_t n;
+
+	if (!getcwd(cwd, sizeof(cwd)))
+		cwd[0] = '\0';
+	h.ts = agent_now();
+	clock_gettime(CLOCK_REALTIME, &rt);
+	h.realtime = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+	h.start_ticks = agent_g.start_ticks;
+	h.pid = agent_g.pid;
+	h.ppid = agent_g.ppid;
+	h.tid = agent_tid();
+	h.flags = agent_g.argv_truncated ? FT_HELLO_ARGV_TRUNCATED : 0;
+	h.exe = agent_g.exe;
+	h.cwd = cwd;
+	h.name = agent_g.name;
+	h.argv = agent_g.argv;
+	h.argc = agent_g.argc;
+	n = enc_hello(agent_hello_buf, sizeof(agent_hello_buf), &h);
+	if (n < 0)
+		return (int)n;
+	return agent_write_all(agent_g.fd, agent_hello_buf, (size_t)n);
+}
+
+/* Connect and say HELLO; on failure hand over to agent_on_collector_gone. */
+static void agent_start_connection(void)
+{
+	if (agent_connect() < 0) {
+		agent_on_collector_gone();
+		return;
+	}
+	if (agent_send_hello() < 0) {
+		agent_on_collector_gone();
+		return;
+	}
+	__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
+}
+
+/* Report pending losses on the (working) connection. Best effort. */
+static void agent_flush_lost(void)
+{
+	unsigned char buf[64];
+	uint64_t n = __atomic_exchange_n(&agent_g.lost, 0, __ATOMIC_RELAXED);
+	ssize_t len;
+
+	if (!n)
+		return;
+	len = enc_lost(buf, sizeof(buf), agent_now(), agent_tid(), n);
+	if (len < 0 || agent_write_all(agent_g.fd, buf, (size_t)len) < 0)
+		__atomic_add_fetch(&agent_g.lost, n, __ATOMIC_RELAXED);
+}
+
+void agent_write_locked(const void *frame, ssize_t n)
+{
+	int saved = errno;
+	int err;
+
+	if (n < 0 || !__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED)) {
+		agent_count_lost();
+		goto out;
+	}
+	err = agent_write_all(agent_g.fd, frame, (size_t)n);
+	if (err == -EBADF || err == -EPIPE || err == -ENOTSOCK || err == -ECONNRESET) {
+		/* Our fd was closed behind our back (raw syscalls) or the
+		 * connection broke: try one new connection before giving up. */
+		if (!agent_g.reconnected) {
+			agent_g.reconnected = 1;
+			if (err != -EBADF && err != -ENOTSOCK)
+				syscall(SYS_close, agent_g.fd);
+			agent_g.fd = -1;
+			if (agent_connect() == 0 && agent_send_hello() == 0)
+				err = agent_write_all(agent_g.fd, frame, (size_t)n);
+		}
+	}
+	if (err < 0) {
+		agent_count_lost();
+		agent_on_collector_gone();
+		goto out;
+	}
+	if (__atomic_load_n(&agent_g.lost, __ATOMIC_RELAXED))
+		agent_flush_lost();
+out:
+	errno = saved;
+}
+
+void agent_fork_child(pid_t parent_pid)
+{
+	/* The lock word was copied locked: nobody else exists to release it. */
+	__atomic_store_n(&agent_lockword, 0, __ATOMIC_RELAXED);
+	agent_t_tid = (pid_t)syscall(SYS_gettid);
+	agent_g.pid = (pid_t)syscall(SYS_getpid);
+	agent_g.ppid = parent_pid;
+	agent_g.lost = 0;
+	agent_g.exit_sent = 0;
+	agent_g.reconnected = 0;
+	agent_threads_reset();
+	agent_popen_reset();
+	/* Close the parent's connection without ever writing on it. */
+	if (agent_g.fd >= 0)
+		syscall(SYS_close, agent_g.fd);
+	agent_g.fd = -1;
+	agent_g.start_ticks = agent_read_stat(NULL, 0);
+	agent_start_connection();
+}
+
+/* Copy argv into agent_g for HELLO, truncating (never failing) when it
+ * does not fit. */
+static void agent_cache_argv(int argc, char **argv)
+{
+	size_t used = 0;
+	int i;
+
+	for (i = 0; argv && i < argc && argv[i]; i++) {
+		size_t n = strlen(argv[i]) + 1;
+
+		if (agent_g.argc == AGENT_ARGV_MAX || n > sizeof(agent_g.argv_bytes) - used) {
+			agent_g.argv_truncated = 1;
+			break;
+		}
+		memcpy(agent_g.argv_bytes + used, argv[i], n);
+		agent_g.argv[agent_g.argc++] = agent_g.argv_bytes + used;
+		used += n;
+	}
+}
+
+/* Prepare the env strings used by exec/spawn merging. Returns 0 or -1. */
+static int agent_prepare_env(const char *sock, const char *preload)
+{
+	Dl_info info;
+	const char *slash;
+	size_t n = strlen(sock);
+
+	if (n >= sizeof(agent_g.addr.sun_path))
+		return -1;
+	agent_g.addr.sun_family = AF_UNIX;
+	memcpy(agent_g.addr.sun_path, sock, n + 1);
+	agent_g.addrlen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
+	memcpy(agent_g.env_sock, FT_ENV_SOCK "=", sizeof(FT_ENV_SOCK));
+	memcpy(agent_g.env_sock + sizeof(FT_ENV_SOCK), sock, n + 1);
+
+	if (!dladdr((void *)agent_prepare_env, &info) || !info.dli_fname ||
+	    strlen(info.dli_fname) >= sizeof(agent_g.agent_path))
+		return -1;
+	strcpy(agent_g.agent_path, info.dli_fname);
+	slash = strrchr(agent_g.agent_path, '/');
+	agent_g.agent_base = slash ? slash + 1 : agent_g.agent_path;
+
+	/* An envp without LD_PRELOAD gets the value this process started
+	 * with (if it fits; else just this agent). */
+	if (!preload || strlen(preload) >= sizeof(agent_g.env_preload) - sizeof(FT_ENV_PRELOAD))
+		preload = agent_g.agent_path;
+	memcpy(agent_g.env_preload, FT_ENV_PRELOAD "=", sizeof(FT_ENV_PRELOAD));
+	strcpy(agent_g.env_preload + sizeof(FT_ENV_PRELOAD), preload);
+	return 0;
+}
+
+/* glibc passes argc, argv and envp to .init_array functions. */
+__attribute__((constructor)) static void agent_init(int argc, char **argv, char **envp)
+{
+	int saved = errno;
+	const char *sock;
+	ssize_t n;
+
+	(void)envp;
+	agent_resolve_all();
+	/* Never honour the environment of a setuid/setgid program. */
+	if (getauxval(AT_SECURE))
+		goto out;
+	sock = getenv(FT_ENV_SOCK);
+	if (!sock || !*sock)
+		goto out;
+	if (agent_prepare_env(sock, getenv(FT_ENV_PRELOAD)) < 0) {
+		agent_fail("FORKTRACE_SOCK or the agent path is too long; tracing disabled");
+		goto out;
+	}
+	agent_cache_argv(argc, argv);
+	agent_g.pid = getpid();
+	agent_g.ppid = getppid();
+	agent_g.start_ticks = agent_read_stat(agent_g.name, sizeof(agent_g.name));
+	n = readlink("/proc/self/exe", agent_g.exe, sizeof(agent_g.exe) - 1);
+	agent_g.exe[n > 0 ? n : 0] = '\0';
+	agent_g.configured = 1;
+	agent_start_connection();
+	if (__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED))
+		agent_signals_install();
+out:
+	errno = saved;
+}

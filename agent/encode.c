@@ -1,0 +1,247 @@
+/*
+ * Frame encoder built on msgpack-c's static-inline packer (<msgpack/pack.h>):
+ * only the header's inline functions are used, with our own write callback
+ * into the caller's buffer, so the agent does not link libmsgpackc and the
+ * encoder never allocates (house rule 11).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <msgpack/pack.h>
+
+#include "forktrace/wire.h"
+#include "encode.h"
+
+/* Write cursor over the caller's buffer. */
+struct enc_cur {
+	unsigned char *buf;
+	size_t len;
+	size_t cap;
+};
+
+/* msgpack write callback: append or fail without writing. Signal-safe. */
+static int enc_append(void *data, const char *src, size_t n)
+{
+	struct enc_cur *c = data;
+
+	if (n > c->cap - c->len)
+		return -1;
+	memcpy(c->buf + c->len, src, n);
+	c->len += n;
+	return 0;
+}
+
+/* Start a frame: reserve the header, open a map of nkeys entries. */
+static int enc_begin(struct enc_cur *c, msgpack_packer *pk, void *buf, size_t cap, size_t nkeys)
+{
+	c->buf = buf;
+	c->cap = cap;
+	c->len = 0;
+	if (cap < FT_WIRE_HEADER_SIZE)
+		return -1;
+	c->len = FT_WIRE_HEADER_SIZE;
+	msgpack_packer_init(pk, c, enc_append);
+	return msgpack_pack_map(pk, nkeys);
+}
+
+/* Finish a frame: fill the header now that the payload length is known. */
+static ssize_t enc_end(struct enc_cur *c, unsigned type, int err)
+{
+	size_t plen;
+
+	if (err)
+		return -ENOBUFS;
+	plen = c->len - FT_WIRE_HEADER_SIZE;
+	if (plen > FT_WIRE_MAX_PAYLOAD)
+		return -ENOBUFS;
+	ft_wire_header(c->buf, type, (uint32_t)plen);
+	return (ssize_t)c->len;
+}
+
+static int enc_kint(msgpack_packer *pk, unsigned key, int64_t v)
+{
+	return msgpack_pack_uint32(pk, key) || msgpack_pack_int64(pk, v);
+}
+
+static int enc_kuint(msgpack_packer *pk, unsigned key, uint64_t v)
+{
+	return msgpack_pack_uint32(pk, key) || msgpack_pack_uint64(pk, v);
+}
+
+/* A NULL string is sent as "" so the key set of a message never varies. */
+static int enc_kstr(msgpack_packer *pk, unsigned key, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	return msgpack_pack_uint32(pk, key) || msgpack_pack_str(pk, n) ||
+	       (n && msgpack_pack_str_body(pk, s, n));
+}
+
+static int enc_kargv(msgpack_packer *pk, unsigned key, const char *const *argv, size_t argc)
+{
+	size_t i;
+
+	if (msgpack_pack_uint32(pk, key) || msgpack_pack_array(pk, argc))
+		return -1;
+	for (i = 0; i < argc; i++) {
+		const char *s = argv[i] ? argv[i] : "";
+		size_t n = strlen(s);
+
+		if (msgpack_pack_str(pk, n) || (n && msgpack_pack_str_body(pk, s, n)))
+			return -1;
+	}
+	return 0;
+}
+
+/* Common prefix of every message but HELLO: TS, TID. */
+static int enc_ts_tid(msgpack_packer *pk, uint64_t ts, int32_t tid)
+{
+	return enc_kuint(pk, FT_K_TS, ts) || enc_kint(pk, FT_K_TID, tid);
+}
+
+ssize_t enc_hello(void *buf, size_t cap, const struct enc_hello *h)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, 11) || enc_ts_tid(&pk, h->ts, h->tid) ||
+	      enc_kint(&pk, FT_K_PID, h->pid) || enc_kint(&pk, FT_K_PPID, h->ppid) ||
+	      enc_kargv(&pk, FT_K_ARGV, h->argv, h->argc) || enc_kstr(&pk, FT_K_CWD, h->cwd) ||
+	      enc_kstr(&pk, FT_K_EXE, h->exe) || enc_kuint(&pk, FT_K_REALTIME, h->realtime) ||
+	      enc_kuint(&pk, FT_K_START_TICKS, h->start_ticks) ||
+	      enc_kstr(&pk, FT_K_NAME, h->name) || enc_kuint(&pk, FT_K_FLAGS, h->flags);
+	return enc_end(&c, FT_MSG_HELLO, err);
+}
+
+ssize_t enc_fork(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind, int32_t child,
+		 int32_t errnum)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, 4) || enc_ts_tid(&pk, ts, tid) ||
+	      (errnum == 0 ? enc_kint(&pk, FT_K_CHILD, child) : enc_kint(&pk, FT_K_ERRNO, errnum)) ||
+	      enc_kuint(&pk, FT_K_KIND, kind);
+	return enc_end(&c, FT_MSG_FORK, err);
+}
+
+ssize_t enc_exec(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind, const char *path,
+		 const char *const *argv, size_t argc)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, 5) || enc_ts_tid(&pk, ts, tid) ||
+	      enc_kstr(&pk, FT_K_PATH, path) || enc_kargv(&pk, FT_K_ARGV, argv, argc) ||
+	      enc_kuint(&pk, FT_K_KIND, kind);
+	return enc_end(&c, FT_MSG_EXEC, err);
+}
+
+ssize_t enc_exec_fail(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t errnum,
+		      const char *path)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, 4) || enc_ts_tid(&pk, ts, tid) ||
+	      enc_kstr(&pk, FT_K_PATH, path) || enc_kint(&pk, FT_K_ERRNO, errnum);
+	return enc_end(&c, FT_MSG_EXEC_FAIL, err);
+}
+
+ssize_t enc_spawn(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind, int32_t child,
+		  int32_t ret, const char *path, const char *const *argv, size_t argc)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, ret == 0 ? 7 : 6) || enc_ts_tid(&pk, ts, tid) ||
+	      (ret == 0 && enc_kint(&pk, FT_K_CHILD, child)) || enc_kstr(&pk, FT_K_PATH, path) ||
+	      enc_kargv(&pk, FT_K_ARGV, argv, argc) || enc_kint(&pk, FT_K_ERRNO, ret) ||
+	      enc_kuint(&pk, FT_K_KIND, kind);
+	return enc_end(&c, FT_MSG_SPAWN, err);
+}
+
+ssize_t enc_wait(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child, int32_t status)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, 4) || enc_ts_tid(&pk, ts, tid) ||
+	      enc_kint(&pk, FT_K_CHILD, child) || enc_kint(&pk, FT_K_STATUS, status);
+	return enc_end(&c, FT_MSG_WAIT, err);
+}
+
+ssize_t enc_thread(void *buf, size_t cap, unsigned type, uint64_t ts, int32_t tid,
+		   const char *name)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, name ? 3 : 2) || enc_ts_tid(&pk, ts, tid) ||
+	      (name && enc_kstr(&pk, FT_K_NAME, name));
+	return enc_end(&c, type, err);
+}
+
+ssize_t enc_thread_name(void *buf, size_t cap, uint64_t ts, int32_t tid, const char *name)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, 3) || enc_ts_tid(&pk, ts, tid) ||
+	      enc_kstr(&pk, FT_K_NAME, name);
+	return enc_end(&c, FT_MSG_THREAD_NAME, err);
+}
+
+ssize_t enc_exit(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t code)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, 3) || enc_ts_tid(&pk, ts, tid) ||
+	      enc_kint(&pk, FT_K_CODE, code);
+	return enc_end(&c, FT_MSG_EXIT, err);
+}
+
+ssize_t enc_signal(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t signo)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, 3) || enc_ts_tid(&pk, ts, tid) ||
+	      enc_kint(&pk, FT_K_SIGNO, signo);
+	return enc_end(&c, FT_MSG_SIGNAL, err);
+}
+
+ssize_t enc_shell(void *buf, size_t cap, int end, uint64_t ts, int32_t tid, uint32_t kind,
+		  const char *cmd, int32_t status)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, end ? 5 : 4) || enc_ts_tid(&pk, ts, tid) ||
+	      (end && enc_kint(&pk, FT_K_STATUS, status)) || enc_kuint(&pk, FT_K_KIND, kind) ||
+	      enc_kstr(&pk, FT_K_CMD, cmd);
+	return enc_end(&c, end ? FT_MSG_SHELL_END : FT_MSG_SHELL_BEGIN, err);
+}
+
+ssize_t enc_lost(void *buf, size_t cap, uint64_t ts, int32_t tid, uint64_t count)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, 3) || enc_ts_tid(&pk, ts, tid) ||
+	      enc_kuint(&pk, FT_K_COUNT, count);
+	return enc_end(&c, FT_MSG_LOST, err);
+}

@@ -1,0 +1,73 @@
+/*
+ * Message encoder of the agent: one frame (8-byte header + msgpack map with
+ * integer keys, see include/forktrace/wire.h) per call, written into a
+ * caller-owned buffer. No allocation, no locks, no libc state: every enc_*
+ * function is signal-safe and safe in the child of a multithreaded fork.
+ *
+ * Each enc_* function returns the frame length in bytes, or -ENOBUFS when the
+ * frame does not fit in cap bytes (the buffer content is then unspecified).
+ * Keys are written in ascending key order, so the bytes are a function of the
+ * arguments only (tests/wire/ checks them against fixed vectors).
+ *
+ * This header is shared with tests/wire/, which compiles encode.c directly.
+ */
+#ifndef AGENT_ENCODE_H
+#define AGENT_ENCODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* HELLO fields. All pointers are borrowed for the duration of the call; a
+ * NULL string is encoded as "". argv may be NULL when argc is 0. */
+struct enc_hello {
+	uint64_t ts;
+	uint64_t realtime;
+	uint64_t start_ticks;
+	int32_t pid;
+	int32_t ppid;
+	int32_t tid;
+	uint32_t flags;
+	const char *exe;
+	const char *cwd;
+	const char *name;
+	const char *const *argv;
+	size_t argc;
+};
+
+ssize_t enc_hello(void *buf, size_t cap, const struct enc_hello *h);
+
+/* FORK: CHILD when err == 0, otherwise ERRNO = err and no CHILD. */
+ssize_t enc_fork(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind, int32_t child,
+		 int32_t err);
+
+/* EXEC: the first argc entries of argv (borrowed) are sent. */
+ssize_t enc_exec(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind, const char *path,
+		 const char *const *argv, size_t argc);
+
+ssize_t enc_exec_fail(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t err,
+		      const char *path);
+
+/* SPAWN: CHILD present only when ret == 0; ERRNO = ret always. */
+ssize_t enc_spawn(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind, int32_t child,
+		  int32_t ret, const char *path, const char *const *argv, size_t argc);
+
+ssize_t enc_wait(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child, int32_t status);
+
+/* THREAD_START / THREAD_END (type selects which); NAME only when name != NULL. */
+ssize_t enc_thread(void *buf, size_t cap, unsigned type, uint64_t ts, int32_t tid,
+		   const char *name);
+
+ssize_t enc_thread_name(void *buf, size_t cap, uint64_t ts, int32_t tid, const char *name);
+
+ssize_t enc_exit(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t code);
+
+ssize_t enc_signal(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t signo);
+
+/* SHELL_BEGIN (end == 0) or SHELL_END (end != 0, with STATUS). */
+ssize_t enc_shell(void *buf, size_t cap, int end, uint64_t ts, int32_t tid, uint32_t kind,
+		  const char *cmd, int32_t status);
+
+ssize_t enc_lost(void *buf, size_t cap, uint64_t ts, int32_t tid, uint64_t count);
+
+#endif /* AGENT_ENCODE_H */

@@ -1,0 +1,300 @@
+/*
+ * Exec family and posix_spawn. glibc's execv/execvp/execl* reach execve
+ * through internal symbols, so each entry point is hooked and funnelled into
+ * agent_exec(), which merges the environment, sends EXEC (written before the
+ * call), calls the real function and reports EXEC_FAIL if it returns.
+ *
+ * In a vfork child (agent_t_in_vfork) nothing is recorded: only the
+ * environment is merged, from the stack and precomputed strings.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* execl* argument vectors up to this size live on the stack. */
+#define AGENT_EXECL_STACK 256
+
+static size_t agent_argc(char *const *argv)
+{
+	size_t n = 0;
+
+	while (argv && argv[n])
+		n++;
+	return n;
+}
+
+/* Send EXEC; if argv does not fit the buffer, send a prefix of it. */
+static void agent_emit_exec(unsigned kind, const char *path, char *const *argv)
+{
+	size_t argc = agent_argc(argv);
+	ssize_t n;
+
+	agent_t_guard++;
+	agent_lock();
+	for (;;) {
+		n = enc_exec(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), kind, path,
+			     (const char *const *)argv, argc);
+		if (n != -ENOBUFS || argc == 0)
+			break;
+		argc /= 2;
+	}
+	agent_write_locked(agent_buf, n);
+	agent_unlock();
+	agent_t_guard--;
+}
+
+/* fexecve has no path: name the file behind the fd. */
+static const char *agent_fd_path(int fd, char *buf, size_t cap)
+{
+	char link[32] = "/proc/self/fd/";
+	char digits[12];
+	size_t nd = 0, off = sizeof("/proc/self/fd/") - 1;
+	unsigned v = (unsigned)fd;
+	ssize_t n;
+
+	/* No snprintf: this may run in the child of a multithreaded fork. */
+	do {
+		digits[nd++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (nd)
+		link[off++] = digits[--nd];
+	link[off] = '\0';
+	n = readlink(link, buf, cap - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+/*
+ * The common exec path. dirfd/flags only for execveat, fd only for
+ * fexecve. Preserves the real call's errno.
+ */
+static int agent_exec(unsigned kind, int dirfd, const char *path, char *const argv[],
+		      char *const envp[], int flags)
+{
+	struct agent_env env;
+	char fdpath[PATH_MAX];
+	bool record = !agent_bypass();
+	int ret, err;
+
+	agent_env_merge(&env, envp);
+	if (kind == FT_EXEC_FEXECVE && record)
+		path = agent_fd_path(dirfd, fdpath, sizeof(fdpath));
+	if (record)
+		agent_emit_exec(kind, path, argv);
+
+	switch (kind) {
+	case FT_EXEC_EXECVP:
+	case FT_EXEC_EXECVPE:
+	case FT_EXEC_EXECLP: {
+		agent_execvpe_fn f = AGENT_REAL(execvpe);
+
+		ret = f ? f(path, argv, env.envp) : (errno = ENOSYS, -1);
+		break;
+	}
+	case FT_EXEC_FEXECVE: {
+		agent_fexecve_fn f = AGENT_REAL(fexecve);
+
+		ret = f ? f(dirfd, argv, env.envp) : (errno = ENOSYS, -1);
+		break;
+	}
+	case FT_EXEC_EXECVEAT: {
+		agent_execveat_fn f = AGENT_REAL(execveat);
+
+		ret = f ? f(dirfd, path, argv, env.envp, flags) : (errno = ENOSYS, -1);
+		break;
+	}
+	default: {
+		agent_execve_fn f = AGENT_REAL(execve);
+
+		ret = f ? f(path, argv, env.envp) : (errno = ENOSYS, -1);
+		break;
+	}
+	}
+
+	err = errno;
+	agent_env_release(&env);
+	if (record && !agent_bypass())
+		AGENT_EMIT(enc_exec_fail(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), err,
+					 path));
+	errno = err;
+	return ret;
+}
+
+AGENT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	return agent_exec(FT_EXEC_EXECVE, -1, path, argv, envp, 0);
+}
+
+AGENT_EXPORT int execv(const char *path, char *const argv[])
+{
+	return agent_exec(FT_EXEC_EXECV, -1, path, argv, environ, 0);
+}
+
+AGENT_EXPORT int execvp(const char *file, char *const argv[])
+{
+	return agent_exec(FT_EXEC_EXECVP, -1, file, argv, environ, 0);
+}
+
+AGENT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	return agent_exec(FT_EXEC_EXECVPE, -1, file, argv, envp, 0);
+}
+
+AGENT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	return agent_exec(FT_EXEC_FEXECVE, fd, NULL, argv, envp, 0);
+}
+
+AGENT_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+			  int flags)
+{
+	return agent_exec(FT_EXEC_EXECVEAT, dirfd, path, argv, envp, flags);
+}
+
+/*
+ * execl, execlp, execle: gather the variadic list into a vector on the
+ * stack, or in an mmap for very long lists (no malloc: we may be in a vfork
+ * child), then take the common path.
+ */
+static int agent_execl(unsigned kind, const char *path, const char *arg0, va_list ap)
+{
+	char *stackv[AGENT_EXECL_STACK];
+	char **argv = stackv;
+	char *const *envp = environ;
+	size_t n = 1, i, maplen = 0;
+	va_list cp;
+	int ret, err;
+
+	va_copy(cp, ap);
+	if (arg0)
+		while (va_arg(cp, char *))
+			n++;
+	va_end(cp);
+	if (n + 1 > AGENT_EXECL_STACK) {
+		maplen = (n + 1) * sizeof(char *);
+		argv = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			    0);
+		if (argv == MAP_FAILED) {
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+	argv[0] = (char *)arg0;
+	for (i = 1; arg0 && i < n; i++)
+		argv[i] = va_arg(ap, char *);
+	argv[n] = NULL;
+	if (arg0)
+		(void)va_arg(ap, char *); /* the terminating NULL */
+	if (kind == FT_EXEC_EXECLE)
+		envp = va_arg(ap, char *const *);
+	ret = agent_exec(kind, -1, path, argv, envp, 0);
+	err = errno;
+	if (maplen)
+		munmap(argv, maplen);
+	errno = err;
+	return ret;
+}
+
+AGENT_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, arg);
+	ret = agent_execl(FT_EXEC_EXECL, path, arg, ap);
+	va_end(ap);
+	return ret;
+}
+
+AGENT_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, arg);
+	ret = agent_execl(FT_EXEC_EXECLP, file, arg, ap);
+	va_end(ap);
+	return ret;
+}
+
+AGENT_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, arg);
+	ret = agent_execl(FT_EXEC_EXECLE, path, arg, ap);
+	va_end(ap);
+	return ret;
+}
+
+/* Send SPAWN; shorten argv if it does not fit. */
+static void agent_emit_spawn(unsigned kind, pid_t child, int ret, const char *path,
+			     char *const *argv)
+{
+	size_t argc = agent_argc(argv);
+	ssize_t n;
+
+	agent_t_guard++;
+	agent_lock();
+	for (;;) {
+		n = enc_spawn(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), kind, child,
+			      ret, path, (const char *const *)argv, argc);
+		if (n != -ENOBUFS || argc == 0)
+			break;
+		argc /= 2;
+	}
+	agent_write_locked(agent_buf, n);
+	agent_unlock();
+	agent_t_guard--;
+}
+
+/*
+ * glibc's posix_spawn child calls an internal execve we cannot hook, so
+ * the environment is merged here, before the real call.
+ */
+static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
+		       const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+		       char *const argv[], char *const envp[])
+{
+	agent_posix_spawn_fn f = kind == FT_SPAWN_POSIX_SPAWNP ? AGENT_REAL(posix_spawnp)
+							       : AGENT_REAL(posix_spawn);
+	struct agent_env env;
+	pid_t child = 0;
+	int ret, err;
+
+	if (!f)
+		return ENOSYS;
+	if (!agent_g.configured)
+		return f(pid, path, fa, attr, argv, envp);
+	agent_env_merge(&env, envp);
+	ret = f(&child, path, fa, attr, argv, env.envp);
+	err = errno;
+	agent_env_release(&env);
+	if (ret == 0 && pid)
+		*pid = child;
+	if (!agent_bypass())
+		agent_emit_spawn(kind, child, ret, path, argv);
+	errno = err;
+	return ret;
+}
+
+AGENT_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			     const posix_spawnattr_t *attr, char *const argv[],
+			     char *const envp[])
+{
+	return agent_spawn(FT_SPAWN_POSIX_SPAWN, pid, path, fa, attr, argv, envp);
+}
+
+AGENT_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			      const posix_spawnattr_t *attr, char *const argv[],
+			      char *const envp[])
+{
+	return agent_spawn(FT_SPAWN_POSIX_SPAWNP, pid, file, fa, attr, argv, envp);
+}

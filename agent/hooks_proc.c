@@ -1,0 +1,481 @@
+/*
+ * Process-level hooks: fork, the wait family, the exit paths (including
+ * return from main through __libc_start_main), system, popen and pclose.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/*
+ * fork: every agent lock is taken with all signals blocked, so the child
+ * never inherits a lock held by a thread that does not exist there; both
+ * sides release it. The child drops the parent's connection and opens its
+ * own (agent_fork_child); the parent reports FORK. Preserves errno.
+ */
+AGENT_EXPORT pid_t fork(void)
+{
+	agent_fork_fn f = AGENT_REAL(fork);
+	sigset_t all, old;
+	pid_t parent, pid;
+	int err;
+
+	if (!f) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (agent_bypass())
+		return f();
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	agent_t_guard++;
+	agent_lock();
+	parent = agent_g.pid;
+	pid = f();
+	err = errno;
+	if (pid == 0)
+		agent_fork_child(parent);
+	else
+		agent_unlock();
+	agent_t_guard--;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid != 0 && !agent_bypass())
+		AGENT_EMIT(enc_fork(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(),
+				    FT_SPAWN_FORK, pid, pid < 0 ? err : 0));
+	errno = err;
+	return pid;
+}
+
+/* Report a reaped child: exits and deaths only, not stops/continues. */
+static void agent_emit_wait(pid_t child, int status)
+{
+	int err = errno;
+
+	if (WIFEXITED(status) || WIFSIGNALED(status))
+		AGENT_EMIT(enc_wait(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), child,
+				    status));
+	errno = err;
+}
+
+AGENT_EXPORT pid_t wait(int *status)
+{
+	agent_wait_fn f = AGENT_REAL(wait);
+	int local;
+	pid_t ret;
+
+	if (agent_bypass())
+		return f(status);
+	ret = f(status ? status : &local);
+	if (ret > 0)
+		agent_emit_wait(ret, status ? *status : local);
+	return ret;
+}
+
+AGENT_EXPORT pid_t waitpid(pid_t pid, int *status, int options)
+{
+	agent_waitpid_fn f = AGENT_REAL(waitpid);
+	int local;
+	pid_t ret;
+
+	if (agent_bypass())
+		return f(pid, status, options);
+	ret = f(pid, status ? status : &local, options);
+	if (ret > 0)
+		agent_emit_wait(ret, status ? *status : local);
+	return ret;
+}
+
+AGENT_EXPORT pid_t wait3(int *status, int options, struct rusage *ru)
+{
+	agent_wait3_fn f = AGENT_REAL(wait3);
+	int local;
+	pid_t ret;
+
+	if (agent_bypass())
+		return f(status, options, ru);
+	ret = f(status ? status : &local, options, ru);
+	if (ret > 0)
+		agent_emit_wait(ret, status ? *status : local);
+	return ret;
+}
+
+AGENT_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
+{
+	agent_wait4_fn f = AGENT_REAL(wait4);
+	int local;
+	pid_t ret;
+
+	if (agent_bypass())
+		return f(pid, status, options, ru);
+	ret = f(pid, status ? status : &local, options, ru);
+	if (ret > 0)
+		agent_emit_wait(ret, status ? *status : local);
+	return ret;
+}
+
+/* waitid reports a siginfo: convert exits and deaths to the raw status
+ * waitpid would have given. WNOWAIT leaves the child unreaped: skip. */
+AGENT_EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
+{
+	agent_waitid_fn f = AGENT_REAL(waitid);
+	siginfo_t local;
+	siginfo_t *si = info ? info : &local;
+	int ret, status;
+
+	if (agent_bypass())
+		return f(idtype, id, info, options);
+	if (!info)
+		memset(&local, 0, sizeof(local));
+	ret = f(idtype, id, si, options);
+	if (ret != 0 || si->si_pid == 0 || (options & WNOWAIT))
+		return ret;
+	switch (si->si_code) {
+	case CLD_EXITED:
+		status = (si->si_status & 0xff) << 8;
+		break;
+	case CLD_KILLED:
+		status = si->si_status & 0x7f;
+		break;
+	case CLD_DUMPED:
+		status = (si->si_status & 0x7f) | 0x80;
+		break;
+	default:
+		return ret;
+	}
+	agent_emit_wait(si->si_pid, status);
+	return ret;
+}
+
+/* EXIT goes out once per process image, whichever path comes first. */
+static void agent_emit_exit(int code)
+{
+	if (agent_bypass() || __atomic_exchange_n(&agent_g.exit_sent, 1, __ATOMIC_RELAXED))
+		return;
+	AGENT_EMIT(enc_exit(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), code));
+}
+
+AGENT_EXPORT void exit(int code)
+{
+	agent_exit_fn f = AGENT_REAL(exit);
+
+	agent_emit_exit(code);
+	if (f)
+		f(code);
+	syscall(SYS_exit_group, code);
+	__builtin_unreachable();
+}
+
+AGENT_EXPORT void _exit(int code)
+{
+	agent__exit_fn f = AGENT_REAL(_exit);
+
+	agent_emit_exit(code);
+	if (f)
+		f(code);
+	syscall(SYS_exit_group, code);
+	__builtin_unreachable();
+}
+
+AGENT_EXPORT void _Exit(int code)
+{
+	agent__Exit_fn f = AGENT_REAL(_Exit);
+
+	agent_emit_exit(code);
+	if (f)
+		f(code);
+	syscall(SYS_exit_group, code);
+	__builtin_unreachable();
+}
+
+/* __libc_start_main calls exit() internally (not through our hook), so
+ * main is wrapped to see its return value. */
+static agent_main_fn agent_real_main;
+
+static int agent_main_wrapper(int argc, char **argv, char **envp)
+{
+	int ret = agent_real_main(argc, argv, envp);
+
+	agent_emit_exit(ret);
+	return ret;
+}
+
+int __libc_start_main(agent_main_fn main_fn, int argc, char **argv, void (*init)(void),
+		      void (*fini)(void), void (*rtld_fini)(void), void *stack_end);
+
+AGENT_EXPORT int __libc_start_main(agent_main_fn main_fn, int argc, char **argv,
+				   void (*init)(void), void (*fini)(void),
+				   void (*rtld_fini)(void), void *stack_end)
+{
+	agent___libc_start_main_fn f = AGENT_REAL(__libc_start_main);
+
+	if (!f) {
+		agent_fail("cannot find __libc_start_main");
+		syscall(SYS_exit_group, 127);
+	}
+	if (!agent_g.configured)
+		return f(main_fn, argc, argv, init, fini, rtld_fini, stack_end);
+	agent_real_main = main_fn;
+	return f(agent_main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+/*
+ * system() and popen(): glibc spawns /bin/sh with `environ` through an
+ * internal posix_spawn we cannot hook. When environ still carries
+ * LD_PRELOAD (with us) and FORKTRACE_SOCK, the real function is used as is.
+ * When it does not (the program unsetenv'd them), the call is done here
+ * with posix_spawn and a merged envp instead: editing environ behind the
+ * program's back would be visible to it and racy with other threads.
+ */
+static const char agent_shell[] = "/bin/sh";
+
+/* system(3) as POSIX describes it: SIGINT/SIGQUIT ignored and SIGCHLD
+ * blocked in the caller while the shell runs. */
+static int agent_own_system(const char *cmd, char **envp)
+{
+	agent_posix_spawn_fn spawn = AGENT_REAL(posix_spawn);
+	agent_waitpid_fn wpid = AGENT_REAL(waitpid);
+	char *argv[] = {(char *)"sh", (char *)"-c", (char *)"--", (char *)cmd, NULL};
+	struct sigaction ign, oint, oquit;
+	sigset_t chld, omask, def;
+	posix_spawnattr_t attr;
+	pid_t pid;
+	int status, ret;
+
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGINT, &ign, &oint);
+	sigaction(SIGQUIT, &ign, &oquit);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &omask);
+
+	sigemptyset(&def);
+	if (oint.sa_handler != SIG_IGN)
+		sigaddset(&def, SIGINT);
+	if (oquit.sa_handler != SIG_IGN)
+		sigaddset(&def, SIGQUIT);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setsigmask(&attr, &omask);
+	posix_spawnattr_setsigdefault(&attr, &def);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+	ret = spawn(&pid, agent_shell, NULL, &attr, argv, envp);
+	posix_spawnattr_destroy(&attr);
+	if (ret == 0) {
+		while (wpid(pid, &status, 0) < 0) {
+			if (errno != EINTR) {
+				status = -1;
+				break;
+			}
+		}
+	} else {
+		status = 127 << 8;
+	}
+
+	sigaction(SIGINT, &oint, NULL);
+	sigaction(SIGQUIT, &oquit, NULL);
+	sigprocmask(SIG_SETMASK, &omask, NULL);
+	if (ret != 0)
+		errno = ret;
+	return status;
+}
+
+AGENT_EXPORT int system(const char *cmd)
+{
+	agent_system_fn f = AGENT_REAL(system);
+	struct agent_env env;
+	bool record;
+	int ret, err;
+
+	if (!cmd || !agent_g.configured || agent_t_in_vfork || agent_t_guard)
+		return f(cmd);
+	record = !agent_bypass();
+	if (record)
+		AGENT_EMIT(enc_shell(agent_buf, AGENT_BUF_SIZE, 0, agent_now(), agent_tid(),
+				     FT_SPAWN_SYSTEM, cmd, 0));
+	agent_env_merge(&env, environ);
+	if (env.envp == environ)
+		ret = f(cmd);
+	else
+		ret = agent_own_system(cmd, env.envp);
+	err = errno;
+	agent_env_release(&env);
+	if (record && !agent_bypass())
+		AGENT_EMIT(enc_shell(agent_buf, AGENT_BUF_SIZE, 1, agent_now(), agent_tid(),
+				     FT_SPAWN_SYSTEM, cmd, ret));
+	errno = err;
+	return ret;
+}
+
+/* Open popen streams: FILE* -> command (for SHELL_END) and, for streams
+ * opened by agent_own_popen, the child to reap. Guarded by the send lock. */
+#define AGENT_POPEN_MAX 64
+#define AGENT_POPEN_CMD 256
+
+struct agent_popen {
+	FILE *fp;
+	int fd;
+	pid_t pid; /* ours to reap; 0 = glibc's stream */
+	char cmd[AGENT_POPEN_CMD];
+};
+
+static struct agent_popen agent_popens[AGENT_POPEN_MAX];
+
+void agent_popen_reset(void)
+{
+	/* The child inherits the streams; glibc's pclose still works on
+	 * them, ours would wait for a child that is not its own. */
+	memset(agent_popens, 0, sizeof(agent_popens));
+}
+
+/* Returns the slot index or -1 when the table is full. Caller holds the
+ * send lock. */
+static int agent_popen_slot(void)
+{
+	int i;
+
+	for (i = 0; i < AGENT_POPEN_MAX; i++)
+		if (!agent_popens[i].fp)
+			return i;
+	return -1;
+}
+
+static FILE *agent_own_popen(const char *cmd, const char *mode, char **envp, pid_t *pidp)
+{
+	agent_posix_spawn_fn spawn = AGENT_REAL(posix_spawn);
+	agent_close_fn cl = AGENT_REAL(close);
+	char *argv[] = {(char *)"sh", (char *)"-c", (char *)"--", (char *)cmd, NULL};
+	posix_spawn_file_actions_t fa;
+	bool rd = mode[0] == 'r';
+	int p[2], mine, theirs, ret, i;
+	FILE *fp;
+
+	if ((mode[0] != 'r' && mode[0] != 'w') || pipe2(p, O_CLOEXEC) < 0) {
+		if (mode[0] != 'r' && mode[0] != 'w')
+			errno = EINVAL;
+		return NULL;
+	}
+	mine = rd ? p[0] : p[1];
+	theirs = rd ? p[1] : p[0];
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, theirs, rd ? 1 : 0);
+	/* POSIX: the child must not keep other popen streams open. */
+	agent_t_guard++;
+	agent_lock();
+	for (i = 0; i < AGENT_POPEN_MAX; i++)
+		if (agent_popens[i].fp && agent_popens[i].fp != (FILE *)-1)
+			posix_spawn_file_actions_addclose(&fa, agent_popens[i].fd);
+	agent_unlock();
+	agent_t_guard--;
+	ret = spawn(pidp, agent_shell, &fa, NULL, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	cl(theirs);
+	if (ret != 0) {
+		cl(mine);
+		errno = ret;
+		return NULL;
+	}
+	if (!strchr(mode, 'e'))
+		fcntl(mine, F_SETFD, 0);
+	fp = fdopen(mine, rd ? "r" : "w");
+	if (!fp) {
+		int err = errno;
+
+		cl(mine);
+		while (AGENT_REAL(waitpid)(*pidp, NULL, 0) < 0 && errno == EINTR)
+			;
+		errno = err;
+	}
+	return fp;
+}
+
+AGENT_EXPORT FILE *popen(const char *cmd, const char *mode)
+{
+	agent_popen_fn f = AGENT_REAL(popen);
+	struct agent_env env;
+	pid_t pid = 0;
+	FILE *fp;
+	int err, slot;
+	size_t n;
+
+	if (!cmd || !mode || !agent_g.configured || agent_t_in_vfork || agent_t_guard)
+		return f(cmd, mode);
+	agent_env_merge(&env, environ);
+	agent_t_guard++;
+	agent_lock();
+	slot = agent_popen_slot();
+	if (slot >= 0)
+		agent_popens[slot].fp = (FILE *)-1; /* reserved */
+	agent_unlock();
+	agent_t_guard--;
+	if (env.envp != environ && slot >= 0)
+		fp = agent_own_popen(cmd, mode, env.envp, &pid);
+	else
+		fp = f(cmd, mode);
+	err = errno;
+	agent_env_release(&env);
+	if (slot >= 0) {
+		agent_t_guard++;
+		agent_lock();
+		agent_popens[slot].fp = fp;
+		if (fp) {
+			agent_popens[slot].fd = fileno(fp);
+			agent_popens[slot].pid = pid;
+			n = strlen(cmd);
+			if (n >= AGENT_POPEN_CMD)
+				n = AGENT_POPEN_CMD - 1;
+			memcpy(agent_popens[slot].cmd, cmd, n);
+			agent_popens[slot].cmd[n] = '\0';
+		}
+		agent_unlock();
+		agent_t_guard--;
+	}
+	if (fp && !agent_bypass())
+		AGENT_EMIT(enc_shell(agent_buf, AGENT_BUF_SIZE, 0, agent_now(), agent_tid(),
+				     FT_SPAWN_POPEN, cmd, 0));
+	errno = err;
+	return fp;
+}
+
+AGENT_EXPORT int pclose(FILE *fp)
+{
+	agent_pclose_fn f = AGENT_REAL(pclose);
+	struct agent_popen ent;
+	int i, ret, err;
+
+	ent.fp = NULL;
+	if (!fp || agent_t_in_vfork || agent_t_guard)
+		return f(fp);
+	agent_t_guard++;
+	agent_lock();
+	for (i = 0; i < AGENT_POPEN_MAX; i++) {
+		if (agent_popens[i].fp == fp) {
+			ent = agent_popens[i];
+			agent_popens[i].fp = NULL;
+			break;
+		}
+	}
+	agent_unlock();
+	agent_t_guard--;
+	if (ent.fp && ent.pid > 0) {
+		/* Our own popen stream: close it, then reap its shell. */
+		int status = -1;
+
+		fclose(fp);
+		while ((ret = AGENT_REAL(waitpid)(ent.pid, &status, 0)) < 0 && errno == EINTR)
+			;
+		ret = ret < 0 ? -1 : status;
+	} else {
+		ret = f(fp);
+	}
+	err = errno;
+	if (ent.fp && !agent_bypass())
+		AGENT_EMIT(enc_shell(agent_buf, AGENT_BUF_SIZE, 1, agent_now(), agent_tid(),
+				     FT_SPAWN_POPEN, ent.cmd, ret));
+	errno = err;
+	return ret;
+}

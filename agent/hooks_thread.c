@@ -1,0 +1,211 @@
+/*
+ * Thread hooks: pthread_create wraps the start routine in a trampoline that
+ * reports THREAD_START and THREAD_END; pthread_setname_np and
+ * prctl(PR_SET_NAME) report THREAD_NAME.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "internal.h"
+
+/* pthread_t -> kernel tid of the threads our trampoline started, so that
+ * naming another thread can say which one. Guarded by the send lock. */
+#define AGENT_THREADS_MAX 1024
+
+struct agent_thread {
+	pthread_t th;
+	pid_t tid;
+};
+
+static struct agent_thread agent_threads[AGENT_THREADS_MAX];
+
+void agent_threads_reset(void)
+{
+	memset(agent_threads, 0, sizeof(agent_threads));
+}
+
+/* Caller holds the send lock. */
+static void agent_threads_set(pthread_t th, pid_t tid, pid_t newtid)
+{
+	int i;
+
+	for (i = 0; i < AGENT_THREADS_MAX; i++) {
+		if (agent_threads[i].tid == tid &&
+		    (tid == 0 || pthread_equal(agent_threads[i].th, th))) {
+			agent_threads[i].th = th;
+			agent_threads[i].tid = newtid;
+			return;
+		}
+	}
+}
+
+/* Caller holds the send lock. Returns 0 when unknown. */
+static pid_t agent_threads_find(pthread_t th)
+{
+	int i;
+
+	for (i = 0; i < AGENT_THREADS_MAX; i++)
+		if (agent_threads[i].tid && pthread_equal(agent_threads[i].th, th))
+			return agent_threads[i].tid;
+	return 0;
+}
+
+/* Allocated by the creating thread, freed by the new one. */
+struct agent_tramp {
+	void *(*start)(void *);
+	void *arg;
+};
+
+static void agent_thread_end(void *unused)
+{
+	(void)unused;
+	if (agent_bypass())
+		return;
+	agent_t_guard++;
+	agent_lock();
+	agent_threads_set(pthread_self(), agent_tid(), 0);
+	agent_write_locked(agent_buf, enc_thread(agent_buf, AGENT_BUF_SIZE, FT_MSG_THREAD_END,
+						 agent_now(), agent_tid(), NULL));
+	agent_unlock();
+	agent_t_guard--;
+}
+
+/* THREAD_END goes out through a cleanup handler, so return, pthread_exit
+ * and cancellation are all reported. */
+static void *agent_tramp_run(void *p)
+{
+	struct agent_tramp t = *(struct agent_tramp *)p;
+	void *ret;
+
+	free(p);
+	agent_t_tramp = 1;
+	if (!agent_bypass()) {
+		agent_t_guard++;
+		agent_lock();
+		agent_threads_set(pthread_self(), 0, agent_tid());
+		agent_write_locked(agent_buf,
+				   enc_thread(agent_buf, AGENT_BUF_SIZE, FT_MSG_THREAD_START,
+					      agent_now(), agent_tid(), NULL));
+		agent_unlock();
+		agent_t_guard--;
+	}
+	pthread_cleanup_push(agent_thread_end, NULL);
+	ret = t.start(t.arg);
+	pthread_cleanup_pop(1);
+	return ret;
+}
+
+AGENT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr,
+				void *(*start)(void *), void *arg)
+{
+	agent_pthread_create_fn f = AGENT_REAL(pthread_create);
+	struct agent_tramp *t;
+	int ret, err;
+
+	if (!f)
+		return ENOSYS;
+	if (agent_bypass())
+		return f(th, attr, start, arg);
+	err = errno;
+	t = malloc(sizeof(*t));
+	errno = err;
+	if (!t)
+		return f(th, attr, start, arg);
+	t->start = start;
+	t->arg = arg;
+	ret = f(th, attr, agent_tramp_run, t);
+	if (ret != 0)
+		free(t);
+	errno = err;
+	return ret;
+}
+
+/* Threads we did not start (the main thread) report their end here. */
+AGENT_EXPORT void pthread_exit(void *ret)
+{
+	agent_pthread_exit_fn f = AGENT_REAL(pthread_exit);
+
+	if (!agent_t_tramp && !agent_bypass())
+		AGENT_EMIT(enc_thread(agent_buf, AGENT_BUF_SIZE, FT_MSG_THREAD_END, agent_now(),
+				      agent_tid(), NULL));
+	f(ret);
+	__builtin_unreachable();
+}
+
+/* Remember the main thread's name for HELLO of fork children. */
+static void agent_emit_name(pid_t tid, const char *name)
+{
+	int err = errno;
+
+	agent_t_guard++;
+	agent_lock();
+	if (tid == agent_g.pid) {
+		strncpy(agent_g.name, name, sizeof(agent_g.name) - 1);
+		agent_g.name[sizeof(agent_g.name) - 1] = '\0';
+	}
+	agent_write_locked(agent_buf,
+			   enc_thread_name(agent_buf, AGENT_BUF_SIZE, agent_now(), tid, name));
+	agent_unlock();
+	agent_t_guard--;
+	errno = err;
+}
+
+AGENT_EXPORT int pthread_setname_np(pthread_t th, const char *name)
+{
+	agent_pthread_setname_np_fn f = AGENT_REAL(pthread_setname_np);
+	pid_t tid;
+	int ret;
+
+	if (!f)
+		return ENOSYS;
+	ret = f(th, name);
+	if (ret != 0 || agent_bypass())
+		return ret;
+	if (pthread_equal(th, pthread_self())) {
+		tid = agent_tid();
+	} else {
+		agent_t_guard++;
+		agent_lock();
+		tid = agent_threads_find(th);
+		agent_unlock();
+		agent_t_guard--;
+	}
+	if (tid)
+		agent_emit_name(tid, name);
+	else
+		agent_count_lost();
+	return ret;
+}
+
+/* prctl is variadic; every option takes at most four more unsigned long
+ * arguments, which are passed through untouched. */
+AGENT_EXPORT int prctl(int option, ...)
+{
+	agent_prctl_fn f = AGENT_REAL(prctl);
+	unsigned long a2, a3, a4, a5;
+	char name[16];
+	va_list ap;
+	int ret;
+
+	va_start(ap, option);
+	a2 = va_arg(ap, unsigned long);
+	a3 = va_arg(ap, unsigned long);
+	a4 = va_arg(ap, unsigned long);
+	a5 = va_arg(ap, unsigned long);
+	va_end(ap);
+	if (!f) {
+		errno = ENOSYS;
+		return -1;
+	}
+	ret = f(option, a2, a3, a4, a5);
+	if (ret != 0 || option != PR_SET_NAME || agent_bypass() || !a2)
+		return ret;
+	/* The kernel keeps at most 15 bytes. */
+	strncpy(name, (const char *)a2, sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	agent_emit_name(agent_tid(), name);
+	return ret;
+}

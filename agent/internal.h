@@ -1,0 +1,216 @@
+/*
+ * Internals of libforktrace-agent.so, shared by the files of agent/ only.
+ *
+ * Lock order: the agent has one lock, the process-wide send lock
+ * (agent_lock). It guards the connection (agent_g.fd), the frame buffer
+ * (agent_buf), the thread table and the popen table. It is only ever taken
+ * with the calling thread's nesting guard raised (AGENT_EMIT does both), so a
+ * hook reached again from a signal handler of the same thread passes through
+ * instead of deadlocking. fork() takes it with all signals blocked and
+ * releases it in parent and child.
+ */
+#ifndef AGENT_INTERNAL_H
+#define AGENT_INTERNAL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "forktrace/wire.h"
+#include "encode.h"
+
+#define AGENT_EXPORT __attribute__((visibility("default")))
+#define AGENT_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* Size of the one frame buffer used under the send lock. */
+#define AGENT_BUF_SIZE (256u * 1024u)
+/* The agent's socket is moved to the lowest free fd at or above this. */
+#define AGENT_FD_MIN 1000
+/* Bounds of the argv copy taken in the constructor for HELLO. */
+#define AGENT_ARGV_MAX 1024
+#define AGENT_ARGV_BYTES (32u * 1024u)
+
+/*
+ * Real functions, found with dlsym(RTLD_NEXT) in the constructor and lazily
+ * (thread-safely, idempotent) by AGENT_REAL() when a hook runs before it.
+ */
+typedef int (*agent_main_fn)(int, char **, char **);
+#define AGENT_REAL_LIST(X)                                                                          \
+	X(fork, pid_t, (void))                                                                     \
+	X(execve, int, (const char *, char *const[], char *const[]))                               \
+	X(execvpe, int, (const char *, char *const[], char *const[]))                              \
+	X(fexecve, int, (int, char *const[], char *const[]))                                       \
+	X(execveat, int, (int, const char *, char *const[], char *const[], int))                   \
+	X(posix_spawn, int,                                                                        \
+	  (pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,  \
+	   char *const[], char *const[]))                                                          \
+	X(posix_spawnp, int,                                                                       \
+	  (pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,  \
+	   char *const[], char *const[]))                                                          \
+	X(system, int, (const char *))                                                             \
+	X(popen, FILE *, (const char *, const char *))                                             \
+	X(pclose, int, (FILE *))                                                                   \
+	X(wait, pid_t, (int *))                                                                    \
+	X(waitpid, pid_t, (pid_t, int *, int))                                                     \
+	X(wait3, pid_t, (int *, int, struct rusage *))                                             \
+	X(wait4, pid_t, (pid_t, int *, int, struct rusage *))                                      \
+	X(waitid, int, (idtype_t, id_t, siginfo_t *, int))                                         \
+	X(pthread_create, int, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))   \
+	X(pthread_exit, void, (void *))                                                            \
+	X(pthread_setname_np, int, (pthread_t, const char *))                                      \
+	X(prctl, int, (int, ...))                                                                  \
+	X(exit, void, (int))                                                                       \
+	X(_exit, void, (int))                                                                      \
+	X(_Exit, void, (int))                                                                      \
+	X(__libc_start_main, int,                                                                  \
+	  (agent_main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void), void *))   \
+	X(close, int, (int))                                                                       \
+	X(close_range, int, (unsigned, unsigned, int))                                             \
+	X(closefrom, void, (int))                                                                  \
+	X(dup2, int, (int, int))                                                                   \
+	X(dup3, int, (int, int, int))
+
+#define AGENT_X(name, ret, args)                                                                    \
+	typedef ret(*agent_##name##_fn) args;                                                      \
+	extern void *agent_real_##name;
+AGENT_REAL_LIST(AGENT_X)
+#undef AGENT_X
+
+/* Slow path of AGENT_REAL: dlsym and publish. Returns NULL if missing. */
+void *agent_resolve(void **slot, const char *name);
+
+static inline void *agent_resolve_fast(void **slot, const char *name)
+{
+	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+
+	return p ? p : agent_resolve(slot, name);
+}
+
+#define AGENT_REAL(name) ((agent_##name##_fn)agent_resolve_fast(&agent_real_##name, #name))
+
+/* Process-wide state. Written by the constructor and the fork child reset;
+ * fd and the counters change under the send lock. */
+struct agent_state {
+	int configured;   /* FORKTRACE_SOCK was set: merge env on exec/spawn */
+	int active;       /* connected; hooks record (atomic) */
+	int fd;           /* our socket, or -1 */
+	int reconnected;  /* the one reconnect after EBADF/EPIPE was used */
+	int failed;       /* the one stderr line was written */
+	int exit_sent;    /* EXIT was sent for this image (atomic) */
+	pid_t pid;
+	pid_t ppid;
+	uint64_t start_ticks;
+	uint64_t lost;    /* events dropped, not yet reported (atomic) */
+	struct sockaddr_un addr;
+	socklen_t addrlen;
+	char exe[PATH_MAX];
+	char name[16];
+	/* argv copy for HELLO of this image and of its fork children. */
+	const char *argv[AGENT_ARGV_MAX];
+	size_t argc;
+	int argv_truncated;
+	char argv_bytes[AGENT_ARGV_BYTES];
+	/* Strings for env merging, prepared in the constructor. */
+	char env_sock[sizeof(FT_ENV_SOCK "=") + sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char env_preload[PATH_MAX + sizeof(FT_ENV_PRELOAD "=")]; /* LD_PRELOAD=<original value> */
+	char agent_path[PATH_MAX];                               /* this .so, as loaded */
+	const char *agent_base;                                  /* basename in agent_path */
+};
+
+extern struct agent_state agent_g;
+extern unsigned char agent_buf[AGENT_BUF_SIZE];
+
+/* Per-thread state, initial-exec TLS (house rule 10). */
+extern AGENT_TLS int agent_t_guard;    /* >0: inside the agent, hooks pass through */
+extern AGENT_TLS int agent_t_in_vfork; /* set from vfork() until the parent resumes */
+extern AGENT_TLS pid_t agent_t_tid;    /* cached kernel tid, 0 = unknown */
+extern AGENT_TLS int agent_t_tramp;    /* thread started by our trampoline */
+
+/* True when a hook must only call the real function: agent inactive,
+ * nested, or in a vfork child (which shares our memory). */
+static inline bool agent_bypass(void)
+{
+	return !__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED) || agent_t_guard ||
+	       agent_t_in_vfork;
+}
+
+/* CLOCK_MONOTONIC ns. Signal-safe (vDSO). */
+uint64_t agent_now(void);
+/* Kernel tid of the calling thread, cached. Signal-safe. */
+pid_t agent_tid(void);
+
+/* Send lock (futex). Signal-safe trylock; lock/unlock never allocate. */
+void agent_lock(void);
+bool agent_trylock(void);
+void agent_unlock(void);
+
+/* Write a frame of n bytes (n < 0: the encoder failed, count a loss).
+ * Caller holds the send lock. Reconnects once on EBADF/EPIPE, reports
+ * pending losses after a successful write. Signal-safe. Preserves errno. */
+void agent_write_locked(const void *frame, ssize_t n);
+
+/* Encode with `call` into agent_buf and write it, under the send lock. */
+#define AGENT_EMIT(call)                                                                            \
+	do {                                                                                       \
+		agent_t_guard++;                                                                   \
+		agent_lock();                                                                      \
+		agent_write_locked(agent_buf, (call));                                             \
+		agent_unlock();                                                                    \
+		agent_t_guard--;                                                                   \
+	} while (0)
+
+/* Count one dropped event (no lock needed). Signal-safe. */
+void agent_count_lost(void);
+
+/* The collector cannot be reached: stop recording. The spill-to-file
+ * fallback goes here. Caller holds the send lock or is single-threaded. */
+void agent_on_collector_gone(void);
+
+/* Write the one "forktrace-agent: <msg>" line to stderr and disable. */
+void agent_fail(const char *msg);
+
+/* In the child of fork(), with the send lock held and signals blocked:
+ * drop inherited state, connect anew, send HELLO, release the lock.
+ * Only async-signal-safe calls. */
+void agent_fork_child(pid_t parent_pid);
+
+/* Fatal-signal handlers, installed by the constructor. */
+void agent_signals_install(void);
+
+/* Thread table (pthread_t -> tid), guarded by the send lock. */
+void agent_threads_reset(void);
+
+/* Popen table reset in a fork child. */
+void agent_popen_reset(void);
+
+/*
+ * Environment merging for exec and spawn: make sure envp carries LD_PRELOAD
+ * with this agent and FORKTRACE_SOCK. Only uses the strings prepared in the
+ * constructor, the caller's stack (struct agent_env) and mmap: safe in a
+ * vfork child and after a multithreaded fork.
+ */
+struct agent_env {
+	char **envp;   /* what to pass to the real call */
+	void *map;     /* mmap'd storage, or NULL */
+	size_t maplen;
+	char area[4096] __attribute__((aligned(16)));
+};
+
+/* Fill e->envp from envp (borrowed; NULL means empty). */
+void agent_env_merge(struct agent_env *e, char *const *envp);
+/* Release what agent_env_merge mapped. Preserves errno. */
+void agent_env_release(struct agent_env *e);
+
+/* The process environment (glibc's `environ`). */
+extern char **environ;
+
+#endif /* AGENT_INTERNAL_H */

@@ -1,0 +1,63 @@
+/*
+ * Fatal-signal reporting: SIGNAL is written (best effort) before the default
+ * action kills the process.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static const int agent_fatal_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE};
+
+/*
+ * Signal-safe. Preserves errno. No malloc, no stdio, no blocking lock: if
+ * another context of this process holds the send lock, the event is
+ * counted as lost instead. SA_RESETHAND has already restored SIG_DFL. A
+ * fault (si_code > 0) re-executes the faulting instruction on return and
+ * meets the default action; a sent signal (kill, raise, abort) is raised
+ * again, and SA_NODEFER lets it through at once.
+ */
+static void agent_on_fatal(int sig, siginfo_t *si, void *uctx)
+{
+	int saved = errno;
+
+	(void)uctx;
+	if (__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED) && !agent_t_in_vfork &&
+	    !agent_t_guard) {
+		agent_t_guard++;
+		if (agent_trylock()) {
+			agent_write_locked(agent_buf, enc_signal(agent_buf, AGENT_BUF_SIZE,
+								 agent_now(), agent_tid(), sig));
+			agent_unlock();
+		} else {
+			agent_count_lost();
+		}
+		agent_t_guard--;
+	}
+	if (si->si_code <= 0)
+		syscall(SYS_tgkill, (pid_t)syscall(SYS_getpid), (pid_t)syscall(SYS_gettid), sig);
+	errno = saved;
+}
+
+/* Install only where the disposition is SIG_DFL: a program's own handler
+ * (or SIG_IGN inherited across exec) wins, and a handler the program
+ * installs later simply replaces ours. */
+void agent_signals_install(void)
+{
+	struct sigaction sa, old;
+	size_t i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = agent_on_fatal;
+	sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(agent_fatal_signals) / sizeof(agent_fatal_signals[0]); i++) {
+		int sig = agent_fatal_signals[i];
+
+		if (sigaction(sig, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+		    old.sa_handler == SIG_DFL)
+			sigaction(sig, &sa, NULL);
+	}
+}

@@ -1,0 +1,77 @@
+/*
+ * vfork. A C wrapper cannot call the real vfork: the child would return from
+ * the wrapper and then run on (and clobber) the frame the parent still
+ * needs. So on x86_64 vfork is a few instructions of assembly, in the style
+ * of glibc's own: the return address is kept in a register across the
+ * syscall, the child returns 0 straight to the caller, and only the parent
+ * (once the child has exec'd or exited) continues into C to send FORK.
+ *
+ * agent_t_in_vfork counts vfork calls in flight on this thread. The child
+ * shares our memory and this thread's TLS, so it sees the marker: its hooks
+ * record nothing, take no lock and leave our fd alone; exec hooks only
+ * merge the environment.
+ */
+#include <errno.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#if defined(__x86_64__)
+
+void agent_vfork_prepare(void);
+pid_t agent_vfork_parent(long ret);
+
+/* Called by the assembly before the syscall. */
+__attribute__((used)) void agent_vfork_prepare(void)
+{
+	agent_t_in_vfork++;
+}
+
+/* Tail of vfork in the parent: ret is the raw syscall result. */
+__attribute__((used)) pid_t agent_vfork_parent(long ret)
+{
+	int err = 0;
+
+	agent_t_in_vfork--;
+	if (ret < 0) {
+		err = (int)-ret;
+		ret = -1;
+	}
+	if (!agent_bypass())
+		AGENT_EMIT(enc_fork(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(),
+				    FT_SPAWN_VFORK, (int32_t)(ret > 0 ? ret : 0), err));
+	if (err)
+		errno = err;
+	return (pid_t)ret;
+}
+
+__asm__(".text\n"
+	".globl vfork\n"
+	".type vfork, @function\n"
+	".p2align 4\n"
+	"vfork:\n"
+	"	endbr64\n"
+	"	subq $8, %rsp\n" /* keep the call 16-byte aligned */
+	"	call agent_vfork_prepare\n"
+	"	addq $8, %rsp\n"
+	"	popq %rdx\n" /* return address, out of the shared stack */
+	"	movl $58, %eax\n" /* SYS_vfork */
+	"	syscall\n"
+	"	pushq %rdx\n"
+	"	testq %rax, %rax\n"
+	"	jz 1f\n" /* child: return 0 to the caller */
+	"	movq %rax, %rdi\n"
+	"	jmp agent_vfork_parent\n" /* parent (or error): tail call */
+	"1:	ret\n"
+	".size vfork, .-vfork\n");
+
+#else /* !__x86_64__ */
+
+/* Without an assembly vfork, fork semantics (through the fork hook) are
+ * the safe substitute: the child gets its own memory. */
+AGENT_EXPORT pid_t vfork(void)
+{
+	return fork();
+}
+
+#endif

@@ -1,0 +1,172 @@
+/*
+ * decode.c - wire payload decoding.
+ *
+ * Payloads come from traced programs, which the collector does not trust to
+ * be well-formed (a program can scribble over the agent's memory, or a
+ * stranger with our uid can connect). So decoding checks every type and
+ * rejects anything it cannot account for, instead of guessing.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const char *const type_names[FT_MSG_TYPE_MAX] = {
+	[FT_MSG_HELLO] = "HELLO",
+	[FT_MSG_FORK] = "FORK",
+	[FT_MSG_EXEC] = "EXEC",
+	[FT_MSG_EXEC_FAIL] = "EXEC_FAIL",
+	[FT_MSG_SPAWN] = "SPAWN",
+	[FT_MSG_WAIT] = "WAIT",
+	[FT_MSG_THREAD_START] = "THREAD_START",
+	[FT_MSG_THREAD_END] = "THREAD_END",
+	[FT_MSG_THREAD_NAME] = "THREAD_NAME",
+	[FT_MSG_EXIT] = "EXIT",
+	[FT_MSG_SIGNAL] = "SIGNAL",
+	[FT_MSG_SHELL_BEGIN] = "SHELL_BEGIN",
+	[FT_MSG_SHELL_END] = "SHELL_END",
+	[FT_MSG_LOST] = "LOST",
+};
+
+const char *wire_type_name(unsigned type)
+{
+	if (type < FT_MSG_TYPE_MAX && type_names[type])
+		return type_names[type];
+	return "unknown";
+}
+
+/* An integer of either sign into *v; false for any other type. */
+static bool obj_int(const msgpack_object *o, int64_t *v)
+{
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+		if (o->via.u64 > (uint64_t)INT64_MAX)
+			return false;
+		*v = (int64_t)o->via.u64;
+		return true;
+	}
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		*v = o->via.i64;
+		return true;
+	}
+	return false;
+}
+
+static bool obj_uint(const msgpack_object *o, uint64_t *v)
+{
+	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return false;
+	*v = o->via.u64;
+	return true;
+}
+
+static bool obj_str(const msgpack_object *o, wire_str *s)
+{
+	if (o->type != MSGPACK_OBJECT_STR)
+		return false;
+	s->ptr = o->via.str.ptr;
+	s->len = o->via.str.size;
+	return true;
+}
+
+static bool obj_argv(const msgpack_object *o, wire_msg *m)
+{
+	if (o->type != MSGPACK_OBJECT_ARRAY)
+		return false;
+	for (uint32_t i = 0; i < o->via.array.size; i++)
+		if (o->via.array.ptr[i].type != MSGPACK_OBJECT_STR)
+			return false;
+	m->argv = o->via.array.ptr;
+	m->argc = o->via.array.size;
+	return true;
+}
+
+/* Stores one key/value pair; false when the value has the wrong type. */
+static bool decode_field(wire_msg *m, uint64_t key, const msgpack_object *v)
+{
+	switch (key) {
+	case FT_K_TS: return obj_int(v, &m->ts);
+	case FT_K_TID: return obj_int(v, &m->tid);
+	case FT_K_PID: return obj_int(v, &m->pid);
+	case FT_K_PPID: return obj_int(v, &m->ppid);
+	case FT_K_CHILD: return obj_int(v, &m->child);
+	case FT_K_PATH: return obj_str(v, &m->path);
+	case FT_K_ARGV: return obj_argv(v, m);
+	case FT_K_CWD: return obj_str(v, &m->cwd);
+	case FT_K_EXE: return obj_str(v, &m->exe);
+	case FT_K_REALTIME: return obj_uint(v, &m->realtime);
+	case FT_K_START_TICKS: return obj_uint(v, &m->start_ticks);
+	case FT_K_ERRNO: return obj_int(v, &m->err);
+	case FT_K_STATUS: return obj_int(v, &m->status);
+	case FT_K_CODE: return obj_int(v, &m->code);
+	case FT_K_SIGNO: return obj_int(v, &m->signo);
+	case FT_K_NAME: return obj_str(v, &m->name);
+	case FT_K_KIND: return obj_uint(v, &m->kind);
+	case FT_K_COUNT: return obj_uint(v, &m->count);
+	case FT_K_CMD: return obj_str(v, &m->cmd);
+	case FT_K_FLAGS: return obj_uint(v, &m->flags);
+	default:
+		/* Unknown keys are allowed: newer agents may add fields. */
+		return true;
+	}
+}
+
+int wire_decode(const char *payload, size_t len, unsigned type, msgpack_unpacked *up,
+		wire_msg *out)
+{
+	size_t off = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->type = type;
+	out->ppid = -1;
+	if (msgpack_unpack_next(up, payload, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
+		return -EBADMSG;
+	const msgpack_object *root = &up->data;
+	if (root->type != MSGPACK_OBJECT_MAP)
+		return -EBADMSG;
+	for (uint32_t i = 0; i < root->via.map.size; i++) {
+		const msgpack_object_kv *kv = &root->via.map.ptr[i];
+		uint64_t key;
+
+		if (!obj_uint(&kv->key, &key))
+			return -EBADMSG;
+		if (!decode_field(out, key, &kv->val))
+			return -EBADMSG;
+		if (key < 64)
+			out->present |= 1ull << key;
+	}
+	return 0;
+}
+
+int wire_next_frame(const char *data, size_t n, uint32_t max_payload, wire_frame *f)
+{
+	const unsigned char *h = (const unsigned char *)data;
+
+	/* Judge the magic as soon as its bytes are there, so garbage is
+	 * refused at once instead of after waiting for a header's worth. */
+	if ((n >= 1 && h[0] != FT_WIRE_MAGIC0) || (n >= 2 && h[1] != FT_WIRE_MAGIC1))
+		return WIRE_ERR_MAGIC;
+	if (n >= 3 && h[2] != FT_WIRE_VERSION)
+		return WIRE_ERR_VERSION;
+	if (n < FT_WIRE_HEADER_SIZE)
+		return 0;
+	uint32_t len = ft_wire_payload_len(h);
+	if (len > max_payload)
+		return WIRE_ERR_TOO_BIG;
+	if (n - FT_WIRE_HEADER_SIZE < len)
+		return 0;
+	f->type = h[3];
+	f->payload = data + FT_WIRE_HEADER_SIZE;
+	f->len = len;
+	f->size = FT_WIRE_HEADER_SIZE + (size_t)len;
+	return 1;
+}
+
+const char *wire_frame_strerror(int err)
+{
+	switch (err) {
+	case WIRE_ERR_MAGIC: return "a frame without the FT magic";
+	case WIRE_ERR_VERSION: return "a frame of an unknown protocol version";
+	case WIRE_ERR_TOO_BIG: return "an oversized frame";
+	default: return "a malformed frame";
+	}
+}

@@ -1,0 +1,156 @@
+/*
+ * Collector internals: the `forktrace` command. Never included from outside
+ * collector/.
+ *
+ * Modules and prefixes:
+ *   wire_   decode.c   msgpack payload -> struct wire_msg
+ *   proc_   proctree.c the process tree: lifetimes, exec images, statuses
+ *   srv_    server.c   the libuv Unix socket server, frame assembly
+ *   run_    run.c      `forktrace run`: options, spawn, loop, summary
+ *   cli_    cli.c      messages, help text helpers
+ */
+#ifndef FT_COLLECTOR_INTERNAL_H
+#define FT_COLLECTOR_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <msgpack.h>
+
+#include "forktrace/wire.h"
+#include "model.h"
+
+/* ---- decode.c ---------------------------------------------------------- */
+
+typedef struct wire_str {
+	const char *ptr; /* not NUL-terminated; borrowed from the payload */
+	uint32_t len;
+} wire_str;
+
+/*
+ * One decoded message. Strings and argv borrow from the msgpack_unpacked
+ * passed to wire_decode and are valid until it is destroyed or reused.
+ */
+typedef struct wire_msg {
+	unsigned type;
+	uint64_t present; /* bit (1 << key) for each key that was present */
+	int64_t ts, tid, pid, ppid, child, err, status, code, signo;
+	uint64_t realtime, start_ticks, kind, count, flags;
+	wire_str path, cwd, exe, name, cmd;
+	const msgpack_object *argv; /* elements of the ARGV array, or NULL */
+	uint32_t argc;
+} wire_msg;
+
+static inline bool wire_has(const wire_msg *m, unsigned key)
+{
+	return (m->present >> key) & 1u;
+}
+
+/*
+ * Decodes a frame payload of the given type into *out. up is a caller-owned
+ * msgpack_unpacked (initialized with msgpack_unpacked_init) that keeps the
+ * decoded objects; out borrows from it. Returns 0, or -EBADMSG when the
+ * payload is not one msgpack map with integer keys and values of the
+ * documented types, or has trailing bytes.
+ */
+int wire_decode(const char *payload, size_t len, unsigned type, msgpack_unpacked *up,
+		wire_msg *out);
+
+/* Why wire_next_frame refused a stream. */
+enum wire_frame_error {
+	WIRE_ERR_MAGIC = -1,    /* the bytes are not a forktrace frame */
+	WIRE_ERR_VERSION = -2,  /* a protocol version this collector does not speak */
+	WIRE_ERR_TOO_BIG = -3,  /* payload larger than the limit */
+};
+
+typedef struct wire_frame {
+	unsigned type;
+	const char *payload; /* borrowed from the stream's bytes */
+	uint32_t len;
+	size_t size;         /* header + payload: bytes to consume */
+} wire_frame;
+
+/*
+ * Looks for one frame at the start of data[0..n). Returns 1 and fills *f
+ * when a whole frame is there, 0 when more bytes are needed, or a negative
+ * enum wire_frame_error. max_payload caps the announced length.
+ */
+int wire_next_frame(const char *data, size_t n, uint32_t max_payload, wire_frame *f);
+
+/* A sentence for an enum wire_frame_error ("a frame without the FT magic"). */
+const char *wire_frame_strerror(int err);
+
+/* The name of a message type for warnings ("HELLO"), or "unknown". */
+const char *wire_type_name(unsigned type);
+
+/* ---- proctree.c -------------------------------------------------------- */
+
+typedef struct proc_tree proc_tree;
+typedef struct proc_entry proc_entry;
+
+/*
+ * What the tree knows about one agent connection: which process and which
+ * of its images the connection speaks for, and the exec it announced.
+ * Owned by the server's connection; zero-initialized before the first
+ * message.
+ */
+typedef struct proc_conn {
+	proc_entry *pe;     /* NULL before HELLO */
+	size_t seg;         /* index of the image this connection speaks for */
+	bool exec_sent;     /* an EXEC came and no EXEC_FAIL after it */
+	int64_t exec_ts;
+	const char *exec_path;  /* in the model's arena */
+	const char **exec_argv; /* in the model's arena */
+	size_t exec_argc;
+} proc_conn;
+
+/* Creates a tree that fills t (borrowed until proc_tree_free). */
+proc_tree *proc_tree_new(model_trace *t);
+void proc_tree_free(proc_tree *pt);
+
+/*
+ * Applies one message from connection c. now_ns is the collector's clock
+ * when the frame arrived. Returns 0, -EPROTO when a message other than
+ * HELLO arrives before HELLO, or -ENOMEM.
+ */
+int proc_apply(proc_tree *pt, proc_conn *c, const wire_msg *m, int64_t now_ns);
+
+/* Connection c ended (EOF or error) at now_ns. */
+void proc_conn_closed(proc_tree *pt, proc_conn *c, int64_t now_ns);
+
+/* The collector's own waitpid reaped pid with raw status at now_ns. */
+void proc_reaped(proc_tree *pt, pid_t pid, int status, int64_t now_ns);
+
+/* Registers the root command before its agent says hello. */
+proc_entry *proc_add_root(proc_tree *pt, pid_t pid, const char *const *argv, const char *exe,
+			  int64_t start_ns);
+
+/* The host pid of a process entry, for messages. */
+pid_t proc_pid(const proc_entry *pe);
+
+/*
+ * Ends the run: every process gets an end time, exit state, parents and
+ * trace pids, and processes that are still alive are marked running
+ * (tree_done says whether the collector saw the whole tree end).
+ */
+void proc_finish(proc_tree *pt, int64_t now_ns, bool tree_done);
+
+typedef struct proc_counts {
+	uint64_t processes;
+	uint64_t running; /* connected or not yet known to have ended */
+	uint64_t messages;
+} proc_counts;
+void proc_get_counts(const proc_tree *pt, proc_counts *c);
+
+/* ---- time -------------------------------------------------------------- */
+
+int64_t ft_now_mono_ns(void);
+int64_t ft_now_real_ns(void);
+
+/* ---- run.c ------------------------------------------------------------- */
+
+int run_main(int argc, char **argv);
+
+#endif /* FT_COLLECTOR_INTERNAL_H */

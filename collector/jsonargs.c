@@ -1,0 +1,117 @@
+/*
+ * jsonargs.c - small JSON objects for marks, built in a bounded stack
+ * buffer and copied into the model's arena. Escaping is delegated to
+ * combine's writer (jsonw_escape) so there is one definition of how
+ * forktrace writes a JSON string.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "jsonargs.h"
+#include "jsonw.h"
+
+#define ARGS_MAX 8192
+
+typedef struct abuf {
+	char buf[ARGS_MAX];
+	size_t len;
+} abuf;
+
+static void put(abuf *b, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (b->len + n < ARGS_MAX) {
+		memcpy(b->buf + b->len, s, n);
+		b->len += n;
+	}
+}
+
+static void put_str(abuf *b, const char *s)
+{
+	if (!s) {
+		put(b, "null");
+		return;
+	}
+	/* Leave room for the closing brace. */
+	b->len += jsonw_escape(b->buf + b->len, ARGS_MAX - 16 - b->len, s, strlen(s));
+}
+
+static void put_int(abuf *b, long long v)
+{
+	char num[32];
+
+	snprintf(num, sizeof(num), "%lld", v);
+	put(b, num);
+}
+
+static const char *done(model_trace *t, abuf *b)
+{
+	put(b, "}");
+	return model_strndup(t, b->buf, b->len);
+}
+
+static void put_exit(abuf *b, int status)
+{
+	if (WIFEXITED(status)) {
+		put(b, "{\"kind\":\"code\",\"code\":");
+		put_int(b, WEXITSTATUS(status));
+		put(b, "}");
+	} else if (WIFSIGNALED(status)) {
+		const char *name = sigabbrev_np(WTERMSIG(status));
+		put(b, "{\"kind\":\"signal\",\"signal\":");
+		put_int(b, WTERMSIG(status));
+		put(b, ",\"name\":\"SIG");
+		put(b, name ? name : "UNKNOWN");
+		put(b, "\"}");
+	} else {
+		put(b, "{\"kind\":\"unknown\"}");
+	}
+}
+
+const char *args_exec_fail(model_trace *t, const char *path, int err)
+{
+	abuf b = { .len = 0 };
+
+	put(&b, "{\"path\":");
+	put_str(&b, path);
+	put(&b, ",\"errno\":");
+	put_int(&b, err);
+	put(&b, ",\"error\":");
+	put_str(&b, strerror(err));
+	return done(t, &b);
+}
+
+const char *args_wait(model_trace *t, int64_t child, int status)
+{
+	abuf b = { .len = 0 };
+
+	put(&b, "{\"child\":");
+	put_int(&b, child);
+	put(&b, ",\"status\":");
+	put_int(&b, status);
+	put(&b, ",\"exit\":");
+	put_exit(&b, status);
+	return done(t, &b);
+}
+
+const char *args_shell(model_trace *t, const char *cmd, int status)
+{
+	abuf b = { .len = 0 };
+
+	put(&b, "{\"cmd\":");
+	put_str(&b, cmd);
+	put(&b, ",\"status\":");
+	put_int(&b, status);
+	return done(t, &b);
+}
+
+const char *args_signal(model_trace *t, int signo)
+{
+	abuf b = { .len = 0 };
+
+	put(&b, "{\"signal\":");
+	put_int(&b, signo);
+	return done(t, &b);
+}

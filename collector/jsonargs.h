@@ -1,0 +1,18 @@
+/*
+ * jsonargs - the args objects of the marks the collector adds to the model
+ * (model_mark.args_json). Each returns a JSON object text in t's arena, or
+ * NULL on allocation failure.
+ */
+#ifndef FT_COLLECTOR_JSONARGS_H
+#define FT_COLLECTOR_JSONARGS_H
+
+#include <stdint.h>
+
+#include "model.h"
+
+const char *args_exec_fail(model_trace *t, const char *path, int err);
+const char *args_wait(model_trace *t, int64_t child, int status);
+const char *args_shell(model_trace *t, const char *cmd, int status);
+const char *args_signal(model_trace *t, int signo);
+
+#endif

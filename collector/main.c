@@ -1,0 +1,49 @@
+/*
+ * main.c - the `forktrace` command: dispatches to a subcommand.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "internal.h"
+
+static const char usage[] =
+	"Usage: forktrace COMMAND [OPTIONS] [ARGS...]\n"
+	"\n"
+	"Trace a whole tree of processes - a build, an MPI job, a Python pool,\n"
+	"a shell script - and write one combined trace of every process in it.\n"
+	"\n"
+	"Commands:\n"
+	"  run -- CMD...     run CMD with every descendant traced; write the trace\n"
+	"\n"
+	"Run 'forktrace COMMAND --help' for the options of a command.\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help        show this help\n"
+	"  -V, --version     show the version\n"
+	"\n"
+	"Example:\n"
+	"  forktrace run -o build.json -- make -j8\n"
+	"  then open build.json in https://ui.perfetto.dev or chrome://tracing.\n";
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return CLI_EXIT_USAGE;
+	}
+	const char *sub = argv[1];
+	if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (!strcmp(sub, "-V") || !strcmp(sub, "--version")) {
+		printf("forktrace %s\n", FT_VERSION_STRING);
+		return 0;
+	}
+	if (!strcmp(sub, "run"))
+		return run_main(argc - 1, argv + 1);
+	fprintf(stderr, "forktrace: unknown command '%s'\n"
+			"Try 'forktrace --help' for the list of commands.\n", sub);
+	return CLI_EXIT_USAGE;
+}

@@ -1,0 +1,808 @@
+/*
+ * proctree.c - the process tree as the collector learns it.
+ *
+ * Processes speak for themselves (HELLO, EXIT, ...) and for their children
+ * (FORK, SPAWN, WAIT), over separate connections that the event loop reads
+ * in no guaranteed order. So every fact is applied where it belongs
+ * whatever arrives first: a child's HELLO may precede its parent's FORK
+ * record, and a new image's HELLO may precede the EXEC record of the image
+ * before it. A process is identified by (pid, start ticks); an entry created
+ * from a parent's record has ticks 0 until its own HELLO adopts it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "jsonargs.h"
+
+#define MAX_OPEN_SHELLS 8
+
+typedef struct open_shell {
+	int64_t ts;
+	int64_t tid;
+	uint64_t kind;
+	const char *cmd;
+} open_shell;
+
+struct proc_entry {
+	model_process *mp;
+	proc_entry *older;   /* previous entry with the same pid */
+	proc_entry *parent;  /* from the parent's FORK/SPAWN record */
+	int conns;           /* connections open now */
+	bool hello_seen;
+	bool status_known;   /* a wait status was seen (parent's or ours) */
+	bool exit_recorded;  /* the agent sent EXIT */
+	bool end_seen;       /* an end time is known */
+	bool placeholder;    /* the last segment waits for its image's HELLO */
+	bool exec_pending;   /* the last image announced an exec */
+	int64_t exec_ts;     /* when, if exec_pending */
+	int exit_code;
+	int64_t exit_ts;
+	int64_t last_seen_ns;
+	open_shell shells[MAX_OPEN_SHELLS];
+	int nshells;
+};
+
+struct proc_tree {
+	model_trace *t;
+	/* pid -> newest entry, open addressing with linear probing. */
+	int64_t *keys;
+	proc_entry **vals;
+	size_t cap, used;
+	proc_entry **all; /* by model index */
+	size_t nall, all_cap;
+	uint64_t messages;
+};
+
+int64_t ft_now_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t ft_now_real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+proc_tree *proc_tree_new(model_trace *t)
+{
+	proc_tree *pt = calloc(1, sizeof(*pt));
+
+	if (!pt)
+		return NULL;
+	pt->t = t;
+	pt->cap = 1024;
+	pt->keys = malloc(pt->cap * sizeof(*pt->keys));
+	pt->vals = calloc(pt->cap, sizeof(*pt->vals));
+	if (!pt->keys || !pt->vals) {
+		proc_tree_free(pt);
+		return NULL;
+	}
+	for (size_t i = 0; i < pt->cap; i++)
+		pt->keys[i] = -1;
+	return pt;
+}
+
+void proc_tree_free(proc_tree *pt)
+{
+	if (!pt)
+		return;
+	for (size_t i = 0; i < pt->nall; i++)
+		free(pt->all[i]);
+	free(pt->all);
+	free(pt->keys);
+	free(pt->vals);
+	free(pt);
+}
+
+static size_t slot_for(const proc_tree *pt, int64_t pid)
+{
+	size_t mask = pt->cap - 1;
+	size_t i = ((uint64_t)pid * 0x9E3779B97F4A7C15ull >> 20) & mask;
+
+	while (pt->keys[i] != -1 && pt->keys[i] != pid)
+		i = (i + 1) & mask;
+	return i;
+}
+
+static proc_entry *newest(const proc_tree *pt, int64_t pid)
+{
+	size_t i = slot_for(pt, pid);
+
+	return pt->keys[i] == pid ? pt->vals[i] : NULL;
+}
+
+static int grow_map(proc_tree *pt)
+{
+	size_t ncap = pt->cap * 2;
+	int64_t *okeys = pt->keys;
+	proc_entry **ovals = pt->vals;
+	size_t ocap = pt->cap;
+
+	pt->keys = malloc(ncap * sizeof(*pt->keys));
+	pt->vals = calloc(ncap, sizeof(*pt->vals));
+	if (!pt->keys || !pt->vals) {
+		free(pt->keys);
+		free(pt->vals);
+		pt->keys = okeys;
+		pt->vals = ovals;
+		return -ENOMEM;
+	}
+	pt->cap = ncap;
+	for (size_t i = 0; i < ncap; i++)
+		pt->keys[i] = -1;
+	for (size_t i = 0; i < ocap; i++) {
+		if (okeys[i] == -1)
+			continue;
+		size_t j = slot_for(pt, okeys[i]);
+		pt->keys[j] = okeys[i];
+		pt->vals[j] = ovals[i];
+	}
+	free(okeys);
+	free(ovals);
+	return 0;
+}
+
+/* A new entry for pid, newest of its pid. */
+static proc_entry *entry_new(proc_tree *pt, int64_t pid, int64_t start_ns)
+{
+	if ((pt->used + 1) * 2 > pt->cap && grow_map(pt) < 0)
+		return NULL;
+	if (pt->nall == pt->all_cap) {
+		size_t ncap = pt->all_cap ? pt->all_cap * 2 : 256;
+		proc_entry **n = realloc(pt->all, ncap * sizeof(*n));
+		if (!n)
+			return NULL;
+		pt->all = n;
+		pt->all_cap = ncap;
+	}
+	proc_entry *pe = calloc(1, sizeof(*pe));
+	if (!pe)
+		return NULL;
+	pe->mp = model_add_process(pt->t, pid);
+	if (!pe->mp) {
+		free(pe);
+		return NULL;
+	}
+	pe->mp->start_ns = start_ns;
+	pe->last_seen_ns = start_ns;
+	pt->all[pt->nall++] = pe;
+
+	size_t i = slot_for(pt, pid);
+	if (pt->keys[i] == -1) {
+		pt->keys[i] = pid;
+		pt->used++;
+	} else {
+		pe->older = pt->vals[i];
+	}
+	pt->vals[i] = pe;
+	return pe;
+}
+
+pid_t proc_pid(const proc_entry *pe)
+{
+	return (pid_t)pe->mp->pid;
+}
+
+static void seen(proc_entry *pe, int64_t ts)
+{
+	if (ts > pe->last_seen_ns)
+		pe->last_seen_ns = ts;
+}
+
+static const char *dup_ws(model_trace *t, wire_str s)
+{
+	return s.ptr ? model_strndup(t, s.ptr, s.len) : NULL;
+}
+
+static const char **dup_argv(model_trace *t, const wire_msg *m, size_t *argc)
+{
+	if (!m->argv) {
+		*argc = 0;
+		return NULL;
+	}
+	const char **v = model_strv_alloc(t, m->argc);
+	if (!v)
+		return NULL;
+	for (uint32_t i = 0; i < m->argc; i++)
+		v[i] = model_strndup(t, m->argv[i].via.str.ptr, m->argv[i].via.str.size);
+	*argc = m->argc;
+	return v;
+}
+
+static model_segment *last_seg(proc_entry *pe)
+{
+	model_process *p = pe->mp;
+
+	return p->nsegs ? &p->segs[p->nsegs - 1] : NULL;
+}
+
+/* A segment for an image nobody has described from the inside (yet). */
+static int add_placeholder(proc_tree *pt, proc_entry *pe, int64_t start_ns, const char *exe,
+			   const char **argv, size_t argc)
+{
+	model_segment *s = model_add_segment(pt->t, pe->mp);
+
+	if (!s)
+		return -ENOMEM;
+	s->start_ns = start_ns;
+	s->exe = exe;
+	s->argv = argv;
+	s->argc = argc;
+	s->instrumented = false;
+	pe->placeholder = true;
+	return 0;
+}
+
+/*
+ * Best effort, for a child whose image may never speak (vfork then exec of
+ * a static binary): read what /proc still shows of it.
+ */
+static void describe_from_proc(proc_tree *pt, proc_entry *pe, int64_t ts)
+{
+	char path[64], buf[4096];
+	const char *argv[64];
+	size_t argc = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%lld/exe", (long long)pe->mp->pid);
+	char exe[4096];
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	snprintf(path, sizeof(path), "/proc/%lld/cmdline", (long long)pe->mp->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	for (ssize_t i = 0; i < n && argc < 63; i += (ssize_t)strlen(buf + i) + 1)
+		argv[argc++] = buf + i;
+	argv[argc] = NULL;
+	add_placeholder(pt, pe, ts, model_strdup(pt->t, exe),
+			model_strvdup(pt->t, argv, argc), argc);
+}
+
+/* The entry for a child the process `parent` just created. */
+static proc_entry *child_entry(proc_tree *pt, proc_entry *parent, int64_t child, int64_t ts)
+{
+	proc_entry *pe = newest(pt, child);
+
+	/*
+	 * The child's own HELLO may have come first: adopt that entry if it
+	 * has no creator yet and is not an older process that used the pid.
+	 */
+	if (pe && !pe->parent && pe->mp->spawn_ns < 0 && pe->mp->ppid == parent->mp->pid &&
+	    !pe->status_known)
+		return pe;
+	pe = entry_new(pt, child, ts);
+	if (pe)
+		pe->mp->ppid = parent->mp->pid;
+	return pe;
+}
+
+static void set_spawn(proc_entry *child, proc_entry *parent, int64_t ts, int64_t tid,
+		      int kind)
+{
+	child->parent = parent;
+	child->mp->spawn_ns = ts;
+	child->mp->spawn_tid = tid;
+	child->mp->spawn_kind = kind;
+	if (ts < child->mp->start_ns || child->mp->start_ns < 0) {
+		child->mp->start_ns = ts;
+		if (child->mp->nsegs)
+			child->mp->segs[0].start_ns = ts;
+	}
+}
+
+static void set_status(proc_entry *pe, int status, int64_t ts)
+{
+	model_process *p = pe->mp;
+
+	if (WIFEXITED(status)) {
+		p->exit_kind = MODEL_EXIT_CODE;
+		p->exit_value = WEXITSTATUS(status);
+	} else if (WIFSIGNALED(status)) {
+		p->exit_kind = MODEL_EXIT_SIGNAL;
+		p->exit_value = WTERMSIG(status);
+	} else {
+		return; /* stopped or continued: not an end */
+	}
+	pe->status_known = true;
+	/* The process ended before whoever reaped it noticed. */
+	if (!pe->end_seen || ts < p->end_ns) {
+		if (!pe->exit_recorded) {
+			p->end_ns = pe->end_seen ? (ts < p->end_ns ? ts : p->end_ns) : ts;
+			pe->end_seen = true;
+		}
+	}
+}
+
+/* The newest entry of pid that is the child of parent, else the newest. */
+static proc_entry *find_child(proc_tree *pt, proc_entry *parent, int64_t pid)
+{
+	proc_entry *first = newest(pt, pid);
+
+	for (proc_entry *pe = first; pe; pe = pe->older)
+		if (!pe->status_known && (!parent || pe->parent == parent ||
+					  pe->mp->ppid == parent->mp->pid))
+			return pe;
+	return first;
+}
+
+static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
+{
+	model_trace *t = pt->t;
+	proc_entry *pe = NULL;
+
+	/* Same pid and start time: a new image (or a reconnect) of a known
+	 * process. Start time 0: an entry made from a parent's record. */
+	for (proc_entry *e = newest(pt, m->pid); e; e = e->older) {
+		if (e->mp->start_ticks == m->start_ticks && m->start_ticks) {
+			pe = e;
+			break;
+		}
+		if (e->mp->start_ticks == 0 && !e->hello_seen && !e->status_known) {
+			pe = e;
+			break;
+		}
+	}
+	bool new_image = false;
+	if (!pe) {
+		pe = entry_new(pt, m->pid, m->ts);
+		if (!pe)
+			return -ENOMEM;
+		pe->mp->ppid = m->ppid;
+	} else if (pe->hello_seen && !pe->placeholder) {
+		/* A known image speaks again: it exec'd, unless this is the
+		 * agent reconnecting after losing its fd (no exec seen and no
+		 * other connection open). */
+		new_image = pe->conns > 0 || pe->exec_pending;
+	}
+	model_process *p = pe->mp;
+	p->start_ticks = m->start_ticks;
+	if (p->ppid < 0)
+		p->ppid = m->ppid;
+	if (!pe->hello_seen && m->ts < p->start_ns)
+		p->start_ns = m->ts;
+	pe->hello_seen = true;
+	pe->conns++;
+	seen(pe, m->ts);
+
+	size_t argc;
+	const char **argv = dup_argv(t, m, &argc);
+	const char *exe = dup_ws(t, m->exe);
+	const char *cwd = dup_ws(t, m->cwd);
+	model_segment *s = last_seg(pe);
+
+	int64_t image_start = pe->exec_pending ? pe->exec_ts : m->ts;
+	pe->exec_pending = false;
+	if (pe->placeholder && s) {
+		/* The image described from outside turns out instrumented. */
+		s->instrumented = true;
+		pe->placeholder = false;
+	} else if (!s || new_image) {
+		s = model_add_segment(t, p);
+		if (!s)
+			return -ENOMEM;
+		s->start_ns = p->nsegs == 1 ? p->start_ns : image_start;
+		s->instrumented = true;
+	}
+	if (exe)
+		s->exe = exe;
+	if (argv) {
+		s->argv = argv;
+		s->argc = argc;
+	}
+	s->cwd = cwd;
+	s->argv_truncated = (m->flags & FT_HELLO_ARGV_TRUNCATED) != 0;
+	c->pe = pe;
+	c->seg = p->nsegs - 1;
+
+	model_thread *th = model_find_thread(p, m->pid);
+	if (!th)
+		th = model_add_thread(t, p, m->pid);
+	if (th) {
+		if (th->start_ns < 0)
+			th->start_ns = p->start_ns;
+		if (m->name.ptr)
+			th->name = dup_ws(t, m->name);
+	}
+	return 0;
+}
+
+static void on_exec(proc_tree *pt, proc_conn *c, const wire_msg *m)
+{
+	proc_entry *pe = c->pe;
+
+	c->exec_ts = m->ts;
+	c->exec_path = dup_ws(pt->t, m->path);
+	c->exec_argv = dup_argv(pt->t, m, &c->exec_argc);
+	if (c->seg + 1 < pe->mp->nsegs) {
+		/* The new image said hello before this record was read: just
+		 * move the boundary to the exec call. */
+		pe->mp->segs[c->seg + 1].start_ns = m->ts;
+		return;
+	}
+	c->exec_sent = true;
+	pe->exec_pending = true;
+	pe->exec_ts = m->ts;
+}
+
+static void on_exec_fail(proc_tree *pt, proc_conn *c, const wire_msg *m)
+{
+	proc_entry *pe = c->pe;
+	model_mark *mk = model_add_mark(pt->t, pe->mp);
+
+	c->exec_sent = false;
+	pe->exec_pending = false;
+	if (!mk)
+		return;
+	mk->ts_ns = m->ts;
+	mk->dur_ns = -1;
+	mk->tid = m->tid;
+	mk->name = "exec failed";
+	mk->cat = "exec";
+	char *path = m->path.ptr ? strndup(m->path.ptr, m->path.len) : NULL;
+	mk->args_json = args_exec_fail(pt->t, path ? path : c->exec_path, (int)m->err);
+	free(path);
+}
+
+static void on_spawn(proc_tree *pt, proc_conn *c, const wire_msg *m)
+{
+	model_trace *t = pt->t;
+	proc_entry *parent = c->pe;
+
+	if (m->err != 0 || !wire_has(m, FT_K_CHILD)) {
+		model_mark *mk = model_add_mark(t, parent->mp);
+		if (mk) {
+			char *path = m->path.ptr ? strndup(m->path.ptr, m->path.len) : NULL;
+			mk->ts_ns = m->ts;
+			mk->dur_ns = -1;
+			mk->tid = m->tid;
+			mk->name = "spawn failed";
+			mk->cat = "exec";
+			mk->args_json = args_exec_fail(t, path, (int)m->err);
+			free(path);
+		}
+		return;
+	}
+	proc_entry *child = child_entry(pt, parent, m->child, m->ts);
+	if (!child)
+		return;
+	set_spawn(child, parent, m->ts, m->tid, (int)m->kind);
+	if (!child->hello_seen && child->mp->nsegs == 0) {
+		size_t argc;
+		const char **argv = dup_argv(t, m, &argc);
+		add_placeholder(pt, child, m->ts, dup_ws(t, m->path), argv, argc);
+	}
+}
+
+static void on_fork(proc_tree *pt, proc_conn *c, const wire_msg *m)
+{
+	proc_entry *parent = c->pe;
+
+	if (!wire_has(m, FT_K_CHILD) || m->child <= 0)
+		return;
+	proc_entry *child = child_entry(pt, parent, m->child, m->ts);
+	if (!child)
+		return;
+	set_spawn(child, parent, m->ts, m->tid, (int)m->kind);
+	/* A vfork child has exec'd or exited by now; if it exec'd something
+	 * the agent cannot enter, /proc is the only witness left. */
+	if (m->kind == FT_SPAWN_VFORK && !child->hello_seen && child->mp->nsegs == 0)
+		describe_from_proc(pt, child, m->ts);
+}
+
+static void on_wait(proc_tree *pt, proc_conn *c, const wire_msg *m)
+{
+	proc_entry *child = find_child(pt, c->pe, m->child);
+	model_mark *mk;
+
+	if (child)
+		set_status(child, (int)m->status, m->ts);
+	mk = model_add_mark(pt->t, c->pe->mp);
+	if (!mk)
+		return;
+	mk->ts_ns = m->ts;
+	mk->dur_ns = -1;
+	mk->tid = m->tid;
+	mk->name = "wait";
+	mk->cat = "wait";
+	mk->args_json = args_wait(pt->t, m->child, (int)m->status);
+}
+
+static void on_thread(proc_tree *pt, proc_conn *c, const wire_msg *m)
+{
+	model_process *p = c->pe->mp;
+	model_thread *th = model_find_thread(p, m->tid);
+
+	if (!th)
+		th = model_add_thread(pt->t, p, m->tid);
+	if (!th)
+		return;
+	if (m->type == FT_MSG_THREAD_START && th->start_ns < 0)
+		th->start_ns = m->ts;
+	if (m->type == FT_MSG_THREAD_END)
+		th->end_ns = m->ts;
+	if (m->name.ptr)
+		th->name = dup_ws(pt->t, m->name);
+}
+
+static void on_shell(proc_tree *pt, proc_conn *c, const wire_msg *m)
+{
+	proc_entry *pe = c->pe;
+
+	if (m->type == FT_MSG_SHELL_BEGIN) {
+		if (pe->nshells < MAX_OPEN_SHELLS) {
+			open_shell *s = &pe->shells[pe->nshells++];
+			s->ts = m->ts;
+			s->tid = m->tid;
+			s->kind = m->kind;
+			s->cmd = dup_ws(pt->t, m->cmd);
+		}
+		return;
+	}
+	for (int i = pe->nshells - 1; i >= 0; i--) {
+		open_shell *s = &pe->shells[i];
+		if (s->kind != m->kind || (s->tid != m->tid && m->kind == FT_SPAWN_SYSTEM))
+			continue;
+		model_mark *mk = model_add_mark(pt->t, pe->mp);
+		if (mk) {
+			mk->ts_ns = s->ts;
+			mk->dur_ns = m->ts - s->ts;
+			mk->tid = s->tid;
+			mk->name = m->kind == FT_SPAWN_POPEN ? "popen" : "system";
+			mk->cat = "shell";
+			mk->args_json = args_shell(pt->t, s->cmd, (int)m->status);
+		}
+		pe->shells[i] = pe->shells[--pe->nshells];
+		return;
+	}
+}
+
+static void on_signal(proc_tree *pt, proc_conn *c, const wire_msg *m)
+{
+	model_mark *mk = model_add_mark(pt->t, c->pe->mp);
+	const char *abbrev = sigabbrev_np((int)m->signo);
+	char name[32];
+
+	if (!mk)
+		return;
+	snprintf(name, sizeof(name), "SIG%s", abbrev ? abbrev : "UNKNOWN");
+	mk->ts_ns = m->ts;
+	mk->dur_ns = -1;
+	mk->tid = m->tid;
+	mk->name = model_strdup(pt->t, name);
+	mk->cat = "signal";
+	mk->args_json = args_signal(pt->t, (int)m->signo);
+}
+
+int proc_apply(proc_tree *pt, proc_conn *c, const wire_msg *m, int64_t now_ns)
+{
+	pt->messages++;
+	if (m->type == FT_MSG_HELLO) {
+		if (c->pe)
+			return -EPROTO;
+		return on_hello(pt, c, m);
+	}
+	if (!c->pe)
+		return -EPROTO;
+	(void)now_ns;
+	seen(c->pe, m->ts);
+	switch (m->type) {
+	case FT_MSG_FORK:
+		on_fork(pt, c, m);
+		break;
+	case FT_MSG_EXEC:
+		on_exec(pt, c, m);
+		break;
+	case FT_MSG_EXEC_FAIL:
+		on_exec_fail(pt, c, m);
+		break;
+	case FT_MSG_SPAWN:
+		on_spawn(pt, c, m);
+		break;
+	case FT_MSG_WAIT:
+		on_wait(pt, c, m);
+		break;
+	case FT_MSG_THREAD_START:
+	case FT_MSG_THREAD_END:
+	case FT_MSG_THREAD_NAME:
+		on_thread(pt, c, m);
+		break;
+	case FT_MSG_EXIT:
+		c->pe->exit_recorded = true;
+		c->pe->exit_code = (int)m->code;
+		c->pe->exit_ts = m->ts;
+		c->pe->mp->end_ns = m->ts;
+		c->pe->end_seen = true;
+		break;
+	case FT_MSG_SIGNAL:
+		on_signal(pt, c, m);
+		break;
+	case FT_MSG_SHELL_BEGIN:
+	case FT_MSG_SHELL_END:
+		on_shell(pt, c, m);
+		break;
+	case FT_MSG_LOST:
+		c->pe->mp->lost_events += m->count;
+		pt->t->lost_events += m->count;
+		break;
+	default:
+		break; /* a newer agent's message: ignored */
+	}
+	return 0;
+}
+
+void proc_conn_closed(proc_tree *pt, proc_conn *c, int64_t now_ns)
+{
+	proc_entry *pe = c->pe;
+
+	if (!pe)
+		return;
+	pe->conns--;
+	seen(pe, now_ns);
+	if (c->exec_sent && c->seg + 1 == pe->mp->nsegs) {
+		/* The exec succeeded (the connection closed on exec) and the
+		 * new image has not spoken: until it does, it is an image the
+		 * agent could not enter. */
+		pe->exec_pending = false;
+		add_placeholder(pt, pe, c->exec_ts, c->exec_path, c->exec_argv, c->exec_argc);
+		return;
+	}
+	if (!c->exec_sent && pe->conns == 0 && !pe->end_seen) {
+		pe->mp->end_ns = now_ns;
+		pe->end_seen = true;
+	}
+}
+
+void proc_reaped(proc_tree *pt, pid_t pid, int status, int64_t now_ns)
+{
+	proc_entry *pe = find_child(pt, NULL, pid);
+
+	if (!pe) {
+		/* An orphan of a process we never heard of. */
+		pe = entry_new(pt, pid, now_ns);
+		if (!pe)
+			return;
+	}
+	set_status(pe, status, now_ns);
+}
+
+proc_entry *proc_add_root(proc_tree *pt, pid_t pid, const char *const *argv, const char *exe,
+			  int64_t start_ns)
+{
+	proc_entry *pe = entry_new(pt, pid, start_ns);
+	size_t argc = 0;
+
+	if (!pe)
+		return NULL;
+	pe->mp->ppid = getpid();
+	while (argv[argc])
+		argc++;
+	add_placeholder(pt, pe, start_ns, model_strdup(pt->t, exe),
+			model_strvdup(pt->t, argv, argc), argc);
+	return pe;
+}
+
+/* Is this process still alive on the host (same pid, same start)? */
+static bool still_alive(const proc_entry *pe)
+{
+	char path[64], buf[1024];
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%lld/stat", (long long)pe->mp->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return false;
+	char state = p[2];
+	if (state == 'Z' || state == 'X')
+		return false;
+	if (!pe->mp->start_ticks)
+		return true;
+	/* Field 22 (starttime) is the 20th after the closing parenthesis. */
+	p += 2;
+	for (int field = 3; field < 22 && p; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	return p && strtoull(p, NULL, 10) == pe->mp->start_ticks;
+}
+
+static proc_entry *find_parent(proc_tree *pt, proc_entry *pe)
+{
+	if (pe->parent)
+		return pe->parent;
+	if (pe->mp->ppid < 0)
+		return NULL;
+	for (proc_entry *e = newest(pt, pe->mp->ppid); e; e = e->older)
+		if (e != pe && e->mp->start_ns <= pe->mp->start_ns)
+			return e;
+	return NULL;
+}
+
+void proc_finish(proc_tree *pt, int64_t now_ns, bool tree_done)
+{
+	model_trace *t = pt->t;
+	int64_t next_out_pid = 1 << 22; /* above any pid_max: never a real pid */
+
+	for (size_t i = 0; i < pt->nall; i++) {
+		proc_entry *pe = pt->all[i];
+		model_process *p = pe->mp;
+
+		if (!pe->status_known) {
+			if (!tree_done && still_alive(pe)) {
+				p->exit_kind = MODEL_EXIT_RUNNING;
+				p->end_ns = -1;
+				pe->end_seen = false;
+			} else if (pe->exit_recorded) {
+				p->exit_kind = MODEL_EXIT_CODE;
+				p->exit_value = pe->exit_code;
+			}
+		}
+		if (!pe->end_seen && p->exit_kind != MODEL_EXIT_RUNNING)
+			p->end_ns = pe->last_seen_ns;
+		if (pe->exit_recorded && p->exit_kind != MODEL_EXIT_RUNNING)
+			p->end_ns = pe->exit_ts;
+		if (p->nsegs == 0)
+			add_placeholder(pt, pe, p->start_ns, NULL, NULL, 0);
+		for (size_t s = 0; s < p->nsegs; s++)
+			p->segs[s].end_ns = s + 1 < p->nsegs ? p->segs[s + 1].start_ns : p->end_ns;
+		for (size_t k = 0; k < p->nthreads; k++)
+			if (p->threads[k].end_ns < 0 && p->exit_kind != MODEL_EXIT_RUNNING)
+				p->threads[k].end_ns = p->end_ns;
+		proc_entry *parent = find_parent(pt, pe);
+		p->parent = parent ? parent->mp : NULL;
+		/* Pid reuse: the later process of a pid gets a number no real
+		 * process can have, and keeps its host pid in its args. */
+		if (pe->older)
+			p->out_pid = next_out_pid++;
+		if (t->start_ns < 0 || (p->start_ns >= 0 && p->start_ns < t->start_ns))
+			t->start_ns = p->start_ns;
+		if (p->end_ns > t->end_ns)
+			t->end_ns = p->end_ns;
+	}
+	if (t->end_ns < now_ns && !tree_done)
+		t->end_ns = now_ns;
+	if (t->end_ns < 0)
+		t->end_ns = now_ns;
+}
+
+void proc_get_counts(const proc_tree *pt, proc_counts *c)
+{
+	c->processes = pt->nall;
+	c->running = 0;
+	for (size_t i = 0; i < pt->nall; i++)
+		if (!pt->all[i]->status_known && !pt->all[i]->end_seen)
+			c->running++;
+	c->messages = pt->messages;
+}

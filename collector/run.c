@@ -1,0 +1,678 @@
+/*
+ * run.c - `forktrace run [options] -- COMMAND [ARGS...]`.
+ *
+ * The order of work matters for the guarantees:
+ *   1. everything that can fail for a reason the user controls (options,
+ *      the command's existence, the output path, the agent) is checked
+ *      before the command starts, so a typo never runs a build for nothing;
+ *   2. the collector becomes a child subreaper before it spawns, so every
+ *      orphan of the tree comes back to it;
+ *   3. it leaves the loop only when waitpid says it has no children left
+ *      (the whole tree is gone) or --wait-timeout expires, then drains every
+ *      connection before it writes the trace.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "cli.h"
+#include "internal.h"
+#include "merge.h"
+#include "server.h"
+
+extern char **environ;
+
+/* After the tree is gone, connections still open this long are cut. */
+#define DRAIN_TIMEOUT_MS 5000
+#define DRAIN_POLL_MS 2
+#define PROGRESS_INTERVAL_MS 200
+
+typedef struct run_opts {
+	const char *output;
+	double wait_timeout; /* seconds; < 0: wait forever */
+	uint64_t max_memory;
+	int gzip_level;
+	bool quiet;
+	char **command;
+} run_opts;
+
+typedef struct run_state {
+	run_opts o;
+	uv_loop_t loop;
+	uv_signal_t sigchld;
+	uv_timer_t wait_timer;
+	uv_timer_t drain_timer;
+	uv_timer_t progress_timer;
+	bool progress_on;
+	srv server;
+	model_trace *model;
+	proc_tree *tree;
+	pid_t root;
+	int root_status;
+	bool root_done;
+	bool tree_done;
+	bool timed_out;
+	bool finishing;
+	int drain_waited_ms;
+	char sock_dir[PATH_MAX];
+	char sock_path[PATH_MAX];
+	char tmp_out[PATH_MAX];
+	int out_fd;
+} run_state;
+
+/* The pid that user-sent SIGINT/SIGTERM/SIGHUP go to (0: none yet). */
+static volatile sig_atomic_t forward_pid;
+
+static const char run_usage[] =
+	"Usage: forktrace run [OPTIONS] -- COMMAND [ARGS...]\n"
+	"\n"
+	"Run COMMAND with the forktrace agent in it and in every process it\n"
+	"starts, wait until the whole process tree has ended, and write one\n"
+	"trace of all of it (Chrome Trace Event JSON: open it in\n"
+	"https://ui.perfetto.dev or chrome://tracing).\n"
+	"\n"
+	"COMMAND runs as it would without forktrace: same input, output and\n"
+	"exit code. forktrace exits with COMMAND's exit code, 128+N when COMMAND\n"
+	"was killed by signal N, 127 when COMMAND does not exist, 126 when it\n"
+	"cannot be executed, 2 for a usage error and 1 when the trace cannot be\n"
+	"written.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output FILE        where to write the trace (default:\n"
+	"                           forktrace.json). A name ending in .gz is\n"
+	"                           written gzip-compressed. The path is checked\n"
+	"                           before COMMAND starts.\n"
+	"      --level N            gzip level for .gz output, 1 (fast) to 9\n"
+	"                           (small); default 6.\n"
+	"      --wait-timeout SECS  after COMMAND exits, wait at most SECS for\n"
+	"                           the rest of the tree (daemons); processes\n"
+	"                           still alive then are marked running in the\n"
+	"                           trace. Default: wait for all of them.\n"
+	"      --max-memory SIZE    memory the collector may use for buffered\n"
+	"                           events before it spills them to a temporary\n"
+	"                           file (suffixes K, M, G; default 256M).\n"
+	"  -q, --quiet              no progress and no summary on stderr.\n"
+	"  -h, --help               show this help.\n"
+	"\n"
+	"SIGINT, SIGTERM and SIGHUP sent to forktrace are passed to COMMAND;\n"
+	"the trace is written all the same.\n"
+	"\n"
+	"Environment:\n"
+	"  TMPDIR            where the private socket directory is made.\n"
+	"  FORKTRACE_AGENT   path of libforktrace-agent.so (default: next to\n"
+	"                    the forktrace executable).\n"
+	"\n"
+	"Examples:\n"
+	"  forktrace run -- make -j4\n"
+	"  forktrace run -o build.json.gz -- bash build.sh\n"
+	"  forktrace run --wait-timeout 5 -- ./start-daemons.sh\n"
+	"  forktrace run -- mpirun -np 4 ./solver\n";
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	default: break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || v == 0)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* Returns 0 to go on, or the exit code to leave with. */
+static int parse_opts(int argc, char **argv, run_opts *o)
+{
+	enum { OPT_WAIT = 256, OPT_MAXMEM, OPT_LEVEL };
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "wait-timeout", required_argument, NULL, OPT_WAIT },
+		{ "max-memory", required_argument, NULL, OPT_MAXMEM },
+		{ "level", required_argument, NULL, OPT_LEVEL },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	char *end;
+
+	o->output = "forktrace.json";
+	o->wait_timeout = -1;
+	o->max_memory = 256ull << 20;
+	o->gzip_level = 6;
+	opterr = 0;
+	optind = 1;
+	/* '+': stop at the first non-option, the start of COMMAND. */
+	while ((c = getopt_long(argc, argv, "+o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			o->output = optarg;
+			break;
+		case OPT_WAIT:
+			errno = 0;
+			o->wait_timeout = strtod(optarg, &end);
+			if (errno || end == optarg || *end || o->wait_timeout < 0)
+				return cli_usage_error("run", "--wait-timeout takes a number of "
+							      "seconds, got '%s'", optarg);
+			break;
+		case OPT_MAXMEM:
+			if (parse_size(optarg, &o->max_memory) < 0)
+				return cli_usage_error("run", "--max-memory takes a size such as "
+							      "512M, got '%s'", optarg);
+			break;
+		case OPT_LEVEL: {
+			long l = strtol(optarg, &end, 10);
+			if (*end || end == optarg || l < 1 || l > 9)
+				return cli_usage_error("run", "--level takes 1 to 9, got '%s'",
+						       optarg);
+			o->gzip_level = (int)l;
+			break;
+		}
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			fputs(run_usage, stdout);
+			return CLI_EXIT_OK_DONE;
+		case '?':
+		default:
+			if (optopt)
+				return cli_usage_error("run", "unknown option '-%c'", optopt);
+			return cli_usage_error("run", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("run", "no COMMAND given (forktrace run [OPTIONS] -- "
+					      "COMMAND [ARGS...])");
+	o->command = argv + optind;
+	return 0;
+}
+
+/*
+ * Finds COMMAND the way a shell would, so that forktrace can answer 127 or
+ * 126 before anything starts. Returns 0 and the path in out, or the exit
+ * code after printing why.
+ */
+static int resolve_command(const char *cmd, char *out, size_t outsz)
+{
+	struct stat st;
+
+	if (strchr(cmd, '/')) {
+		if (stat(cmd, &st) < 0) {
+			fprintf(stderr, "forktrace: %s: %s\n", cmd, strerror(errno));
+			return 127;
+		}
+		if (S_ISDIR(st.st_mode) || access(cmd, X_OK) < 0) {
+			fprintf(stderr, "forktrace: %s: %s\n", cmd,
+				S_ISDIR(st.st_mode) ? "Is a directory" : strerror(EACCES));
+			return 126;
+		}
+		snprintf(out, outsz, "%s", cmd);
+		return 0;
+	}
+	const char *path = getenv("PATH");
+	bool denied = false;
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		const char *colon = strchr(path, ':');
+		size_t n = colon ? (size_t)(colon - path) : strlen(path);
+		snprintf(out, outsz, "%.*s%s%s", (int)n, path, n ? "/" : "", cmd);
+		if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+			if (access(out, X_OK) == 0)
+				return 0;
+			denied = true;
+		}
+		path += n + (colon ? 1 : 0);
+	}
+	if (denied) {
+		fprintf(stderr, "forktrace: %s: %s\n", cmd, strerror(EACCES));
+		return 126;
+	}
+	fprintf(stderr, "forktrace: %s: command not found\n", cmd);
+	return 127;
+}
+
+/* Where the agent library is: $FORKTRACE_AGENT, or next to us, or in
+ * ../lib/forktrace/ for an installed layout. */
+static int find_agent(char *out, size_t outsz)
+{
+	const char *env = getenv("FORKTRACE_AGENT");
+	char self[PATH_MAX];
+	ssize_t n;
+
+	if (env && *env) {
+		if (env[0] != '/' || access(env, R_OK) < 0) {
+			fprintf(stderr, "forktrace: FORKTRACE_AGENT=%s: not an absolute path "
+					"to a readable file\n", env);
+			return -ENOENT;
+		}
+		snprintf(out, outsz, "%s", env);
+		return 0;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			if ((size_t)snprintf(out, outsz, "%s/libforktrace-agent.so", self) < outsz &&
+			    access(out, R_OK) == 0)
+				return 0;
+			if ((size_t)snprintf(out, outsz, "%s/../lib/forktrace/libforktrace-agent.so",
+					     self) < outsz &&
+			    access(out, R_OK) == 0)
+				return 0;
+		}
+	}
+	fprintf(stderr, "forktrace: cannot find libforktrace-agent.so next to the forktrace "
+			"executable; set FORKTRACE_AGENT to its path\n");
+	return -ENOENT;
+}
+
+/* Creates the output's temporary sibling now, so that an unwritable path
+ * stops the run before COMMAND starts. */
+static int open_output(run_state *rs)
+{
+	int n = snprintf(rs->tmp_out, sizeof(rs->tmp_out), "%s.tmp-XXXXXX", rs->o.output);
+
+	if (n < 0 || (size_t)n >= sizeof(rs->tmp_out)) {
+		fprintf(stderr, "forktrace: cannot write the trace to '%s': name too long\n",
+			rs->o.output);
+		return -ENAMETOOLONG;
+	}
+	rs->out_fd = mkostemp(rs->tmp_out, O_CLOEXEC);
+	if (rs->out_fd < 0) {
+		int err = errno;
+		fprintf(stderr, "forktrace: cannot write the trace to '%s': %s\n", rs->o.output,
+			strerror(err));
+		return -err;
+	}
+	fchmod(rs->out_fd, 0644 & ~cli_umask());
+	return 0;
+}
+
+static int make_socket_dir(run_state *rs)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (!tmp || !*tmp || strlen(tmp) > 60)
+		tmp = "/tmp";
+	snprintf(rs->sock_dir, sizeof(rs->sock_dir), "%s/forktrace-XXXXXX", tmp);
+	/* mkdtemp makes it 0700: only our uid can even reach the socket. */
+	if (!mkdtemp(rs->sock_dir)) {
+		fprintf(stderr, "forktrace: cannot create a socket directory in %s: %s\n", tmp,
+			strerror(errno));
+		return -errno;
+	}
+	/* TMPDIR was capped at 60 bytes above, so this fits sun_path. */
+	if ((size_t)snprintf(rs->sock_path, sizeof(rs->sock_path), "%s/collector.sock",
+			     rs->sock_dir) >= sizeof(rs->sock_path))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static void remove_socket_dir(run_state *rs)
+{
+	if (!rs->sock_dir[0])
+		return;
+	unlink(rs->sock_path);
+	rmdir(rs->sock_dir);
+}
+
+/* environ with LD_PRELOAD (our agent first) and FORKTRACE_SOCK set.
+ * Returns a malloc'd array whose new strings are malloc'd too; the process
+ * exits soon after, so it is not freed piecemeal. */
+static char **child_env(const char *agent, const char *sock)
+{
+	size_t n = 0;
+	const char *old_preload = getenv("LD_PRELOAD");
+
+	while (environ[n])
+		n++;
+	char **env = calloc(n + 3, sizeof(*env));
+	if (!env)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(environ[i], "LD_PRELOAD=", 11) ||
+		    !strncmp(environ[i], FT_ENV_SOCK "=", sizeof(FT_ENV_SOCK)))
+			continue;
+		env[k++] = environ[i];
+	}
+	if (asprintf(&env[k++], "LD_PRELOAD=%s%s%s", agent,
+		     old_preload && *old_preload ? ":" : "",
+		     old_preload ? old_preload : "") < 0 ||
+	    asprintf(&env[k++], "%s=%s", FT_ENV_SOCK, sock) < 0)
+		return NULL;
+	env[k] = NULL;
+	return env;
+}
+
+/*
+ * SIGINT/SIGTERM/SIGHUP. A signal some process sent to forktrace alone
+ * (kill, a job scheduler) goes on to COMMAND. A signal the terminal sent
+ * (Ctrl-C: si_code SI_KERNEL) reached the whole foreground process group,
+ * COMMAND included, so passing it on would deliver it twice.
+ * Signal-safe: kill(2) only.
+ */
+static void forward_signal(int sig, siginfo_t *si, void *uctx)
+{
+	int saved = errno;
+
+	(void)uctx;
+	if (forward_pid > 0 && si->si_code <= 0)
+		kill((pid_t)forward_pid, sig);
+	errno = saved;
+}
+
+static void install_forwarding(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+static void progress_clear(run_state *rs)
+{
+	if (rs->progress_on)
+		fputs("\r\033[K", stderr);
+}
+
+static void progress_cb(uv_timer_t *t)
+{
+	run_state *rs = t->data;
+	proc_counts pc;
+
+	proc_get_counts(rs->tree, &pc);
+	fprintf(stderr, "\r\033[Kforktrace: %llu processes (%llu running), %llu messages",
+		(unsigned long long)pc.processes, (unsigned long long)pc.running,
+		(unsigned long long)pc.messages);
+	rs->progress_on = true;
+}
+
+/*
+ * Every process has exited, so every connection sees EOF as soon as its
+ * last bytes are read. Poll until none is left; one still open after
+ * DRAIN_TIMEOUT_MS is held by something outside the tree: cut it, so the
+ * trace gets written.
+ */
+static void drain_cb(uv_timer_t *t)
+{
+	run_state *rs = t->data;
+
+	rs->drain_waited_ms += DRAIN_POLL_MS;
+	if (rs->server.nconns && rs->drain_waited_ms < DRAIN_TIMEOUT_MS)
+		return;
+	if (rs->server.nconns)
+		fprintf(stderr, "forktrace: warning: %zu connections still open %d ms after "
+				"the last process ended; closing them\n",
+			rs->server.nconns, DRAIN_TIMEOUT_MS);
+	srv_close_all(&rs->server);
+	uv_walk(&rs->loop, close_walk, NULL);
+}
+
+/* The tree is gone (or we gave up waiting): stop accepting, drain what is
+ * in flight, then let uv_run return. */
+static void begin_finish(run_state *rs)
+{
+	if (rs->finishing)
+		return;
+	rs->finishing = true;
+	srv_stop(&rs->server);
+	uv_signal_stop(&rs->sigchld);
+	uv_timer_stop(&rs->wait_timer);
+	if (rs->timed_out)
+		srv_close_all(&rs->server);
+	else
+		uv_timer_start(&rs->drain_timer, drain_cb, DRAIN_POLL_MS, DRAIN_POLL_MS);
+}
+
+static void wait_timer_cb(uv_timer_t *t)
+{
+	run_state *rs = t->data;
+
+	rs->timed_out = true;
+	begin_finish(rs);
+	uv_walk(&rs->loop, close_walk, NULL);
+}
+
+static void reap(run_state *rs)
+{
+	for (;;) {
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+
+		if (pid > 0) {
+			proc_reaped(rs->tree, pid, status, ft_now_mono_ns());
+			if (pid == rs->root) {
+				rs->root_done = true;
+				rs->root_status = status;
+				forward_pid = 0;
+				if (rs->o.wait_timeout >= 0)
+					uv_timer_start(&rs->wait_timer, wait_timer_cb,
+						       (uint64_t)(rs->o.wait_timeout * 1000), 0);
+			}
+			continue;
+		}
+		if (pid < 0 && errno == EINTR)
+			continue;
+		if (pid < 0 && errno == ECHILD)
+			rs->tree_done = true;
+		break;
+	}
+}
+
+static void sigchld_cb(uv_signal_t *h, int signum)
+{
+	run_state *rs = h->data;
+
+	(void)signum;
+	reap(rs);
+	if (rs->tree_done)
+		begin_finish(rs);
+}
+
+static int spawn_root(run_state *rs, const char *path, char **env)
+{
+	posix_spawnattr_t attr;
+	sigset_t empty, def;
+	int rc;
+
+	posix_spawnattr_init(&attr);
+	sigemptyset(&empty);
+	sigemptyset(&def);
+	/* We ignore SIGPIPE to survive dead connections; COMMAND must not
+	 * inherit that (`yes | head` relies on it). */
+	sigaddset(&def, SIGPIPE);
+	posix_spawnattr_setsigmask(&attr, &empty);
+	posix_spawnattr_setsigdefault(&attr, &def);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	rc = posix_spawn(&rs->root, path, NULL, &attr, rs->o.command, env);
+	posix_spawnattr_destroy(&attr);
+	return -rc;
+}
+
+int run_main(int argc, char **argv)
+{
+	run_state *rs = calloc(1, sizeof(*rs));
+	char cmd_path[PATH_MAX], agent[PATH_MAX];
+	int rc, code = 1;
+
+	if (!rs)
+		return 1;
+	rs->out_fd = -1;
+	rc = parse_opts(argc, argv, &rs->o);
+	if (rc == CLI_EXIT_OK_DONE) {
+		code = 0;
+		goto out_free;
+	}
+	if (rc) {
+		code = rc;
+		goto out_free;
+	}
+	rc = resolve_command(rs->o.command[0], cmd_path, sizeof(cmd_path));
+	if (rc) {
+		code = rc;
+		goto out_free;
+	}
+	if (find_agent(agent, sizeof(agent)) < 0 || open_output(rs) < 0)
+		goto out_free;
+	if (make_socket_dir(rs) < 0)
+		goto out_unlink_tmp;
+
+	rs->model = model_new();
+	rs->tree = rs->model ? proc_tree_new(rs->model) : NULL;
+	if (!rs->tree) {
+		fprintf(stderr, "forktrace: out of memory\n");
+		goto out_sockdir;
+	}
+	rs->model->origin = "forktrace run";
+	rs->model->anchor_mono_ns = ft_now_mono_ns();
+	rs->model->anchor_real_ns = ft_now_real_ns();
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	rs->model->host = model_strdup(rs->model, host);
+	size_t ncmd = 0;
+	while (rs->o.command[ncmd])
+		ncmd++;
+	rs->model->command = model_strvdup(rs->model, (const char *const *)rs->o.command, ncmd);
+
+	uv_loop_init(&rs->loop);
+	rc = srv_start(&rs->server, &rs->loop, rs->sock_path, rs->tree);
+	if (rc < 0) {
+		fprintf(stderr, "forktrace: cannot listen on %s: %s\n", rs->sock_path,
+			uv_strerror(rc));
+		goto out_loop;
+	}
+	uv_signal_init(&rs->loop, &rs->sigchld);
+	rs->sigchld.data = rs;
+	uv_signal_start(&rs->sigchld, sigchld_cb, SIGCHLD);
+	uv_timer_init(&rs->loop, &rs->wait_timer);
+	rs->wait_timer.data = rs;
+	uv_timer_init(&rs->loop, &rs->drain_timer);
+	rs->drain_timer.data = rs;
+	uv_timer_init(&rs->loop, &rs->progress_timer);
+	rs->progress_timer.data = rs;
+	signal(SIGPIPE, SIG_IGN);
+	install_forwarding();
+
+	/* Orphans of the tree are reparented to us, not to init. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		fprintf(stderr, "forktrace: warning: cannot become a child subreaper (%s); "
+				"orphans will not be waited for\n", strerror(errno));
+
+	char **env = child_env(agent, rs->sock_path);
+	if (!env) {
+		fprintf(stderr, "forktrace: out of memory\n");
+		goto out_loop;
+	}
+	int64_t start = ft_now_mono_ns();
+	rc = spawn_root(rs, cmd_path, env);
+	if (rc < 0) {
+		fprintf(stderr, "forktrace: %s: %s\n", rs->o.command[0], strerror(-rc));
+		code = rc == -ENOENT ? 127 : 126;
+		goto out_loop;
+	}
+	forward_pid = rs->root;
+	proc_add_root(rs->tree, rs->root, (const char *const *)rs->o.command, cmd_path, start);
+	if (!rs->o.quiet && isatty(STDERR_FILENO))
+		uv_timer_start(&rs->progress_timer, progress_cb, PROGRESS_INTERVAL_MS,
+			       PROGRESS_INTERVAL_MS);
+	/* A SIGCHLD may have come before the handler saw the root's pid. */
+	reap(rs);
+	if (rs->tree_done)
+		begin_finish(rs);
+
+	uv_run(&rs->loop, UV_RUN_DEFAULT);
+	progress_clear(rs);
+
+	int64_t end = ft_now_mono_ns();
+	proc_finish(rs->tree, end, rs->tree_done);
+	if (!rs->root_done)
+		code = 1;
+	else if (WIFEXITED(rs->root_status))
+		code = WEXITSTATUS(rs->root_status);
+	else if (WIFSIGNALED(rs->root_status))
+		code = 128 + WTERMSIG(rs->root_status);
+	rs->model->exit_status = code;
+
+	merge_opts mo = { .gzip_level = rs->o.gzip_level };
+	merge_stats ms = { 0 };
+	rc = merge_write(rs->model, rs->out_fd, merge_format_for_path(rs->o.output), &mo, &ms);
+	if (rc == 0 && close(rs->out_fd) < 0)
+		rc = -errno;
+	rs->out_fd = -1;
+	if (rc == 0 && rename(rs->tmp_out, rs->o.output) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		fprintf(stderr, "forktrace: cannot write the trace to '%s': %s\n", rs->o.output,
+			strerror(-rc));
+		unlink(rs->tmp_out);
+		if (code == 0)
+			code = 1;
+	} else {
+		rs->tmp_out[0] = '\0';
+	}
+	if (rs->timed_out)
+		cli_report_running(rs->model, rs->o.wait_timeout);
+	if (!rs->o.quiet && rc == 0)
+		fprintf(stderr, "forktrace: %llu processes, %llu events, %llu lost, trace written "
+				"to %s\n",
+			(unsigned long long)ms.processes, (unsigned long long)ms.events,
+			(unsigned long long)rs->model->lost_events, rs->o.output);
+
+out_loop:
+	srv_close_all(&rs->server);
+	uv_walk(&rs->loop, close_walk, NULL);
+	uv_run(&rs->loop, UV_RUN_DEFAULT);
+	srv_free(&rs->server);
+	uv_loop_close(&rs->loop);
+	proc_tree_free(rs->tree);
+	model_free(rs->model);
+out_sockdir:
+	remove_socket_dir(rs);
+out_unlink_tmp:
+	if (rs->out_fd >= 0)
+		close(rs->out_fd);
+	if (rs->tmp_out[0])
+		unlink(rs->tmp_out);
+out_free:
+	free(rs);
+	return code;
+}

@@ -1,0 +1,287 @@
+/*
+ * server.c - the collector's Unix socket server.
+ *
+ * One connection per process image. Frames are assembled per connection and
+ * applied to the process tree as soon as they are complete. A connection
+ * that breaks the protocol is closed alone, with a warning that names its
+ * pid; everything it sent before stays in the trace, and no other
+ * connection is affected.
+ *
+ * Reads land in one loop-wide buffer; only a connection with a partial
+ * frame left over keeps bytes of its own. A build with ten thousand idle
+ * connections then costs ten thousand small structs, not ten thousand
+ * read buffers.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server.h"
+
+#define SHARED_BUF_SIZE (256 * 1024)
+
+typedef struct srv_conn {
+	uv_pipe_t pipe; /* first: the handle's address is the conn's */
+	srv *s;
+	pid_t peer_pid;
+	uint64_t stream_off; /* bytes of this connection consumed so far */
+	char *buf;           /* partial frame carried between reads */
+	size_t len, cap;
+	proc_conn pc;
+	bool closing;
+} srv_conn;
+
+static char shared_buf[SHARED_BUF_SIZE];
+
+static void conn_close_cb(uv_handle_t *h)
+{
+	srv_conn *c = h->data;
+
+	c->s->nconns--;
+	free(c->buf);
+	free(c);
+}
+
+static void conn_close(srv_conn *c)
+{
+	if (c->closing)
+		return;
+	c->closing = true;
+	proc_conn_closed(c->s->pt, &c->pc, ft_now_mono_ns());
+	uv_close((uv_handle_t *)&c->pipe, conn_close_cb);
+}
+
+static void conn_reject(srv_conn *c, const char *why)
+{
+	pid_t pid = c->pc.pe ? proc_pid(c->pc.pe) : c->peer_pid;
+
+	fprintf(stderr,
+		"forktrace: warning: process %d sent %s at byte %llu of its stream; "
+		"closing its connection (what it sent before is kept)\n",
+		(int)pid, why, (unsigned long long)c->stream_off);
+	c->s->rejected++;
+	conn_close(c);
+}
+
+/*
+ * Applies every complete frame in data[0..n) and returns how many bytes it
+ * consumed, or -1 after closing the connection for a protocol error.
+ */
+static ssize_t conn_frames(srv_conn *c, const char *data, size_t n)
+{
+	srv *s = c->s;
+	size_t off = 0;
+	wire_frame f;
+	int rc;
+
+	while ((rc = wire_next_frame(data + off, n - off, s->max_payload, &f)) == 1) {
+		wire_msg m;
+
+		if (wire_decode(f.payload, f.len, f.type, &s->up, &m) < 0) {
+			conn_reject(c, "a malformed message payload");
+			return -1;
+		}
+		if (proc_apply(s->pt, &c->pc, &m, ft_now_mono_ns()) == -EPROTO) {
+			conn_reject(c, "a message before its HELLO");
+			return -1;
+		}
+		s->frames++;
+		off += f.size;
+		c->stream_off += f.size;
+	}
+	if (rc < 0) {
+		conn_reject(c, wire_frame_strerror(rc));
+		return -1;
+	}
+	return (ssize_t)off;
+}
+
+static int conn_keep(srv_conn *c, const char *data, size_t n)
+{
+	if (n > c->cap) {
+		size_t ncap = c->cap ? c->cap : 4096;
+		while (ncap < n)
+			ncap *= 2;
+		char *nb = realloc(c->buf, ncap);
+		if (!nb)
+			return -ENOMEM;
+		c->buf = nb;
+		c->cap = ncap;
+	}
+	memmove(c->buf, data, n);
+	c->len = n;
+	return 0;
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	srv_conn *c = h->data;
+
+	(void)suggested;
+	if (c->len == 0) {
+		*buf = uv_buf_init(shared_buf, sizeof(shared_buf));
+		return;
+	}
+	/* A partial frame: read the rest behind it in the conn's buffer. */
+	size_t want = c->len + SHARED_BUF_SIZE;
+	if (c->len >= FT_WIRE_HEADER_SIZE) {
+		size_t frame = FT_WIRE_HEADER_SIZE +
+			       ft_wire_payload_len((const unsigned char *)c->buf);
+		if (frame > want)
+			want = frame;
+	}
+	if (want > c->cap) {
+		char *nb = realloc(c->buf, want);
+		if (!nb) {
+			*buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
+			return;
+		}
+		c->buf = nb;
+		c->cap = want;
+	}
+	*buf = uv_buf_init(c->buf + c->len, (unsigned)(c->cap - c->len));
+}
+
+static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	srv_conn *c = stream->data;
+	ssize_t used;
+
+	if (nread < 0) {
+		if (nread != UV_EOF && nread != UV_ECONNRESET)
+			fprintf(stderr, "forktrace: warning: reading from process %d: %s\n",
+				c->pc.pe ? (int)proc_pid(c->pc.pe) : (int)c->peer_pid,
+				uv_strerror((int)nread));
+		else if (c->len)
+			c->s->truncated++;
+		conn_close(c);
+		return;
+	}
+	if (nread == 0)
+		return;
+	if (buf->base == shared_buf) {
+		used = conn_frames(c, shared_buf, (size_t)nread);
+		if (used < 0)
+			return;
+		if ((size_t)used < (size_t)nread &&
+		    conn_keep(c, shared_buf + used, (size_t)nread - (size_t)used) < 0) {
+			conn_reject(c, "more than the collector could buffer");
+			return;
+		}
+		return;
+	}
+	c->len += (size_t)nread;
+	used = conn_frames(c, c->buf, c->len);
+	if (used < 0)
+		return;
+	memmove(c->buf, c->buf + used, c->len - (size_t)used);
+	c->len -= (size_t)used;
+	/* Give back a big buffer once the frame that needed it is done. */
+	if (c->len == 0 && c->cap > 64 * 1024) {
+		free(c->buf);
+		c->buf = NULL;
+		c->cap = 0;
+	}
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	srv *s = server->data;
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	uv_os_fd_t fd;
+
+	if (status < 0) {
+		fprintf(stderr, "forktrace: warning: accept: %s\n", uv_strerror(status));
+		return;
+	}
+	srv_conn *c = calloc(1, sizeof(*c));
+	if (!c) {
+		fprintf(stderr, "forktrace: warning: out of memory accepting a connection\n");
+		return;
+	}
+	c->s = s;
+	uv_pipe_init(s->loop, &c->pipe, 0);
+	c->pipe.data = c;
+	s->nconns++;
+	c->closing = false;
+	if (uv_accept(server, (uv_stream_t *)&c->pipe) < 0) {
+		c->closing = true;
+		uv_close((uv_handle_t *)&c->pipe, conn_close_cb);
+		return;
+	}
+	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 &&
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
+		c->peer_pid = cred.pid;
+		if (cred.uid != s->uid) {
+			fprintf(stderr,
+				"forktrace: warning: refused a connection from pid %d of uid %u "
+				"(only uid %u may report)\n",
+				(int)cred.pid, (unsigned)cred.uid, (unsigned)s->uid);
+			c->closing = true;
+			uv_close((uv_handle_t *)&c->pipe, conn_close_cb);
+			return;
+		}
+	}
+	uv_read_start((uv_stream_t *)&c->pipe, alloc_cb, read_cb);
+}
+
+int srv_start(srv *s, uv_loop_t *loop, const char *path, proc_tree *pt)
+{
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	s->loop = loop;
+	s->pt = pt;
+	s->uid = getuid();
+	s->max_payload = FT_WIRE_MAX_PAYLOAD;
+	msgpack_unpacked_init(&s->up);
+	rc = uv_pipe_init(loop, &s->listener, 0);
+	if (rc < 0)
+		goto fail_unpacked;
+	s->listener.data = s;
+	rc = uv_pipe_bind(&s->listener, path);
+	if (rc < 0)
+		goto fail_pipe;
+	rc = uv_listen((uv_stream_t *)&s->listener, 4096, on_connection);
+	if (rc < 0)
+		goto fail_pipe;
+	s->listening = true;
+	return 0;
+
+fail_pipe:
+	uv_close((uv_handle_t *)&s->listener, NULL);
+fail_unpacked:
+	msgpack_unpacked_destroy(&s->up);
+	return rc;
+}
+
+void srv_stop(srv *s)
+{
+	if (s->listening) {
+		uv_close((uv_handle_t *)&s->listener, NULL);
+		s->listening = false;
+	}
+}
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+	srv *s = arg;
+
+	if (h->type == UV_NAMED_PIPE && h != (uv_handle_t *)&s->listener && !uv_is_closing(h))
+		conn_close(h->data);
+}
+
+void srv_close_all(srv *s)
+{
+	srv_stop(s);
+	uv_walk(s->loop, close_walk, s);
+}
+
+void srv_free(srv *s)
+{
+	msgpack_unpacked_destroy(&s->up);
+}

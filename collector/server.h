@@ -1,0 +1,40 @@
+/*
+ * server.h - the collector's Unix socket server (srv_). Internal to
+ * collector/.
+ */
+#ifndef FT_COLLECTOR_SERVER_H
+#define FT_COLLECTOR_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <uv.h>
+
+#include "internal.h"
+
+typedef struct srv {
+	uv_loop_t *loop;
+	uv_pipe_t listener;
+	bool listening;
+	proc_tree *pt;        /* borrowed */
+	msgpack_unpacked up;  /* scratch for decoding, reused per frame */
+	uid_t uid;            /* the only uid allowed to connect */
+	uint32_t max_payload;
+	size_t nconns;        /* connections open (or closing) now */
+	uint64_t frames;      /* frames applied */
+	uint64_t rejected;    /* connections closed for protocol errors */
+	uint64_t truncated;   /* connections that ended inside a frame */
+} srv;
+
+/* Binds and listens on path (which must not exist). Returns 0 or a
+ * negative libuv error. On success s must be released with srv_free after
+ * the loop has closed its handles. */
+int srv_start(srv *s, uv_loop_t *loop, const char *path, proc_tree *pt);
+/* Stops accepting new connections. */
+void srv_stop(srv *s);
+/* Stops accepting and closes every connection (each counts as ended). */
+void srv_close_all(srv *s);
+void srv_free(srv *s);
+
+#endif

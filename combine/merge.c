@@ -1,0 +1,703 @@
+/*
+ * The merge (merge.h): a trace model written as Chrome Trace Event JSON,
+ * exactly as docs/TRACE_FORMAT.md describes it, streamed through an
+ * ostream (never built in memory).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "forktrace/wire.h"
+#include "internal.h"
+#include "merge.h"
+
+#ifndef FT_VERSION_STRING
+#error "FT_VERSION_STRING must be defined by the build (combine/CMakeLists.txt)"
+#endif
+
+/* process_labels holds the command line shortened to this many characters. */
+#define LABEL_CHARS 200
+#define LABEL_ELLIPSIS "..."
+/* Bytes of a label: at most 4 per character, plus the ellipsis. */
+#define LABEL_BYTES (4 * LABEL_CHARS + 4)
+
+static const char *const spawn_names[] = {
+    [FT_SPAWN_FORK] = "fork",
+    [FT_SPAWN_VFORK] = "vfork",
+    [FT_SPAWN_POSIX_SPAWN] = "posix_spawn",
+    [FT_SPAWN_POSIX_SPAWNP] = "posix_spawnp",
+    [FT_SPAWN_SYSTEM] = "system",
+    [FT_SPAWN_POPEN] = "popen",
+};
+
+typedef struct merge_ctx {
+	const model_trace *t;
+	ostream os;
+	jsonw w;
+	uint64_t threads;
+} merge_ctx;
+
+enum trace_format merge_format_for_path(const char *path)
+{
+	size_t n;
+
+	if (path == NULL)
+		return TRACE_FORMAT_JSON;
+	n = strlen(path);
+	/* ".json.gz" ends in ".gz" too. */
+	if (n >= 3 && strcasecmp(path + n - 3, ".gz") == 0)
+		return TRACE_FORMAT_JSON_GZ;
+	return TRACE_FORMAT_JSON;
+}
+
+/* The name of a spawn kind as the trace spells it, NULL if unknown. */
+static const char *spawn_name(int kind)
+{
+	if (kind < 0 || (size_t)kind >= sizeof(spawn_names) / sizeof(spawn_names[0]))
+		return NULL;
+	return spawn_names[kind];
+}
+
+/* "SIGKILL" for 9; real-time and unknown signals get a made-up but
+ * unambiguous name. buf has at least 32 bytes. */
+static const char *signal_name(int sig, char *buf, size_t size)
+{
+	const char *abbr = sigabbrev_np(sig);
+
+	if (abbr != NULL)
+		snprintf(buf, size, "SIG%s", abbr);
+	else if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+		snprintf(buf, size, "SIGRTMIN+%d", sig - SIGRTMIN);
+	else
+		snprintf(buf, size, "SIG%d", sig);
+	return buf;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (slash == NULL || slash[1] == '\0')
+		return path;
+	return slash + 1;
+}
+
+/* The program name of one image: basename of argv[0], else of exe. */
+static const char *segment_name(const model_segment *s)
+{
+	if (s->argv != NULL && s->argv[0] != NULL && s->argv[0][0] != '\0')
+		return base_name(s->argv[0]);
+	if (s->exe != NULL && s->exe[0] != '\0')
+		return base_name(s->exe);
+	return "?";
+}
+
+static const model_segment *last_segment(const model_process *p)
+{
+	return p->nsegs > 0 ? &p->segs[p->nsegs - 1] : NULL;
+}
+
+/* The parent if it belongs to this trace, else NULL: a dangling or foreign
+ * pointer must not send the writer into another model. */
+static const model_process *parent_of(const model_trace *t, const model_process *p)
+{
+	const model_process *q = p->parent;
+
+	if (q == NULL || q == p || q->index >= t->nprocs || t->procs[q->index] != q)
+		return NULL;
+	return q;
+}
+
+/* Trace tid of a thread: the main thread (tid == host pid, or unknown)
+ * takes the process's trace pid, so that it stays distinct when the pid
+ * was reused. */
+static int64_t out_tid(const model_process *p, int64_t tid)
+{
+	if (tid <= 0 || tid == p->pid)
+		return p->out_pid;
+	return tid;
+}
+
+/* A label being built: bytes, characters so far, and where to cut if it
+ * turns out too long. */
+typedef struct label {
+	char *buf;
+	size_t len;
+	size_t chars;
+	size_t cut;
+	bool truncated;
+} label;
+
+/* Appends one byte; false once the label is full. A character starts at
+ * every byte that is not a UTF-8 continuation byte. */
+static bool label_put(label *l, unsigned char c)
+{
+	if ((c & 0xc0) != 0x80) {
+		if (l->chars == LABEL_CHARS - 3)
+			l->cut = l->len;
+		if (l->chars == LABEL_CHARS) {
+			l->truncated = true;
+			return false;
+		}
+		l->chars++;
+	}
+	if (l->len == LABEL_BYTES - 4) {
+		/* Only garbage (runs of continuation bytes) gets here: cut
+		 * at the last character start that leaves room. */
+		l->cut = l->len - 3;
+		while (l->cut > 0 && ((unsigned char)l->buf[l->cut] & 0xc0) == 0x80)
+			l->cut--;
+		l->truncated = true;
+		return false;
+	}
+	l->buf[l->len++] = (char)c;
+	return true;
+}
+
+/*
+ * The command line of the last image joined with spaces, cut to
+ * LABEL_CHARS characters (UTF-8 aware, so a cut never splits a character)
+ * with "..." at the end when it was longer. Falls back to exe, then to the
+ * program name. Returns the length written to buf (LABEL_BYTES bytes).
+ */
+static size_t make_label(const model_process *p, const char *name, char *buf)
+{
+	const model_segment *s = last_segment(p);
+	const char *one[2] = {name, NULL};
+	const char *const *v = one;
+	label l = {.buf = buf};
+	size_t i;
+
+	if (s != NULL && s->argv != NULL && s->argv[0] != NULL)
+		v = s->argv;
+	else if (s != NULL && s->exe != NULL)
+		one[0] = s->exe;
+	for (i = 0; v[i] != NULL; i++) {
+		const unsigned char *a = (const unsigned char *)v[i];
+
+		if (i > 0 && !label_put(&l, ' '))
+			break;
+		for (; *a != '\0'; a++)
+			if (!label_put(&l, *a))
+				goto done;
+	}
+done:
+	if (l.truncated) {
+		memcpy(buf + l.cut, LABEL_ELLIPSIS, 3);
+		l.len = l.cut + 3;
+	}
+	return l.len;
+}
+
+/* A metadata event of the process, args left open for the caller. */
+static void meta_begin(merge_ctx *c, const char *name, int64_t pid, int64_t tid)
+{
+	jsonw_event ev = {
+	    .ph = 'M',
+	    .name = jsonw_sv_c(name),
+	    .pid = pid,
+	    .tid = tid,
+	    .ts_ns = JSONW_NO_TIME,
+	    .dur_ns = JSONW_NO_TIME,
+	};
+
+	jsonw_event_begin(&c->w, &ev);
+	jsonw_key(&c->w, "args");
+	jsonw_obj_begin(&c->w);
+}
+
+static void meta_end(merge_ctx *c)
+{
+	jsonw_obj_end(&c->w);
+	jsonw_event_end(&c->w);
+}
+
+/* The "exit" object of forktrace_process and of the last image. */
+static void write_exit(jsonw *w, const model_process *p)
+{
+	char buf[32];
+
+	jsonw_obj_begin(w);
+	switch (p->exit_kind) {
+	case MODEL_EXIT_CODE:
+		jsonw_kv_cstr(w, "kind", "code");
+		jsonw_kv_i64(w, "code", p->exit_value);
+		break;
+	case MODEL_EXIT_SIGNAL:
+		jsonw_kv_cstr(w, "kind", "signal");
+		jsonw_kv_i64(w, "signal", p->exit_value);
+		jsonw_kv_cstr(w, "name", signal_name(p->exit_value, buf, sizeof(buf)));
+		break;
+	case MODEL_EXIT_RUNNING:
+		jsonw_kv_cstr(w, "kind", "running");
+		break;
+	case MODEL_EXIT_UNKNOWN:
+	default:
+		jsonw_kv_cstr(w, "kind", "unknown");
+		break;
+	}
+	jsonw_obj_end(w);
+}
+
+static bool any_instrumented(const model_process *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nsegs; i++)
+		if (p->segs[i].instrumented)
+			return true;
+	return false;
+}
+
+/* The four process-level metadata events. */
+static void write_process_meta(merge_ctx *c, const model_process *p, const char *name,
+			       uint64_t sort_index)
+{
+	const model_process *parent = parent_of(c->t, p);
+	const model_segment *last = last_segment(p);
+	jsonw *w = &c->w;
+	char lbuf[LABEL_BYTES];
+	size_t llen;
+
+	meta_begin(c, "process_name", p->out_pid, p->out_pid);
+	jsonw_kv_cstr(w, "name", name);
+	meta_end(c);
+
+	llen = make_label(p, name, lbuf);
+	meta_begin(c, "process_labels", p->out_pid, p->out_pid);
+	jsonw_key(w, "labels");
+	jsonw_str(w, (jsonw_sv){lbuf, llen});
+	meta_end(c);
+
+	meta_begin(c, "process_sort_index", p->out_pid, p->out_pid);
+	jsonw_kv_u64(w, "sort_index", sort_index);
+	meta_end(c);
+
+	meta_begin(c, "forktrace_process", p->out_pid, p->out_pid);
+	jsonw_kv_i64(w, "pid", p->pid);
+	jsonw_kv_i64(w, "ppid", p->ppid);
+	jsonw_kv_i64(w, "parent", parent != NULL ? parent->out_pid : -1);
+	jsonw_kv_u64(w, "start_ticks", p->start_ticks);
+	jsonw_kv_cstr(w, "name", name);
+	jsonw_kv_cstr(w, "exe", last != NULL ? last->exe : NULL);
+	jsonw_key(w, "argv");
+	jsonw_strv(w, last != NULL ? last->argv : NULL);
+	jsonw_kv_cstr(w, "cwd", last != NULL ? last->cwd : NULL);
+	jsonw_kv_i64(w, "start_ns", p->start_ns);
+	jsonw_kv_i64(w, "end_ns", p->end_ns);
+	jsonw_kv_cstr(w, "spawn", p->spawn_ns >= 0 ? spawn_name(p->spawn_kind) : NULL);
+	jsonw_key(w, "exit");
+	write_exit(w, p);
+	jsonw_kv_bool(w, "instrumented", any_instrumented(p));
+	jsonw_kv_u64(w, "images", p->nsegs);
+	jsonw_kv_u64(w, "lost_events", p->lost_events);
+	meta_end(c);
+}
+
+static void write_thread_meta(merge_ctx *c, const model_process *p, int64_t tid, const char *name,
+			      uint64_t sort_index)
+{
+	meta_begin(c, "thread_name", p->out_pid, tid);
+	jsonw_kv_cstr(&c->w, "name", name);
+	meta_end(c);
+	meta_begin(c, "thread_sort_index", p->out_pid, tid);
+	jsonw_kv_u64(&c->w, "sort_index", sort_index);
+	meta_end(c);
+	c->threads++;
+}
+
+/*
+ * Every thread gets a name and a sort index, the main thread (tid == host
+ * pid) first and always, even when no thread record says so, because the
+ * image slices live on it. It is named after the program; other unnamed
+ * threads too, as Linux names a new thread after its creator.
+ */
+static void write_threads(merge_ctx *c, const model_process *p, const char *name)
+{
+	uint64_t k = 1;
+	size_t i;
+
+	write_thread_meta(c, p, p->out_pid, name, 0);
+	for (i = 0; i < p->nthreads; i++) {
+		const model_thread *th = &p->threads[i];
+
+		if (out_tid(p, th->tid) == p->out_pid)
+			continue;
+		write_thread_meta(c, p, th->tid, th->name != NULL ? th->name : name, k++);
+	}
+}
+
+/* When image i started: its own record, else where the previous image (or
+ * the process) began or ended, else the start of the trace. */
+static int64_t segment_start(const model_trace *t, const model_process *p, size_t i)
+{
+	if (p->segs[i].start_ns >= 0)
+		return p->segs[i].start_ns;
+	if (i > 0 && p->segs[i - 1].end_ns >= 0)
+		return p->segs[i - 1].end_ns;
+	if (i == 0 && p->start_ns >= 0)
+		return p->start_ns;
+	return t->start_ns;
+}
+
+/* One X slice per image, on the main thread. */
+static void write_segments(merge_ctx *c, const model_process *p)
+{
+	const model_trace *t = c->t;
+	jsonw *w = &c->w;
+	char nbuf[512];
+	size_t i;
+
+	for (i = 0; i < p->nsegs; i++) {
+		const model_segment *s = &p->segs[i];
+		const char *name = segment_name(s);
+		int64_t start = segment_start(t, p, i);
+		int64_t end = s->end_ns >= 0 ? s->end_ns : p->end_ns >= 0 ? p->end_ns : t->end_ns;
+		jsonw_event ev = {
+		    .ph = 'X',
+		    .cat = jsonw_sv_c("process"),
+		    .name = jsonw_sv_c(name),
+		    .pid = p->out_pid,
+		    .tid = p->out_pid,
+		    .ts_ns = start,
+		    .dur_ns = end > start ? end - start : 0,
+		};
+
+		if (!s->instrumented) {
+			int n = snprintf(nbuf, sizeof(nbuf), "%s (not instrumented)", name);
+
+			/* A name too long for nbuf is written whole,
+			 * without the suffix: the args still say it. */
+			if (n > 0 && (size_t)n < sizeof(nbuf))
+				ev.name = (jsonw_sv){nbuf, (size_t)n};
+		}
+		jsonw_event_begin(w, &ev);
+		jsonw_key(w, "args");
+		jsonw_obj_begin(w);
+		jsonw_kv_u64(w, "image", i);
+		jsonw_kv_cstr(w, "exe", s->exe);
+		jsonw_key(w, "argv");
+		jsonw_strv(w, s->argv);
+		jsonw_kv_cstr(w, "cwd", s->cwd);
+		jsonw_kv_bool(w, "instrumented", s->instrumented);
+		if (s->argv_truncated)
+			jsonw_kv_bool(w, "argv_truncated", true);
+		if (i + 1 == p->nsegs) {
+			jsonw_key(w, "exit");
+			write_exit(w, p);
+		}
+		jsonw_obj_end(w);
+		jsonw_event_end(w);
+	}
+}
+
+/*
+ * The fork/spawn arrow: a flow start in the parent on the thread that
+ * created the child, a flow end bound to the child's first image slice.
+ * The id is the child's index: unique in the trace, one arrow per child.
+ */
+static void write_flow(merge_ctx *c, const model_process *p)
+{
+	const model_process *parent = parent_of(c->t, p);
+	const char *kind = spawn_name(p->spawn_kind);
+	int64_t end_ts;
+	jsonw_event ev;
+
+	if (p->spawn_ns < 0 || parent == NULL)
+		return;
+	if (kind == NULL)
+		kind = "spawn";
+	if (p->nsegs > 0 && p->segs[0].start_ns >= 0)
+		end_ts = p->segs[0].start_ns;
+	else if (p->start_ns >= 0)
+		end_ts = p->start_ns;
+	else
+		end_ts = p->spawn_ns;
+
+	ev = (jsonw_event){
+	    .ph = 's',
+	    .cat = jsonw_sv_c("fork"),
+	    .name = jsonw_sv_c(kind),
+	    .pid = parent->out_pid,
+	    .tid = out_tid(parent, p->spawn_tid),
+	    .ts_ns = p->spawn_ns,
+	    .dur_ns = JSONW_NO_TIME,
+	    .has_id = true,
+	    .id = (uint64_t)p->index + 1,
+	};
+	jsonw_event_write(&c->w, &ev);
+	ev.ph = 'f';
+	ev.bind_enclosing = true;
+	ev.pid = p->out_pid;
+	ev.tid = p->out_pid;
+	ev.ts_ns = end_ts;
+	jsonw_event_write(&c->w, &ev);
+}
+
+static void write_marks(merge_ctx *c, const model_process *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nmarks; i++) {
+		const model_mark *m = &p->marks[i];
+		jsonw_event ev = {
+		    .ph = m->dur_ns < 0 ? 'i' : 'X',
+		    .scope = m->dur_ns < 0 ? 't' : 0,
+		    .name = jsonw_sv_c(m->name),
+		    .cat = jsonw_sv_c(m->cat),
+		    .pid = p->out_pid,
+		    .tid = out_tid(p, m->tid),
+		    .ts_ns = m->ts_ns,
+		    .dur_ns = m->dur_ns < 0 ? JSONW_NO_TIME : m->dur_ns,
+		    .args = jsonw_sv_c(m->args_json),
+		};
+
+		jsonw_event_write(&c->w, &ev);
+	}
+}
+
+/* Losses are shown where they are hard to miss: a process-wide instant at
+ * the end of the process. */
+static void write_loss(merge_ctx *c, const model_process *p)
+{
+	jsonw_event ev = {
+	    .ph = 'i',
+	    .scope = 'p',
+	    .cat = jsonw_sv_c("forktrace.loss"),
+	    .name = jsonw_sv_c("lost events"),
+	    .pid = p->out_pid,
+	    .tid = p->out_pid,
+	    .dur_ns = JSONW_NO_TIME,
+	};
+
+	if (p->lost_events == 0)
+		return;
+	ev.ts_ns = p->end_ns >= 0 ? p->end_ns : p->start_ns >= 0 ? p->start_ns : c->t->end_ns;
+	jsonw_event_begin(&c->w, &ev);
+	jsonw_key(&c->w, "args");
+	jsonw_obj_begin(&c->w);
+	jsonw_kv_u64(&c->w, "count", p->lost_events);
+	jsonw_obj_end(&c->w);
+	jsonw_event_end(&c->w);
+}
+
+static void write_process(merge_ctx *c, const model_process *p, uint64_t sort_index)
+{
+	const char *name = model_process_name(p);
+
+	write_process_meta(c, p, name, sort_index);
+	write_threads(c, p, name);
+	write_segments(c, p);
+	write_flow(c, p);
+	write_marks(c, p);
+	write_loss(c, p);
+}
+
+/* Sort key of a process among its siblings: start time (unknown last),
+ * then pid, then position in the model, so the order is total. */
+typedef struct order_key {
+	int64_t start;
+	int64_t pid;
+	uint32_t index;
+} order_key;
+
+static int order_cmp(const void *a, const void *b)
+{
+	const order_key *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/*
+ * The depth-first order of the process tree: roots by start time, each
+ * followed by its children by start time, recursively. Iterative with an
+ * explicit stack, since a chain of forks can be 10,000 deep. Processes on
+ * a parent cycle (a broken model) are not reachable from a root; they are
+ * taken as roots afterwards, so every process is written exactly once.
+ * Fills order (nprocs indices). Returns 0 or -ENOMEM.
+ */
+static int tree_order(const model_trace *t, uint32_t *order)
+{
+	size_t n = t->nprocs, i, k = 0, top;
+	order_key *keys = NULL;
+	uint32_t *first = NULL, *kids = NULL, *fill = NULL, *stack = NULL;
+	bool *seen = NULL;
+	int err = -ENOMEM;
+
+	if (n == 0)
+		return 0;
+	keys = malloc(n * sizeof(*keys));
+	if (keys == NULL)
+		goto out;
+	first = calloc(n + 1, sizeof(*first));
+	if (first == NULL)
+		goto out;
+	kids = malloc(n * sizeof(*kids));
+	if (kids == NULL)
+		goto out;
+	fill = malloc(n * sizeof(*fill));
+	if (fill == NULL)
+		goto out;
+	stack = malloc(n * sizeof(*stack));
+	if (stack == NULL)
+		goto out;
+	seen = calloc(n, sizeof(*seen));
+	if (seen == NULL)
+		goto out;
+
+	for (i = 0; i < n; i++) {
+		const model_process *p = t->procs[i];
+
+		keys[i].start = p->start_ns >= 0 ? p->start_ns : INT64_MAX;
+		keys[i].pid = p->pid;
+		keys[i].index = (uint32_t)i;
+	}
+	qsort(keys, n, sizeof(*keys), order_cmp);
+
+	/* Children lists in one array (first[q]..first[q+1] are q's),
+	 * filled in sorted order so each list comes out sorted. */
+	for (i = 0; i < n; i++) {
+		const model_process *q = parent_of(t, t->procs[i]);
+
+		if (q != NULL)
+			first[q->index + 1]++;
+	}
+	for (i = 0; i < n; i++)
+		first[i + 1] += first[i];
+	memcpy(fill, first, n * sizeof(*fill));
+	for (i = 0; i < n; i++) {
+		const model_process *q = parent_of(t, t->procs[keys[i].index]);
+
+		if (q != NULL)
+			kids[fill[q->index]++] = keys[i].index;
+	}
+
+	/* Two passes over the sorted processes: real roots, then whatever
+	 * a cycle left unreached. */
+	for (int pass = 0; pass < 2; pass++) {
+		for (i = 0; i < n; i++) {
+			uint32_t r = keys[i].index;
+
+			if (seen[r] || (pass == 0 && parent_of(t, t->procs[r]) != NULL))
+				continue;
+			top = 0;
+			stack[top++] = r;
+			seen[r] = true;
+			while (top > 0) {
+				uint32_t q = stack[--top];
+				uint32_t j;
+
+				order[k++] = q;
+				/* Reversed, so the earliest child pops first. */
+				for (j = first[q + 1]; j > first[q]; j--) {
+					uint32_t ch = kids[j - 1];
+
+					if (seen[ch])
+						continue;
+					seen[ch] = true;
+					stack[top++] = ch;
+				}
+			}
+		}
+	}
+	err = 0;
+out:
+	free(seen);
+	free(stack);
+	free(fill);
+	free(kids);
+	free(first);
+	free(keys);
+	return err;
+}
+
+static void write_other_data(merge_ctx *c)
+{
+	const model_trace *t = c->t;
+	jsonw *w = &c->w;
+
+	jsonw_key(w, "otherData");
+	jsonw_obj_begin(w);
+	jsonw_key(w, "forktrace");
+	jsonw_obj_begin(w);
+	jsonw_kv_cstr(w, "version", FT_VERSION_STRING);
+	jsonw_kv_cstr(w, "origin", t->origin);
+	jsonw_kv_cstr(w, "host", t->host);
+	jsonw_key(w, "command");
+	jsonw_strv(w, t->command);
+	jsonw_key(w, "anchor");
+	jsonw_obj_begin(w);
+	jsonw_kv_i64(w, "monotonic_ns", t->anchor_mono_ns);
+	jsonw_kv_i64(w, "realtime_ns", t->anchor_real_ns);
+	jsonw_obj_end(w);
+	jsonw_kv_i64(w, "start_ns", t->start_ns);
+	jsonw_kv_i64(w, "end_ns", t->end_ns);
+	jsonw_kv_i64(w, "exit_status", t->exit_status);
+	jsonw_kv_u64(w, "processes", t->nprocs);
+	jsonw_kv_u64(w, "lost_events", t->lost_events);
+	jsonw_obj_end(w);
+	jsonw_obj_end(w);
+}
+
+int merge_write(const model_trace *t, int fd, enum trace_format fmt, const merge_opts *opts,
+		merge_stats *stats)
+{
+	int level = -1;
+	uint32_t *order = NULL;
+	merge_ctx c = {.t = t};
+	size_t i;
+	int err;
+
+	if (stats != NULL)
+		memset(stats, 0, sizeof(*stats));
+	if (t == NULL || fd < 0)
+		return -EINVAL;
+	if (fmt == TRACE_FORMAT_JSON_GZ) {
+		level = opts != NULL ? opts->gzip_level : 0;
+		if (level < 0 || level > 9)
+			return -EINVAL;
+	} else if (fmt != TRACE_FORMAT_JSON) {
+		return -EINVAL;
+	}
+
+	order = malloc((t->nprocs > 0 ? t->nprocs : 1) * sizeof(*order));
+	if (order == NULL)
+		return -ENOMEM;
+	err = tree_order(t, order);
+	if (err < 0)
+		goto free_order;
+	err = ostream_open(&c.os, fd, level);
+	if (err < 0)
+		goto free_order;
+	jsonw_init(&c.w, &c.os);
+
+	jsonw_obj_begin(&c.w);
+	jsonw_kv_cstr(&c.w, "displayTimeUnit", "ms");
+	write_other_data(&c);
+	jsonw_key(&c.w, "traceEvents");
+	jsonw_arr_begin(&c.w);
+	for (i = 0; i < t->nprocs && ostream_error(&c.os) == 0; i++)
+		write_process(&c, t->procs[order[i]], i);
+	ostream_putc(&c.os, '\n');
+	jsonw_arr_end(&c.w);
+	jsonw_obj_end(&c.w);
+	ostream_putc(&c.os, '\n');
+
+	err = ostream_finish(&c.os);
+	if (stats != NULL) {
+		stats->processes = t->nprocs;
+		stats->threads = c.threads;
+		stats->events = c.w.events;
+		stats->bytes = ostream_bytes(&c.os);
+	}
+free_order:
+	free(order);
+	return err;
+}

@@ -1,0 +1,41 @@
+/*
+ * The merge: one code path from a trace model (and, later, per-process
+ * event streams) to an output file. The collector calls it at the end of
+ * `forktrace run`; `forktrace combine` calls it for files.
+ */
+#ifndef FT_COMBINE_MERGE_H
+#define FT_COMBINE_MERGE_H
+
+#include <stdint.h>
+
+#include "model.h"
+
+enum trace_format {
+	TRACE_FORMAT_JSON = 1,    /* Chrome Trace Event JSON, object form */
+	TRACE_FORMAT_JSON_GZ = 2, /* the same, gzip (zlib) */
+};
+
+typedef struct merge_opts {
+	int gzip_level; /* 1..9 for TRACE_FORMAT_JSON_GZ; 0 means 6 */
+} merge_opts;
+
+typedef struct merge_stats {
+	uint64_t processes;      /* processes written */
+	uint64_t threads;        /* threads written */
+	uint64_t events;         /* trace events written (all phases) */
+	uint64_t bytes;          /* bytes written to the file */
+} merge_stats;
+
+/* The format for an output path by its extension: ".json.gz" or ".gz" ->
+ * JSON_GZ, anything else -> JSON. */
+enum trace_format merge_format_for_path(const char *path);
+
+/*
+ * Writes the whole trace t to fd in format fmt. Borrows t and fd (does not
+ * close fd). opts and stats may be NULL. Returns 0 or a negative errno
+ * (-EIO and friends from write, -ENOMEM).
+ */
+int merge_write(const model_trace *t, int fd, enum trace_format fmt,
+		const merge_opts *opts, merge_stats *stats);
+
+#endif /* FT_COMBINE_MERGE_H */

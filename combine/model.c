@@ -1,0 +1,278 @@
+/*
+ * The trace model (model.h): processes, their exec segments, threads and
+ * marks, and an arena that owns every string of a trace.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+/* Strings are small and many (argv of thousands of processes): carving them
+ * out of large blocks saves one malloc header per string and lets
+ * model_free release them in a handful of calls. */
+#define ARENA_BLOCK_SIZE (64u * 1024u)
+/* A string larger than this gets a block of its own, so that one huge
+ * argv element does not waste the rest of the current block. */
+#define ARENA_BIG (ARENA_BLOCK_SIZE / 4u)
+
+struct model_arena_block {
+	model_arena_block *next;
+	size_t used;
+	size_t cap;
+	char data[];
+};
+
+model_trace *model_new(void)
+{
+	model_trace *t = calloc(1, sizeof(*t));
+
+	if (t == NULL)
+		return NULL;
+	t->anchor_mono_ns = -1;
+	t->anchor_real_ns = -1;
+	t->start_ns = -1;
+	t->end_ns = -1;
+	return t;
+}
+
+static void process_free(model_process *p)
+{
+	if (p == NULL)
+		return;
+	free(p->segs);
+	free(p->threads);
+	free(p->marks);
+	free(p);
+}
+
+void model_free(model_trace *t)
+{
+	model_arena_block *b, *next;
+	size_t i;
+
+	if (t == NULL)
+		return;
+	for (i = 0; i < t->nprocs; i++)
+		process_free(t->procs[i]);
+	free(t->procs);
+	for (b = t->arena; b != NULL; b = next) {
+		next = b->next;
+		free(b);
+	}
+	free(t);
+}
+
+/* Returns n bytes of arena memory (no alignment: only chars live here).
+ * The head block is the one being filled; a big request gets a block that
+ * is linked behind the head, so the head keeps serving small strings. */
+static char *arena_alloc(model_trace *t, size_t n)
+{
+	model_arena_block *b = t->arena;
+	size_t cap;
+
+	if (b != NULL && b->cap - b->used >= n) {
+		char *p = b->data + b->used;
+
+		b->used += n;
+		return p;
+	}
+	cap = n > ARENA_BIG ? n : ARENA_BLOCK_SIZE;
+	if (cap > SIZE_MAX - sizeof(*b))
+		return NULL;
+	b = malloc(sizeof(*b) + cap);
+	if (b == NULL)
+		return NULL;
+	b->cap = cap;
+	b->used = n;
+	if (n > ARENA_BIG && t->arena != NULL) {
+		b->next = t->arena->next;
+		t->arena->next = b;
+	} else {
+		b->next = t->arena;
+		t->arena = b;
+	}
+	return b->data;
+}
+
+const char *model_strndup(model_trace *t, const char *s, size_t n)
+{
+	char *p;
+
+	if (s == NULL)
+		return NULL;
+	if (n == SIZE_MAX)
+		return NULL;
+	p = arena_alloc(t, n + 1);
+	if (p == NULL)
+		return NULL;
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+const char *model_strdup(model_trace *t, const char *s)
+{
+	if (s == NULL)
+		return NULL;
+	return model_strndup(t, s, strlen(s));
+}
+
+/* The pointer array lives in the arena too: it is freed with the strings
+ * and needs no alignment beyond what we give it here. */
+const char **model_strv_alloc(model_trace *t, size_t n)
+{
+	const size_t align = _Alignof(const char *);
+	const char **out;
+	char *raw;
+
+	if (n > (SIZE_MAX - align) / sizeof(*out) - 1)
+		return NULL;
+	raw = arena_alloc(t, (n + 1) * sizeof(*out) + align - 1);
+	if (raw == NULL)
+		return NULL;
+	out = (const char **)(void *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
+	memset(out, 0, (n + 1) * sizeof(*out));
+	return out;
+}
+
+const char **model_strvdup(model_trace *t, const char *const *v, size_t n)
+{
+	const char **out;
+
+	if (v == NULL)
+		return NULL;
+	out = model_strv_alloc(t, n);
+	if (out == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] == NULL)
+			continue;
+		out[i] = model_strdup(t, v[i]);
+		if (out[i] == NULL)
+			return NULL;
+	}
+	return out;
+}
+
+/* Grows *arr (elements of size elem) so that one more fits. Doubling keeps
+ * appends amortised O(1) for processes with millions of marks. */
+static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+	size_t ncap;
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 8;
+	if (ncap < *cap || ncap > SIZE_MAX / elem)
+		return -ENOMEM;
+	p = realloc(*arr, ncap * elem);
+	if (p == NULL)
+		return -ENOMEM;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+model_process *model_add_process(model_trace *t, int64_t pid)
+{
+	model_process *p;
+
+	if (t->nprocs > UINT32_MAX)
+		return NULL;
+	if (grow((void **)&t->procs, &t->procs_cap, t->nprocs, sizeof(*t->procs)) < 0)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	p->index = (uint32_t)t->nprocs;
+	p->pid = pid;
+	p->out_pid = pid;
+	p->ppid = -1;
+	p->start_ns = -1;
+	p->end_ns = -1;
+	p->spawn_ns = -1;
+	p->spawn_tid = -1;
+	p->exit_kind = MODEL_EXIT_UNKNOWN;
+	t->procs[t->nprocs++] = p;
+	return p;
+}
+
+model_segment *model_add_segment(model_trace *t, model_process *p)
+{
+	model_segment *s;
+
+	(void)t;
+	if (grow((void **)&p->segs, &p->segs_cap, p->nsegs, sizeof(*p->segs)) < 0)
+		return NULL;
+	s = &p->segs[p->nsegs++];
+	memset(s, 0, sizeof(*s));
+	s->start_ns = -1;
+	s->end_ns = -1;
+	return s;
+}
+
+model_thread *model_add_thread(model_trace *t, model_process *p, int64_t tid)
+{
+	model_thread *th;
+
+	(void)t;
+	if (grow((void **)&p->threads, &p->threads_cap, p->nthreads, sizeof(*p->threads)) < 0)
+		return NULL;
+	th = &p->threads[p->nthreads++];
+	memset(th, 0, sizeof(*th));
+	th->tid = tid;
+	th->start_ns = -1;
+	th->end_ns = -1;
+	return th;
+}
+
+model_mark *model_add_mark(model_trace *t, model_process *p)
+{
+	model_mark *m;
+
+	(void)t;
+	if (grow((void **)&p->marks, &p->marks_cap, p->nmarks, sizeof(*p->marks)) < 0)
+		return NULL;
+	m = &p->marks[p->nmarks++];
+	memset(m, 0, sizeof(*m));
+	m->ts_ns = -1;
+	m->dur_ns = -1;
+	return m;
+}
+
+model_thread *model_find_thread(model_process *p, int64_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < p->nthreads; i++)
+		if (p->threads[i].tid == tid)
+			return &p->threads[i];
+	return NULL;
+}
+
+/* The part after the last '/', unless that is empty ("dir/"), in which case
+ * the whole path says more than an empty name. */
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (slash == NULL || slash[1] == '\0')
+		return path;
+	return slash + 1;
+}
+
+const char *model_process_name(const model_process *p)
+{
+	const model_segment *s;
+
+	if (p->nsegs == 0)
+		return "?";
+	s = &p->segs[p->nsegs - 1];
+	if (s->argv != NULL && s->argv[0] != NULL && s->argv[0][0] != '\0')
+		return base_name(s->argv[0]);
+	if (s->exe != NULL && s->exe[0] != '\0')
+		return base_name(s->exe);
+	return "?";
+}

@@ -1,0 +1,146 @@
+/*
+ * The trace model: what forktrace knows about a process tree, whichever way
+ * it learned it (live from the agents, or from files). The collector fills
+ * one in as frames arrive; merge.h turns it into events for the writers.
+ *
+ * Memory: a model_trace owns everything reachable from it. Strings are
+ * copied into the trace's arena (model_strdup) and live until model_free.
+ * Arrays grow by doubling; pointers to processes stay valid (processes are
+ * allocated one by one), pointers into the segment/thread/mark arrays of a
+ * process are valid only until the next add to that array.
+ *
+ * Times are CLOCK_MONOTONIC nanoseconds of the traced host. -1 means
+ * "unknown" for every *_ns field.
+ */
+#ifndef FT_COMBINE_MODEL_H
+#define FT_COMBINE_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum model_exit_kind {
+	MODEL_EXIT_UNKNOWN = 0, /* nobody saw it end (e.g. --wait-timeout) */
+	MODEL_EXIT_CODE,        /* exited; exit_value is the code */
+	MODEL_EXIT_SIGNAL,      /* killed; exit_value is the signal number */
+	MODEL_EXIT_RUNNING      /* still running when the trace was written */
+};
+
+/* One process image: the time between two execs (or fork and exec). */
+typedef struct model_segment {
+	int64_t start_ns;
+	int64_t end_ns;
+	const char *exe;   /* path of the executable; NULL if unknown */
+	const char **argv; /* NULL-terminated; NULL if unknown */
+	size_t argc;
+	const char *cwd;   /* NULL if unknown */
+	bool instrumented; /* an agent ran in this image */
+	bool argv_truncated;
+} model_segment;
+
+typedef struct model_thread {
+	int64_t tid;
+	const char *name; /* NULL: unnamed */
+	int64_t start_ns;
+	int64_t end_ns;
+} model_thread;
+
+/*
+ * Something that happened inside a process at one time or over a span:
+ * an exec that failed, a wait that reaped a child, a system() call, a
+ * fatal signal, counted loss. Written as a Chrome 'i' instant when
+ * dur_ns < 0, else as an 'X' slice.
+ */
+typedef struct model_mark {
+	int64_t ts_ns;
+	int64_t dur_ns;
+	int64_t tid;
+	const char *name;
+	const char *cat;
+	const char *args_json; /* a complete JSON object, or NULL */
+} model_mark;
+
+typedef struct model_process {
+	uint32_t index;       /* position in model_trace.procs */
+	int64_t pid;          /* pid on the host */
+	int64_t out_pid;      /* pid written to the trace; differs from pid
+	                         when the pid was reused during the run */
+	uint64_t start_ticks; /* kernel start time; 0 if unknown */
+	int64_t ppid;         /* -1 if unknown */
+	struct model_process *parent; /* NULL: the root or unknown */
+	const char *host;     /* NULL: the trace's host */
+
+	int64_t start_ns;     /* fork/spawn time, or first sight */
+	int64_t end_ns;
+
+	/* Where the parent created this process, for the flow arrow. */
+	int64_t spawn_ns;     /* -1: no record from the parent */
+	int64_t spawn_tid;
+	int spawn_kind;       /* enum ft_spawn_kind */
+
+	enum model_exit_kind exit_kind;
+	int exit_value;
+
+	uint64_t lost_events;
+
+	model_segment *segs;
+	size_t nsegs, segs_cap;
+	model_thread *threads;
+	size_t nthreads, threads_cap;
+	model_mark *marks;
+	size_t nmarks, marks_cap;
+} model_process;
+
+typedef struct model_arena_block model_arena_block;
+
+typedef struct model_trace {
+	const char *host;
+	const char **command; /* NULL-terminated argv of the traced command */
+	const char *origin;   /* "forktrace run", "combine", ... */
+	int64_t anchor_mono_ns; /* one (monotonic, realtime) pair taken */
+	int64_t anchor_real_ns; /* together, to align traces across hosts */
+	int64_t start_ns;
+	int64_t end_ns;
+
+	int exit_status;      /* forktrace's own exit code for the run */
+	uint64_t lost_events; /* sum over processes plus collector losses */
+
+	model_process **procs;
+	size_t nprocs, procs_cap;
+
+	model_arena_block *arena;
+} model_trace;
+
+/* Constructor. Returns NULL on allocation failure. */
+model_trace *model_new(void);
+/* Frees the trace and everything it owns. model_free(NULL) is a no-op. */
+void model_free(model_trace *t);
+
+/* Copies s (or its first n bytes) into t's arena; NULL in, NULL out. */
+const char *model_strdup(model_trace *t, const char *s);
+const char *model_strndup(model_trace *t, const char *s, size_t n);
+/* Copies a NULL-terminated array of strings into the arena. */
+const char **model_strvdup(model_trace *t, const char *const *v, size_t n);
+
+/* A NULL-filled array of n + 1 string pointers in t's arena, for the
+ * caller to fill; NULL on allocation failure. */
+const char **model_strv_alloc(model_trace *t, size_t n);
+
+/* Appends a new zeroed process (unknown times/exit, ppid -1, spawn_ns -1,
+ * out_pid = pid). Returns it, owned by t, or NULL on allocation failure. */
+model_process *model_add_process(model_trace *t, int64_t pid);
+
+/* Appends and returns a zero-filled element (times set to -1), owned by
+ * p; valid until the next add of the same kind. NULL on failure. */
+model_segment *model_add_segment(model_trace *t, model_process *p);
+model_thread *model_add_thread(model_trace *t, model_process *p, int64_t tid);
+model_mark *model_add_mark(model_trace *t, model_process *p);
+
+/* The thread with this tid, or NULL. */
+model_thread *model_find_thread(model_process *p, int64_t tid);
+
+/* Program name of a process: basename of its last segment's argv[0] or
+ * exe, else "pid N"-free placeholder "?"; borrowed from the model. */
+const char *model_process_name(const model_process *p);
+
+#endif /* FT_COMBINE_MODEL_H */

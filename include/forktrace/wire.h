@@ -1,0 +1,166 @@
+/*
+ * forktrace wire protocol: the one contract between the agent (in every
+ * traced process) and the collector.
+ *
+ * Transport: one SOCK_STREAM Unix socket connection per process image. The
+ * agent connects to the path in $FORKTRACE_SOCK, sends frames, and the
+ * connection's end (EOF) tells the collector that the image is gone (exit,
+ * exec, or death). After fork the child never writes on the parent's
+ * connection: it opens its own.
+ *
+ * Frame: an 8-byte header followed by a msgpack payload.
+ *
+ *   byte 0..1  'F' 'T'                 (FT_WIRE_MAGIC0, FT_WIRE_MAGIC1)
+ *   byte 2     protocol version        (FT_WIRE_VERSION)
+ *   byte 3     message type            (enum ft_msg_type)
+ *   byte 4..7  payload length in bytes, unsigned 32-bit little-endian,
+ *              at most FT_WIRE_MAX_PAYLOAD
+ *
+ * Payload: one msgpack map whose keys are small positive integers
+ * (enum ft_key). A reader ignores keys it does not know, so fields can be
+ * added without a version bump; removing or re-typing a field needs one.
+ * Strings are msgpack str (raw bytes; not necessarily UTF-8: argv and paths
+ * are whatever the kernel gave). Integers are msgpack int/uint.
+ *
+ * Times are CLOCK_MONOTONIC nanoseconds (FT_K_TS) unless the key says
+ * otherwise. Every message except HELLO carries FT_K_TS and FT_K_TID.
+ *
+ * Test vectors: tests/wire/ holds byte-exact encodings of every message
+ * type; both the agent's encoder and the collector's decoder are checked
+ * against them.
+ */
+#ifndef FORKTRACE_WIRE_H
+#define FORKTRACE_WIRE_H
+
+#include <stdint.h>
+
+#define FT_WIRE_MAGIC0 0x46 /* 'F' */
+#define FT_WIRE_MAGIC1 0x54 /* 'T' */
+#define FT_WIRE_VERSION 1
+#define FT_WIRE_HEADER_SIZE 8
+/* The collector closes a connection that announces a larger payload. */
+#define FT_WIRE_MAX_PAYLOAD (16u * 1024u * 1024u)
+
+/* Environment variables the collector sets for the traced command. */
+#define FT_ENV_SOCK "FORKTRACE_SOCK"       /* path of the collector's socket */
+#define FT_ENV_SPILL_DIR "FORKTRACE_SPILL" /* where spill files go if no collector */
+#define FT_ENV_PRELOAD "LD_PRELOAD"
+
+enum ft_msg_type {
+	/* First message of every connection: who this process image is.
+	 * Keys: PID, PPID, TID, TS, REALTIME, START_TICKS, EXE, ARGV, CWD,
+	 * NAME (comm of the main thread), FLAGS (FT_HELLO_*). */
+	FT_MSG_HELLO = 1,
+	/* fork() or vfork() returned in the parent. Keys: TS, TID, CHILD,
+	 * KIND (FT_SPAWN_FORK / FT_SPAWN_VFORK), ERRNO when it failed
+	 * (then CHILD is absent). */
+	FT_MSG_FORK = 2,
+	/* About to call the real exec. Keys: TS, TID, PATH, ARGV, KIND
+	 * (FT_EXEC_*). Sent and flushed before the call. */
+	FT_MSG_EXEC = 3,
+	/* The exec call returned: it failed. Keys: TS, TID, ERRNO, PATH. */
+	FT_MSG_EXEC_FAIL = 4,
+	/* posix_spawn/posix_spawnp returned. Keys: TS, TID, CHILD (when it
+	 * succeeded), PATH, ARGV, KIND (FT_SPAWN_POSIX_SPAWN[P]), ERRNO (the
+	 * return value, 0 on success). */
+	FT_MSG_SPAWN = 5,
+	/* A wait-family call reaped (or saw stop/continue of) a child.
+	 * Keys: TS, TID, CHILD, STATUS (raw wait status as waitpid reports
+	 * it; waitid's siginfo is converted to the same encoding). */
+	FT_MSG_WAIT = 6,
+	/* A thread started / ended. Keys: TS, TID, NAME (optional). */
+	FT_MSG_THREAD_START = 7,
+	FT_MSG_THREAD_END = 8,
+	/* pthread_setname_np / prctl(PR_SET_NAME). Keys: TS, TID, NAME. */
+	FT_MSG_THREAD_NAME = 9,
+	/* exit(), _exit(), _Exit() or return from main. Keys: TS, TID, CODE. */
+	FT_MSG_EXIT = 10,
+	/* A fatal signal arrived; the old disposition runs next.
+	 * Keys: TS, TID, SIGNO. */
+	FT_MSG_SIGNAL = 11,
+	/* system() or popen() started / finished in this process.
+	 * Keys: TS, TID, CMD, KIND (FT_SPAWN_SYSTEM / FT_SPAWN_POPEN),
+	 * for the end also STATUS (system's return value, pclose's status). */
+	FT_MSG_SHELL_BEGIN = 12,
+	FT_MSG_SHELL_END = 13,
+	/* Events the agent had to drop. Keys: TS, TID, COUNT. Loss always
+	 * travels as a record; it is never silent. */
+	FT_MSG_LOST = 14,
+	FT_MSG_TYPE_MAX = 32
+};
+
+enum ft_key {
+	FT_K_TS = 1,          /* uint: CLOCK_MONOTONIC ns */
+	FT_K_TID = 2,         /* int: kernel thread id */
+	FT_K_PID = 3,         /* int */
+	FT_K_PPID = 4,        /* int */
+	FT_K_CHILD = 5,       /* int: a child's pid */
+	FT_K_PATH = 6,        /* str: path or file given to exec/spawn */
+	FT_K_ARGV = 7,        /* array of str */
+	FT_K_CWD = 8,         /* str */
+	FT_K_EXE = 9,         /* str: the executable's path */
+	FT_K_REALTIME = 10,   /* uint: CLOCK_REALTIME ns taken with TS */
+	FT_K_START_TICKS = 11,/* uint: process start time, clock ticks after
+	                         boot (field 22 of /proc/PID/stat); with PID it
+	                         identifies a process across exec, and tells pid
+	                         reuse apart */
+	FT_K_ERRNO = 12,      /* int */
+	FT_K_STATUS = 13,     /* int: raw wait status */
+	FT_K_CODE = 14,       /* int: exit code */
+	FT_K_SIGNO = 15,      /* int */
+	FT_K_NAME = 16,       /* str */
+	FT_K_KIND = 17,       /* uint: FT_SPAWN_* or FT_EXEC_* */
+	FT_K_COUNT = 18,      /* uint */
+	FT_K_CMD = 19,        /* str: the shell command of system/popen */
+	FT_K_FLAGS = 20,      /* uint: bit set, meaning depends on the type */
+	FT_K_MAX = 64
+};
+
+/* How a child came to be (FT_K_KIND of FORK, SPAWN, SHELL_*). */
+enum ft_spawn_kind {
+	FT_SPAWN_FORK = 0,
+	FT_SPAWN_VFORK = 1,
+	FT_SPAWN_POSIX_SPAWN = 2,
+	FT_SPAWN_POSIX_SPAWNP = 3,
+	FT_SPAWN_SYSTEM = 4,
+	FT_SPAWN_POPEN = 5
+};
+
+/* Which exec call (FT_K_KIND of EXEC). */
+enum ft_exec_kind {
+	FT_EXEC_EXECVE = 0,
+	FT_EXEC_EXECV = 1,
+	FT_EXEC_EXECVP = 2,
+	FT_EXEC_EXECVPE = 3,
+	FT_EXEC_EXECL = 4,
+	FT_EXEC_EXECLP = 5,
+	FT_EXEC_EXECLE = 6,
+	FT_EXEC_FEXECVE = 7,
+	FT_EXEC_EXECVEAT = 8
+};
+
+/* FT_K_FLAGS of HELLO. */
+#define FT_HELLO_ARGV_TRUNCATED 0x1u /* argv did not fit; a prefix was sent */
+
+/* Encode a frame header into out[0..7]. */
+static inline void ft_wire_header(unsigned char out[FT_WIRE_HEADER_SIZE],
+				  unsigned type, uint32_t payload_len)
+{
+	out[0] = FT_WIRE_MAGIC0;
+	out[1] = FT_WIRE_MAGIC1;
+	out[2] = FT_WIRE_VERSION;
+	out[3] = (unsigned char)type;
+	out[4] = (unsigned char)(payload_len & 0xff);
+	out[5] = (unsigned char)((payload_len >> 8) & 0xff);
+	out[6] = (unsigned char)((payload_len >> 16) & 0xff);
+	out[7] = (unsigned char)((payload_len >> 24) & 0xff);
+}
+
+/* Length of the payload announced by a header (no validation). */
+static inline uint32_t ft_wire_payload_len(const unsigned char hdr[FT_WIRE_HEADER_SIZE])
+{
+	return (uint32_t)hdr[4] | ((uint32_t)hdr[5] << 8) |
+	       ((uint32_t)hdr[6] << 16) | ((uint32_t)hdr[7] << 24);
+}
+
+#endif /* FORKTRACE_WIRE_H */

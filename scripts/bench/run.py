@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""forktrace's process-tracing benchmark (issue: forktrace run).
+
+Runs each workload untraced, under forktrace, and under strace -f, in
+interleaved rounds (the machine is shared and noisy: interleaving spreads
+the noise over all three), and prints median wall times and the ratio of
+each to the untraced median of the same run.
+
+Usage: scripts/bench/run.py [--build DIR] [--rounds N] [--children N]
+                            [--files N] [--only fork,spawn,make]
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def timed(cmd, cwd=None, before=None):
+    if before:
+        before()
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        sys.exit("benchmark command failed (%d): %s\n%s" %
+                 (r.returncode, " ".join(cmd), r.stderr.decode(errors="replace")[-2000:]))
+    return dt
+
+
+def make_tree(n):
+    d = tempfile.mkdtemp(prefix="ft-bench-make-")
+    objs = []
+    for i in range(n):
+        with open(os.path.join(d, "f%d.c" % i), "w") as f:
+            f.write("int f%d(int x) { return x * %d + 1; }\n" % (i, i))
+        objs.append("f%d.o" % i)
+    with open(os.path.join(d, "Makefile"), "w") as f:
+        f.write("OBJS = %s\n" % " ".join(objs))
+        f.write("all: $(OBJS)\n%.o: %.c\n\t$(CC) -O0 -c -o $@ $<\n")
+        f.write("clean:\n\trm -f *.o\n")
+    return d
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--children", type=int, default=2000)
+    ap.add_argument("--files", type=int, default=1000)
+    ap.add_argument("--only", default="fork,spawn,make")
+    ap.add_argument("--no-strace", action="store_true")
+    a = ap.parse_args()
+
+    ft = os.path.join(a.build, "bin", "forktrace")
+    tmp = tempfile.mkdtemp(prefix="ft-bench-")
+    loop = os.path.join(tmp, "spawn_loop")
+    subprocess.run(["cc", "-O2", "-o", loop, os.path.join(ROOT, "scripts/bench/spawn_loop.c")],
+                   check=True)
+    trace = os.path.join(tmp, "trace.json")
+    tracers = {
+        "untraced": [],
+        "forktrace": [ft, "run", "-q", "-o", trace, "--"],
+    }
+    if not a.no_strace and shutil.which("strace"):
+        tracers["strace -f"] = ["strace", "-f", "-qq", "-o", "/dev/null"]
+
+    workloads = []
+    only = a.only.split(",")
+    if "fork" in only:
+        workloads.append(("fork+exec /bin/true x%d" % a.children, [loop, str(a.children), "fork"], None, None))
+    if "spawn" in only:
+        workloads.append(("posix_spawn /bin/true x%d" % a.children, [loop, str(a.children), "spawn"], None, None))
+    if "make" in only:
+        d = make_tree(a.files)
+        clean = lambda d=d: subprocess.run(["make", "-s", "clean"], cwd=d, check=True)
+        workloads.append(("make -j2, %d tiny C files" % a.files, ["make", "-s", "-j2"], d, clean))
+
+    print("machine: %s, %d cores; %d interleaved rounds, median wall time" %
+          (os.uname().release, os.cpu_count(), a.rounds))
+    results = []
+    for name, cmd, cwd, before in workloads:
+        times = {t: [] for t in tracers}
+        timed(cmd, cwd, before)  # warm the page cache
+        for _ in range(a.rounds):
+            for t, prefix in tracers.items():
+                times[t].append(timed(prefix + cmd, cwd, before))
+        base = statistics.median(times["untraced"])
+        row = [name]
+        for t in tracers:
+            m = statistics.median(times[t])
+            row.append("%s %.3fs (%.2fx)" % (t, m, m / base))
+        results.append(row)
+        print(" | ".join(row), flush=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

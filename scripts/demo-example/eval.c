@@ -1,0 +1,2 @@
+int twice(int v);
+int eval(int v) { return twice(v); }

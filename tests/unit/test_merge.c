@@ -1,0 +1,487 @@
+/*
+ * Unit test of combine/: ostream formatting in C, then a hand-built model
+ * written as .json and .json.gz and checked field by field by
+ * check_merge.py (the json module is a stricter judge of our output than
+ * anything we would write here).
+ *
+ * Usage: test_merge PYTHON CHECK_SCRIPT WORKDIR
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "jsonw.h"
+#include "merge.h"
+#include "model.h"
+#include "ostream.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+			failures++;                                                                \
+		}                                                                                  \
+	} while (0)
+
+#define MUST(ptr)                                                                                  \
+	do {                                                                                       \
+		if ((ptr) == NULL) {                                                               \
+			fprintf(stderr, "%s:%d: allocation failed\n", __FILE__, __LINE__);         \
+			exit(1);                                                                   \
+		}                                                                                  \
+	} while (0)
+
+static void check_fmt(size_t (*fmt)(char *, int64_t), int64_t v, const char *want)
+{
+	char buf[OSTREAM_NUM_MAX + 1];
+	size_t n = fmt(buf, v);
+
+	CHECK(n <= OSTREAM_NUM_MAX);
+	buf[n < OSTREAM_NUM_MAX ? n : OSTREAM_NUM_MAX] = '\0';
+	if (strcmp(buf, want) != 0) {
+		fprintf(stderr, "format %" PRId64 ": got '%s', want '%s'\n", v, buf, want);
+		failures++;
+	}
+}
+
+static void check_u64(uint64_t v, const char *want)
+{
+	char buf[OSTREAM_NUM_MAX + 1];
+	size_t n = ostream_fmt_u64(buf, v);
+
+	buf[n < OSTREAM_NUM_MAX ? n : OSTREAM_NUM_MAX] = '\0';
+	if (strcmp(buf, want) != 0) {
+		fprintf(stderr, "u64 %" PRIu64 ": got '%s', want '%s'\n", v, buf, want);
+		failures++;
+	}
+}
+
+static void test_numbers(void)
+{
+	check_u64(0, "0");
+	check_u64(9, "9");
+	check_u64(10, "10");
+	check_u64(99, "99");
+	check_u64(100, "100");
+	check_u64(12345, "12345");
+	check_u64(UINT64_MAX, "18446744073709551615");
+
+	check_fmt(ostream_fmt_i64, 0, "0");
+	check_fmt(ostream_fmt_i64, -1, "-1");
+	check_fmt(ostream_fmt_i64, 1000000, "1000000");
+	check_fmt(ostream_fmt_i64, INT64_MAX, "9223372036854775807");
+	check_fmt(ostream_fmt_i64, INT64_MIN, "-9223372036854775808");
+
+	check_fmt(ostream_fmt_ts, 0, "0.000");
+	check_fmt(ostream_fmt_ts, 1, "0.001");
+	check_fmt(ostream_fmt_ts, 999, "0.999");
+	check_fmt(ostream_fmt_ts, 1000, "1.000");
+	check_fmt(ostream_fmt_ts, 1234567, "1234.567");
+	check_fmt(ostream_fmt_ts, 2000000123, "2000000.123");
+	check_fmt(ostream_fmt_ts, -1, "-0.001");
+	check_fmt(ostream_fmt_ts, -1000, "-1.000");
+	check_fmt(ostream_fmt_ts, -1234567, "-1234.567");
+	check_fmt(ostream_fmt_ts, INT64_MAX, "9223372036854775.807");
+	check_fmt(ostream_fmt_ts, INT64_MIN, "-9223372036854775.808");
+}
+
+/* Everything an ostream wrote to a memfd, NUL-terminated; caller frees. */
+static char *read_back(int fd, size_t *len)
+{
+	off_t end = lseek(fd, 0, SEEK_END);
+	char *buf;
+
+	if (end < 0)
+		return NULL;
+	buf = malloc((size_t)end + 1);
+	MUST(buf);
+	if (pread(fd, buf, (size_t)end, 0) != end) {
+		free(buf);
+		return NULL;
+	}
+	buf[end] = '\0';
+	*len = (size_t)end;
+	return buf;
+}
+
+static void check_escape(const char *in, size_t n, const char *want)
+{
+	int fd = memfd_create("escape", 0);
+	ostream o;
+	size_t len = 0;
+	char *got;
+
+	CHECK(fd >= 0);
+	CHECK(ostream_open(&o, fd, -1) == 0);
+	ostream_json_str(&o, in, n);
+	CHECK(ostream_finish(&o) == 0);
+	got = read_back(fd, &len);
+	CHECK(got != NULL);
+	if (got != NULL && strcmp(got, want) != 0) {
+		fprintf(stderr, "escape: got '%s', want '%s'\n", got, want);
+		failures++;
+	}
+	free(got);
+	close(fd);
+
+	/* The buffer flavour for the collector must agree byte for byte. */
+	{
+		char buf[256];
+		size_t len2 = jsonw_escape(buf, sizeof(buf), in, n);
+
+		CHECK(len2 == strlen(want) && memcmp(buf, want, len2) == 0);
+	}
+}
+
+static void check_escape_cut(const char *in, size_t cap, const char *want)
+{
+	char buf[64];
+	size_t n = jsonw_escape(buf, cap, in, strlen(in));
+
+	CHECK(n <= cap);
+	if (n != strlen(want) || memcmp(buf, want, n) != 0) {
+		fprintf(stderr, "jsonw_escape cap %zu: got '%.*s', want '%s'\n", cap, (int)n, buf,
+			want);
+		failures++;
+	}
+}
+
+#define ESC(lit, want) check_escape(lit, sizeof(lit) - 1, want)
+
+static void test_escape(void)
+{
+	ESC("", "\"\"");
+	ESC("plain", "\"plain\"");
+	ESC("a\"b\\c", "\"a\\\"b\\\\c\"");
+	ESC("\b\f\n\r\t", "\"\\b\\f\\n\\r\\t\"");
+	ESC("\x01\x1f\x7f", "\"\\u0001\\u001f\x7f\"");
+	ESC("nul\0in", "\"nul\\u0000in\"");
+	ESC("caf\xc3\xa9", "\"caf\xc3\xa9\"");		   /* valid 2-byte */
+	ESC("\xe2\x82\xac", "\"\xe2\x82\xac\"");	   /* valid 3-byte (euro) */
+	ESC("\xf0\x9f\x98\x80!", "\"\xf0\x9f\x98\x80!\""); /* valid 4-byte */
+	ESC("a\xff"
+	    "b",
+	    "\"a\\ufffdb\"");					     /* never valid */
+	ESC("\xc0\xaf", "\"\\ufffd\\ufffd\"");			     /* overlong '/' */
+	ESC("\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"");	     /* surrogate */
+	ESC("\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""); /* > U+10FFFF */
+	ESC("\xe2\x82", "\"\\ufffd\\ufffd\"");			     /* cut at the end */
+	ESC("\xc3(", "\"\\ufffd(\"");				     /* bad continuation */
+	ESC("\x80\xbf", "\"\\ufffd\\ufffd\"");			     /* lone continuation */
+
+	check_escape_cut("abc", 1, "");
+	check_escape_cut("abc", 2, "\"\"");
+	check_escape_cut("abc", 4, "\"ab\"");
+	check_escape_cut("abc", 5, "\"abc\"");
+	check_escape_cut("a\nb", 4, "\"a\""); /* no half escape */
+	check_escape_cut("a\nb", 5, "\"a\\n\"");
+	check_escape_cut("\xc3\xa9x", 3, "\"\""); /* no half character */
+	check_escape_cut("\xffx", 7, "\"\"");	  /* no half \ufffd */
+	check_escape_cut("\xffx", 8, "\"\\ufffd\"");
+}
+
+/* A write bigger than the buffer goes through whole; errors stick. */
+static void test_stream(void)
+{
+	static char big[3 * OSTREAM_BUF_SIZE + 17];
+	int fd = memfd_create("big", 0);
+	ostream o;
+	size_t len = 0;
+	char *got;
+
+	memset(big, 'x', sizeof(big));
+	CHECK(fd >= 0);
+	CHECK(ostream_open(&o, fd, -1) == 0);
+	ostream_putc(&o, '<');
+	ostream_write(&o, big, sizeof(big));
+	ostream_putc(&o, '>');
+	CHECK(ostream_finish(&o) == 0);
+	CHECK(ostream_bytes(&o) == sizeof(big) + 2);
+	got = read_back(fd, &len);
+	CHECK(got != NULL && len == sizeof(big) + 2 && got[0] == '<' && got[len - 1] == '>');
+	free(got);
+	close(fd);
+
+	fd = open("/dev/full", O_WRONLY);
+	if (fd >= 0) {
+		CHECK(ostream_open(&o, fd, 6) == 0);
+		ostream_write(&o, big, sizeof(big));
+		CHECK(ostream_error(&o) == -ENOSPC);
+		ostream_write(&o, big, sizeof(big));
+		CHECK(ostream_finish(&o) == -ENOSPC);
+		close(fd);
+	}
+	fd = open("/dev/null", O_RDONLY);
+	CHECK(fd >= 0);
+	CHECK(ostream_open(&o, fd, -1) == 0);
+	ostream_puts(&o, "x");
+	CHECK(ostream_finish(&o) == -EBADF);
+	close(fd);
+	CHECK(ostream_open(&o, 1, 10) == -EINVAL);
+
+	CHECK(merge_format_for_path("a.json") == TRACE_FORMAT_JSON);
+	CHECK(merge_format_for_path("a.json.gz") == TRACE_FORMAT_JSON_GZ);
+	CHECK(merge_format_for_path("a.gz") == TRACE_FORMAT_JSON_GZ);
+	CHECK(merge_format_for_path("gz") == TRACE_FORMAT_JSON);
+	CHECK(merge_format_for_path(NULL) == TRACE_FORMAT_JSON);
+}
+
+static model_segment *add_seg(model_trace *t, model_process *p, const char *exe,
+			      const char *const *argv, size_t argc, const char *cwd, int64_t start,
+			      int64_t end, bool instrumented)
+{
+	model_segment *s = model_add_segment(t, p);
+
+	MUST(s);
+	s->exe = model_strdup(t, exe);
+	s->argv = model_strvdup(t, argv, argc);
+	s->argc = argc;
+	s->cwd = model_strdup(t, cwd);
+	s->start_ns = start;
+	s->end_ns = end;
+	s->instrumented = instrumented;
+	return s;
+}
+
+/*
+ * The model check_merge.py knows by heart. Times in ns; the comments give
+ * the pids. Added in an order different from the expected sort order.
+ */
+static model_trace *build_model(void)
+{
+	static const char *const cmd[] = {"make", "-j4", NULL};
+	static const char *const sh[] = {"/bin/sh", "-c", "make -j4", NULL};
+	static const char *const make[] = {"make", "-j4", NULL};
+	static const char *const cc[] = {"/usr/bin/cc", "-c", "x.c", NULL};
+	static const char *const as[] = {"as", "-o", "x.o", NULL};
+	static const char *const odd[] = {"./odd\"na\\me", "\x01\x1f\n\t", "bad\xff\xc3(",
+					  "caf\xc3\xa9",   "\xed\xa0\x80", NULL};
+	model_trace *t = model_new();
+	model_process *root, *child, *gchild, *reused, *orphan;
+	model_thread *th;
+	model_mark *m;
+
+	MUST(t);
+	t->host = model_strdup(t, "testhost");
+	t->command = model_strvdup(t, cmd, 2);
+	t->origin = model_strdup(t, "forktrace run");
+	t->anchor_mono_ns = 123;
+	t->anchor_real_ns = 1700000000000000456;
+	t->start_ns = 500000000;
+	t->end_ns = 6000000000;
+	t->exit_status = 137;
+	t->lost_events = 5;
+
+	/* Root 100: sh -c, then exec make. Exit code 0. */
+	MUST(root = model_add_process(t, 100));
+	root->ppid = 1;
+	root->start_ns = 1000000000;
+	root->end_ns = 5000000000;
+	root->start_ticks = 4242;
+	root->exit_kind = MODEL_EXIT_CODE;
+	root->exit_value = 0;
+	add_seg(t, root, "/bin/sh", sh, 3, "/src", 1000000000, 1500000000, true);
+	add_seg(t, root, "/usr/bin/make", make, 2, "/src", 1500000000, -1, true);
+	MUST(th = model_add_thread(t, root, 100));
+	th->start_ns = 1000000000;
+	MUST(th = model_add_thread(t, root, 101));
+	th->name = model_strdup(t, "worker");
+	MUST(th = model_add_thread(t, root, 102));
+	CHECK(model_find_thread(root, 101) != NULL && model_find_thread(root, 7) == NULL);
+	MUST(m = model_add_mark(t, root));
+	m->ts_ns = 1600000000;
+	m->tid = 101;
+	m->name = model_strdup(t, "exec failed");
+	m->cat = model_strdup(t, "exec");
+	m->args_json = model_strdup(t, "{\"path\":\"/nope\",\"errno\":2,"
+				       "\"error\":\"No such file or directory\"}");
+	MUST(m = model_add_mark(t, root));
+	m->ts_ns = 1700000000;
+	m->dur_ns = 250000;
+	m->tid = 100;
+	m->name = model_strdup(t, "system");
+	m->cat = model_strdup(t, "shell");
+	m->args_json = model_strdup(t, "{\"cmd\":\"true\",\"status\":0}");
+
+	/* Child 200: forked by thread 101, killed by SIGKILL, lost 3. */
+	MUST(child = model_add_process(t, 200));
+	child->ppid = 100;
+	child->parent = root;
+	child->spawn_ns = 2000000123;
+	child->spawn_tid = 101;
+	child->spawn_kind = 0; /* FT_SPAWN_FORK */
+	child->start_ns = 2000000500;
+	child->end_ns = 3000000000;
+	child->exit_kind = MODEL_EXIT_SIGNAL;
+	child->exit_value = SIGKILL;
+	child->lost_events = 3;
+	add_seg(t, child, "/usr/bin/make", make, 2, "/src", 2000000500, 3000000000, true);
+
+	/* Grandchild 300: posix_spawn by 200, cc then a static `as`. */
+	MUST(gchild = model_add_process(t, 300));
+	gchild->ppid = 200;
+	gchild->parent = child;
+	gchild->spawn_ns = 2100000000;
+	gchild->spawn_tid = 200;
+	gchild->spawn_kind = 2; /* FT_SPAWN_POSIX_SPAWN */
+	gchild->start_ns = 2100000000;
+	gchild->end_ns = 2500000000;
+	gchild->exit_kind = MODEL_EXIT_CODE;
+	gchild->exit_value = 1;
+	add_seg(t, gchild, "/usr/bin/cc", cc, 3, "/src", 2100000000, 2200000000, true);
+	add_seg(t, gchild, "/usr/bin/as", as, 3, "/src", 2200000000, -1, false);
+
+	/* Pid 200 again (reused): vfork by the root, still running, odd
+	 * bytes in argv. */
+	MUST(reused = model_add_process(t, 200));
+	reused->out_pid = 4194305;
+	reused->ppid = 100;
+	reused->parent = root;
+	reused->spawn_ns = 3500000000;
+	reused->spawn_tid = 100;
+	reused->spawn_kind = 1; /* FT_SPAWN_VFORK */
+	reused->start_ns = 3500000000;
+	reused->exit_kind = MODEL_EXIT_RUNNING;
+	add_seg(t, reused, NULL, odd, 5, NULL, 3500000000, -1, true);
+	MUST(th = model_add_thread(t, reused, 200));
+	MUST(th = model_add_thread(t, reused, 201));
+	th->name = model_strdup(t, "t\"1\xff");
+	MUST(m = model_add_mark(t, reused));
+	m->ts_ns = 3600000000;
+	m->tid = 201;
+	m->name = model_strdup(t, "SIGSEGV");
+	m->cat = model_strdup(t, "signal");
+	m->args_json = model_strdup(t, "{\"signal\":11}");
+
+	/* Orphan 400: no parent record, nothing known but its lifetime; it
+	 * starts first, so it is the first root. */
+	MUST(orphan = model_add_process(t, 400));
+	orphan->ppid = 1;
+	orphan->start_ns = 500000000;
+	orphan->end_ns = 600000000;
+	return t;
+}
+
+/* A chain of n processes, each the parent of the next: the writer must not
+ * recurse. */
+static model_trace *build_chain(size_t n)
+{
+	static const char *const argv[] = {"sh", NULL};
+	model_trace *t = model_new();
+	model_process *prev = NULL;
+	size_t i;
+
+	MUST(t);
+	t->start_ns = 0;
+	t->end_ns = (int64_t)n * 10 + 10;
+	for (i = 0; i < n; i++) {
+		model_process *p = model_add_process(t, (int64_t)i + 1000);
+
+		MUST(p);
+		p->parent = prev;
+		p->ppid = prev != NULL ? prev->pid : -1;
+		p->start_ns = (int64_t)i * 10;
+		p->spawn_ns = prev != NULL ? p->start_ns : -1;
+		p->spawn_tid = prev != NULL ? prev->pid : -1;
+		add_seg(t, p, "/bin/sh", argv, 1, "/", p->start_ns, -1, true);
+		prev = p;
+	}
+	return t;
+}
+
+static int write_file(const model_trace *t, const char *path, int level, merge_stats *st)
+{
+	merge_opts opts = {.gzip_level = level};
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int err;
+
+	if (fd < 0) {
+		fprintf(stderr, "%s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	err = merge_write(t, fd, merge_format_for_path(path), &opts, st);
+	if (close(fd) < 0 && err == 0)
+		err = -errno;
+	if (err < 0)
+		fprintf(stderr, "%s: merge_write: %s\n", path, strerror(-err));
+	return err;
+}
+
+static int run_check(const char *python, const char *script, const char *mode, const char *path)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		execl(python, python, script, mode, path, (char *)NULL);
+		perror(python);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "check_merge.py %s %s failed (status 0x%x)\n", mode, path, status);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char path[4096];
+	merge_stats st;
+	model_trace *t;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: %s PYTHON CHECK_SCRIPT WORKDIR\n", argv[0]);
+		return 2;
+	}
+	test_numbers();
+	test_escape();
+	test_stream();
+
+	model_free(NULL);
+	t = build_model();
+	CHECK(strcmp(model_process_name(t->procs[0]), "make") == 0);
+	CHECK(strcmp(model_process_name(t->procs[3]), "odd\"na\\me") == 0);
+	CHECK(strcmp(model_process_name(t->procs[4]), "?") == 0);
+
+	snprintf(path, sizeof(path), "%s/test_merge.json", argv[3]);
+	CHECK(write_file(t, path, 0, &st) == 0);
+	CHECK(st.processes == 5);
+	CHECK(st.threads == 8); /* 100,101,102 200 300 200',201 400 */
+	CHECK(st.bytes > 0);
+	fprintf(stderr, "test_merge: %" PRIu64 " events, %" PRIu64 " bytes\n", st.events, st.bytes);
+	CHECK(run_check(argv[1], argv[2], "model", path) == 0);
+
+	snprintf(path, sizeof(path), "%s/test_merge.json.gz", argv[3]);
+	CHECK(write_file(t, path, 1, &st) == 0);
+	CHECK(run_check(argv[1], argv[2], "model", path) == 0);
+	model_free(t);
+
+	t = build_chain(10000);
+	snprintf(path, sizeof(path), "%s/test_merge_chain.json.gz", argv[3]);
+	CHECK(write_file(t, path, 0, &st) == 0);
+	CHECK(st.processes == 10000);
+	CHECK(run_check(argv[1], argv[2], "chain", path) == 0);
+	model_free(t);
+
+	if (failures != 0) {
+		fprintf(stderr, "test_merge: %d failure(s)\n", failures);
+		return 1;
+	}
+	fprintf(stderr, "test_merge: ok\n");
+	return 0;
+}
