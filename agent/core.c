@@ -20,7 +20,9 @@
 AGENT_REAL_LIST(AGENT_X)
 #undef AGENT_X
 
-struct agent_state agent_g = {.fd = -1};
+/* Zero-initialised so it lives in .bss (no file-backed pages to copy);
+ * fd is meaningful only once `configured` is set. */
+struct agent_state agent_g;
 unsigned char agent_buf[AGENT_BUF_SIZE];
 
 AGENT_TLS int agent_t_guard;
@@ -411,13 +413,14 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 		agent_fail("FORKTRACE_SOCK or the agent path is too long; tracing disabled");
 		goto out;
 	}
+	agent_g.fd = -1;
 	agent_cache_argv(argc, argv);
 	agent_g.pid = getpid();
 	agent_g.ppid = getppid();
 	agent_g.start_ticks = agent_read_stat(agent_g.name, sizeof(agent_g.name));
 	n = readlink("/proc/self/exe", agent_g.exe, sizeof(agent_g.exe) - 1);
 	agent_g.exe[n > 0 ? n : 0] = '\0';
-	agent_g.configured = 1;
+	__atomic_store_n(&agent_g.configured, 1, __ATOMIC_RELEASE);
 	agent_start_connection();
 	if (__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED))
 		agent_signals_install();

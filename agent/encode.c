@@ -121,9 +121,10 @@ ssize_t enc_fork(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind,
 	msgpack_packer pk;
 	int err;
 
-	err = enc_begin(&c, &pk, buf, cap, 4) || enc_ts_tid(&pk, ts, tid) ||
-	      (errnum == 0 ? enc_kint(&pk, FT_K_CHILD, child) : enc_kint(&pk, FT_K_ERRNO, errnum)) ||
-	      enc_kuint(&pk, FT_K_KIND, kind);
+	err =
+	    enc_begin(&c, &pk, buf, cap, 4) || enc_ts_tid(&pk, ts, tid) ||
+	    (errnum == 0 ? enc_kint(&pk, FT_K_CHILD, child) : enc_kint(&pk, FT_K_ERRNO, errnum)) ||
+	    enc_kuint(&pk, FT_K_KIND, kind);
 	return enc_end(&c, FT_MSG_FORK, err);
 }
 
@@ -177,8 +178,7 @@ ssize_t enc_wait(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child,
 	return enc_end(&c, FT_MSG_WAIT, err);
 }
 
-ssize_t enc_thread(void *buf, size_t cap, unsigned type, uint64_t ts, int32_t tid,
-		   const char *name)
+ssize_t enc_thread(void *buf, size_t cap, unsigned type, uint64_t ts, int32_t tid, const char *name)
 {
 	struct enc_cur c;
 	msgpack_packer pk;

@@ -70,7 +70,8 @@ void agent_env_merge(struct agent_env *e, char *const *envp)
 	 * rewritten "LD_PRELOAD=<agent> <old>". */
 	need = (n + 3) * sizeof(char *);
 	if (fix_preload) {
-		plen = sizeof(FT_ENV_PRELOAD) + strlen(agent_g.agent_path) + 1 + strlen(preload) + 1;
+		plen =
+		    sizeof(FT_ENV_PRELOAD) + strlen(agent_g.agent_path) + 1 + strlen(preload) + 1;
 		need += plen;
 	}
 	if (need <= sizeof(e->area)) {

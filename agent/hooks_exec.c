@@ -120,8 +120,8 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 	err = errno;
 	agent_env_release(&env);
 	if (record && !agent_bypass())
-		AGENT_EMIT(enc_exec_fail(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), err,
-					 path));
+		AGENT_EMIT(
+		    enc_exec_fail(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), err, path));
 	errno = err;
 	return ret;
 }
@@ -178,8 +178,8 @@ static int agent_execl(unsigned kind, const char *path, const char *arg0, va_lis
 	va_end(cp);
 	if (n + 1 > AGENT_EXECL_STACK) {
 		maplen = (n + 1) * sizeof(char *);
-		argv = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-			    0);
+		argv =
+		    mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (argv == MAP_FAILED) {
 			errno = ENOMEM;
 			return -1;
@@ -244,8 +244,8 @@ static void agent_emit_spawn(unsigned kind, pid_t child, int ret, const char *pa
 	agent_t_guard++;
 	agent_lock();
 	for (;;) {
-		n = enc_spawn(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), kind, child,
-			      ret, path, (const char *const *)argv, argc);
+		n = enc_spawn(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), kind, child, ret,
+			      path, (const char *const *)argv, argc);
 		if (n != -ENOBUFS || argc == 0)
 			break;
 		argc /= 2;
@@ -263,8 +263,8 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 		       const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
 		       char *const argv[], char *const envp[])
 {
-	agent_posix_spawn_fn f = kind == FT_SPAWN_POSIX_SPAWNP ? AGENT_REAL(posix_spawnp)
-							       : AGENT_REAL(posix_spawn);
+	agent_posix_spawn_fn f =
+	    kind == FT_SPAWN_POSIX_SPAWNP ? AGENT_REAL(posix_spawnp) : AGENT_REAL(posix_spawn);
 	struct agent_env env;
 	pid_t child = 0;
 	int ret, err;
@@ -286,15 +286,13 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 }
 
 AGENT_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
-			     const posix_spawnattr_t *attr, char *const argv[],
-			     char *const envp[])
+			     const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	return agent_spawn(FT_SPAWN_POSIX_SPAWN, pid, path, fa, attr, argv, envp);
 }
 
 AGENT_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
-			      const posix_spawnattr_t *attr, char *const argv[],
-			      char *const envp[])
+			      const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	return agent_spawn(FT_SPAWN_POSIX_SPAWNP, pid, file, fa, attr, argv, envp);
 }

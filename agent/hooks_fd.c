@@ -15,7 +15,9 @@
 
 static int agent_our_fd(void)
 {
-	return agent_t_in_vfork ? -1 : __atomic_load_n(&agent_g.fd, __ATOMIC_RELAXED);
+	if (agent_t_in_vfork || !__atomic_load_n(&agent_g.configured, __ATOMIC_ACQUIRE))
+		return -1;
+	return __atomic_load_n(&agent_g.fd, __ATOMIC_RELAXED);
 }
 
 AGENT_EXPORT int close(int fd)

@@ -56,8 +56,8 @@ static void agent_emit_wait(pid_t child, int status)
 	int err = errno;
 
 	if (WIFEXITED(status) || WIFSIGNALED(status))
-		AGENT_EMIT(enc_wait(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), child,
-				    status));
+		AGENT_EMIT(
+		    enc_wait(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), child, status));
 	errno = err;
 }
 
@@ -206,9 +206,8 @@ static int agent_main_wrapper(int argc, char **argv, char **envp)
 int __libc_start_main(agent_main_fn main_fn, int argc, char **argv, void (*init)(void),
 		      void (*fini)(void), void (*rtld_fini)(void), void *stack_end);
 
-AGENT_EXPORT int __libc_start_main(agent_main_fn main_fn, int argc, char **argv,
-				   void (*init)(void), void (*fini)(void),
-				   void (*rtld_fini)(void), void *stack_end)
+AGENT_EXPORT int __libc_start_main(agent_main_fn main_fn, int argc, char **argv, void (*init)(void),
+				   void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
 {
 	agent___libc_start_main_fn f = AGENT_REAL(__libc_start_main);
 

@@ -98,8 +98,8 @@ static void *agent_tramp_run(void *p)
 	return ret;
 }
 
-AGENT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr,
-				void *(*start)(void *), void *arg)
+AGENT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*start)(void *),
+				void *arg)
 {
 	agent_pthread_create_fn f = AGENT_REAL(pthread_create);
 	struct agent_tramp *t;

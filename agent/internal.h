@@ -44,17 +44,17 @@
  * (thread-safely, idempotent) by AGENT_REAL() when a hook runs before it.
  */
 typedef int (*agent_main_fn)(int, char **, char **);
-#define AGENT_REAL_LIST(X)                                                                          \
+#define AGENT_REAL_LIST(X)                                                                         \
 	X(fork, pid_t, (void))                                                                     \
 	X(execve, int, (const char *, char *const[], char *const[]))                               \
 	X(execvpe, int, (const char *, char *const[], char *const[]))                              \
 	X(fexecve, int, (int, char *const[], char *const[]))                                       \
 	X(execveat, int, (int, const char *, char *const[], char *const[], int))                   \
 	X(posix_spawn, int,                                                                        \
-	  (pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,  \
+	  (pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,   \
 	   char *const[], char *const[]))                                                          \
 	X(posix_spawnp, int,                                                                       \
-	  (pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,  \
+	  (pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,   \
 	   char *const[], char *const[]))                                                          \
 	X(system, int, (const char *))                                                             \
 	X(popen, FILE *, (const char *, const char *))                                             \
@@ -79,7 +79,7 @@ typedef int (*agent_main_fn)(int, char **, char **);
 	X(dup2, int, (int, int))                                                                   \
 	X(dup3, int, (int, int, int))
 
-#define AGENT_X(name, ret, args)                                                                    \
+#define AGENT_X(name, ret, args)                                                                   \
 	typedef ret(*agent_##name##_fn) args;                                                      \
 	extern void *agent_real_##name;
 AGENT_REAL_LIST(AGENT_X)
@@ -100,16 +100,16 @@ static inline void *agent_resolve_fast(void **slot, const char *name)
 /* Process-wide state. Written by the constructor and the fork child reset;
  * fd and the counters change under the send lock. */
 struct agent_state {
-	int configured;   /* FORKTRACE_SOCK was set: merge env on exec/spawn */
-	int active;       /* connected; hooks record (atomic) */
-	int fd;           /* our socket, or -1 */
-	int reconnected;  /* the one reconnect after EBADF/EPIPE was used */
-	int failed;       /* the one stderr line was written */
-	int exit_sent;    /* EXIT was sent for this image (atomic) */
+	int configured;	 /* FORKTRACE_SOCK was set: merge env on exec/spawn */
+	int active;	 /* connected; hooks record (atomic) */
+	int fd;		 /* our socket, or -1; valid once configured is set */
+	int reconnected; /* the one reconnect after EBADF/EPIPE was used */
+	int failed;	 /* the one stderr line was written */
+	int exit_sent;	 /* EXIT was sent for this image (atomic) */
 	pid_t pid;
 	pid_t ppid;
 	uint64_t start_ticks;
-	uint64_t lost;    /* events dropped, not yet reported (atomic) */
+	uint64_t lost; /* events dropped, not yet reported (atomic) */
 	struct sockaddr_un addr;
 	socklen_t addrlen;
 	char exe[PATH_MAX];
@@ -122,8 +122,8 @@ struct agent_state {
 	/* Strings for env merging, prepared in the constructor. */
 	char env_sock[sizeof(FT_ENV_SOCK "=") + sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char env_preload[PATH_MAX + sizeof(FT_ENV_PRELOAD "=")]; /* LD_PRELOAD=<original value> */
-	char agent_path[PATH_MAX];                               /* this .so, as loaded */
-	const char *agent_base;                                  /* basename in agent_path */
+	char agent_path[PATH_MAX];				 /* this .so, as loaded */
+	const char *agent_base;					 /* basename in agent_path */
 };
 
 extern struct agent_state agent_g;
@@ -159,7 +159,7 @@ void agent_unlock(void);
 void agent_write_locked(const void *frame, ssize_t n);
 
 /* Encode with `call` into agent_buf and write it, under the send lock. */
-#define AGENT_EMIT(call)                                                                            \
+#define AGENT_EMIT(call)                                                                           \
 	do {                                                                                       \
 		agent_t_guard++;                                                                   \
 		agent_lock();                                                                      \
@@ -199,8 +199,8 @@ void agent_popen_reset(void);
  * vfork child and after a multithreaded fork.
  */
 struct agent_env {
-	char **envp;   /* what to pass to the real call */
-	void *map;     /* mmap'd storage, or NULL */
+	char **envp; /* what to pass to the real call */
+	void *map;   /* mmap'd storage, or NULL */
 	size_t maplen;
 	char area[4096] __attribute__((aligned(16)));
 };

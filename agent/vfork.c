@@ -54,7 +54,7 @@ __asm__(".text\n"
 	"	subq $8, %rsp\n" /* keep the call 16-byte aligned */
 	"	call agent_vfork_prepare\n"
 	"	addq $8, %rsp\n"
-	"	popq %rdx\n" /* return address, out of the shared stack */
+	"	popq %rdx\n"	  /* return address, out of the shared stack */
 	"	movl $58, %eax\n" /* SYS_vfork */
 	"	syscall\n"
 	"	pushq %rdx\n"

@@ -281,6 +281,13 @@ static void describe_from_proc(proc_tree *pt, proc_entry *pe, int64_t ts)
 			model_strvdup(pt->t, argv, argc), argc);
 }
 
+/* Could pe have been alive at ts? Facts arrive out of order, so an entry
+ * whose end is already known may still be the one a late record means. */
+static bool alive_at(const proc_entry *pe, int64_t ts)
+{
+	return !pe->end_seen || ts <= pe->mp->end_ns;
+}
+
 /* The entry for a child the process `parent` just created. */
 static proc_entry *child_entry(proc_tree *pt, proc_entry *parent, int64_t child, int64_t ts)
 {
@@ -288,10 +295,11 @@ static proc_entry *child_entry(proc_tree *pt, proc_entry *parent, int64_t child,
 
 	/*
 	 * The child's own HELLO may have come first: adopt that entry if it
-	 * has no creator yet and is not an older process that used the pid.
+	 * has no creator yet, names this parent, and was alive at ts (else it
+	 * is an older process that used the same pid).
 	 */
 	if (pe && !pe->parent && pe->mp->spawn_ns < 0 && pe->mp->ppid == parent->mp->pid &&
-	    !pe->status_known)
+	    alive_at(pe, ts))
 		return pe;
 	pe = entry_new(pt, child, ts);
 	if (pe)
@@ -360,7 +368,10 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 			pe = e;
 			break;
 		}
-		if (e->mp->start_ticks == 0 && !e->hello_seen && !e->status_known) {
+		/* Made from the parent's record (which can be read before the
+		 * child's HELLO, even after the parent's WAIT for it). */
+		if (e->mp->start_ticks == 0 && !e->hello_seen && alive_at(e, m->ts) &&
+		    (e->mp->ppid < 0 || e->mp->ppid == m->ppid)) {
 			pe = e;
 			break;
 		}

@@ -26,18 +26,18 @@ static ssize_t v_hello(unsigned char *b, size_t cap)
 {
 	static const char *const argv[] = {"printf", "%s\n", "h\xc3\xa9llo"};
 	struct enc_hello h = {
-		.ts = T0,
-		.realtime = 1700000000123456789ull,
-		.start_ticks = 123456,
-		.pid = 4242,
-		.ppid = 1,
-		.tid = 4242,
-		.flags = FT_HELLO_ARGV_TRUNCATED,
-		.exe = "/usr/bin/printf",
-		.cwd = "/tmp/a directory name longer than 31 bytes",
-		.name = "printf",
-		.argv = argv,
-		.argc = 3,
+	    .ts = T0,
+	    .realtime = 1700000000123456789ull,
+	    .start_ticks = 123456,
+	    .pid = 4242,
+	    .ppid = 1,
+	    .tid = 4242,
+	    .flags = FT_HELLO_ARGV_TRUNCATED,
+	    .exe = "/usr/bin/printf",
+	    .cwd = "/tmp/a directory name longer than 31 bytes",
+	    .name = "printf",
+	    .argv = argv,
+	    .argc = 3,
 	};
 
 	return enc_hello(b, cap, &h);
@@ -116,20 +116,20 @@ static const struct {
 	const char *name;
 	vec_fn fn;
 } vectors[] = {
-	{"hello", v_hello},
-	{"fork", v_fork},
-	{"exec", v_exec},
-	{"exec_fail", v_exec_fail},
-	{"spawn", v_spawn},
-	{"wait", v_wait},
-	{"thread_start", v_thread_start},
-	{"thread_end", v_thread_end},
-	{"thread_name", v_thread_name},
-	{"exit", v_exit},
-	{"signal", v_signal},
-	{"shell_begin", v_shell_begin},
-	{"shell_end", v_shell_end},
-	{"lost", v_lost},
+    {"hello", v_hello},
+    {"fork", v_fork},
+    {"exec", v_exec},
+    {"exec_fail", v_exec_fail},
+    {"spawn", v_spawn},
+    {"wait", v_wait},
+    {"thread_start", v_thread_start},
+    {"thread_end", v_thread_end},
+    {"thread_name", v_thread_name},
+    {"exit", v_exit},
+    {"signal", v_signal},
+    {"shell_begin", v_shell_begin},
+    {"shell_end", v_shell_end},
+    {"lost", v_lost},
 };
 
 static void check(const char *dir, const char *name, vec_fn fn)
@@ -153,8 +153,10 @@ static void check(const char *dir, const char *name, vec_fn fn)
 	if (n != m || memcmp(got, want, (size_t)n) != 0) {
 		for (i = 0; n > 0 && i < (size_t)n && i < (size_t)m && got[i] == want[i]; i++)
 			;
-		fprintf(stderr, "%s: encoder gives %zd bytes, vector has %zd; first difference at byte %zu\n",
-			path, n, m, i);
+		fprintf(
+		    stderr,
+		    "%s: encoder gives %zd bytes, vector has %zd; first difference at byte %zu\n",
+		    path, n, m, i);
 		failures++;
 		return;
 	}

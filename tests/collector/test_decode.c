@@ -1,0 +1,208 @@
+/*
+ * The collector's side of the wire contract: every byte-exact vector in
+ * tests/wire/vectors decodes to the values tests/wire/README.md lists, and
+ * malformed streams and payloads are refused, never guessed at.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../collector/internal.h"
+
+#define T0 5000000000000ll
+
+static int failures;
+
+#define CHECK(cond)                                                                   \
+	do {                                                                          \
+		if (!(cond)) {                                                        \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
+				#cond);                                               \
+			failures++;                                                   \
+		}                                                                     \
+	} while (0)
+
+static bool str_is(wire_str s, const char *want)
+{
+	return s.ptr && s.len == strlen(want) && memcmp(s.ptr, want, s.len) == 0;
+}
+
+static bool argv_is(const wire_msg *m, const char *const *want, uint32_t n)
+{
+	if (!m->argv || m->argc != n)
+		return false;
+	for (uint32_t i = 0; i < n; i++) {
+		wire_str s = { m->argv[i].via.str.ptr, m->argv[i].via.str.size };
+		if (!str_is(s, want[i]))
+			return false;
+	}
+	return true;
+}
+
+static char *load(const char *dir, const char *name, size_t *n)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s.bin", dir, name);
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "cannot open %s\n", path);
+		exit(1);
+	}
+	static char buf[1 << 16];
+	*n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	return buf;
+}
+
+/* Splits the vector into its one frame and decodes it. */
+static void decode_vector(const char *dir, const char *name, unsigned type,
+			  msgpack_unpacked *up, wire_msg *m)
+{
+	size_t n;
+	char *data = load(dir, name, &n);
+	wire_frame f;
+
+	CHECK(wire_next_frame(data, n, FT_WIRE_MAX_PAYLOAD, &f) == 1);
+	CHECK(f.size == n);
+	CHECK(f.type == type);
+	/* Every proper prefix of a frame asks for more bytes. */
+	for (size_t k = 0; k < n; k++)
+		CHECK(wire_next_frame(data, k, FT_WIRE_MAX_PAYLOAD, &f) == 0);
+	wire_next_frame(data, n, FT_WIRE_MAX_PAYLOAD, &f);
+	CHECK(wire_decode(f.payload, f.len, f.type, up, m) == 0);
+	/* Trailing garbage after the map is refused. */
+	if (f.len + 1 < sizeof(char[1 << 16])) {
+		char copy[1 << 16];
+		msgpack_unpacked tmp;
+		wire_msg m2;
+		memcpy(copy, f.payload, f.len);
+		copy[f.len] = (char)0xc0;
+		msgpack_unpacked_init(&tmp);
+		CHECK(wire_decode(copy, f.len + 1, f.type, &tmp, &m2) == -EBADMSG);
+		msgpack_unpacked_destroy(&tmp);
+	}
+}
+
+static void test_vectors(const char *dir)
+{
+	msgpack_unpacked up;
+	wire_msg m;
+
+	msgpack_unpacked_init(&up);
+
+	decode_vector(dir, "hello", FT_MSG_HELLO, &up, &m);
+	static const char *const hello_argv[] = { "printf", "%s\n", "h\xc3\xa9llo" };
+	CHECK(m.ts == T0 && m.tid == 4242 && m.pid == 4242 && m.ppid == 1);
+	CHECK(argv_is(&m, hello_argv, 3));
+	CHECK(str_is(m.cwd, "/tmp/a directory name longer than 31 bytes"));
+	CHECK(str_is(m.exe, "/usr/bin/printf"));
+	CHECK(m.realtime == 1700000000123456789ull && m.start_ticks == 123456);
+	CHECK(str_is(m.name, "printf") && m.flags == FT_HELLO_ARGV_TRUNCATED);
+
+	decode_vector(dir, "fork", FT_MSG_FORK, &up, &m);
+	CHECK(m.ts == T0 + 1000 && m.tid == 4242 && m.child == 4243 && m.kind == FT_SPAWN_FORK);
+	CHECK(wire_has(&m, FT_K_CHILD) && !wire_has(&m, FT_K_ERRNO));
+
+	decode_vector(dir, "exec", FT_MSG_EXEC, &up, &m);
+	static const char *const exec_argv[] = { "ls", "-l", "/" };
+	CHECK(m.ts == T0 + 2000 && m.tid == 4243 && str_is(m.path, "ls"));
+	CHECK(argv_is(&m, exec_argv, 3) && m.kind == FT_EXEC_EXECVP);
+
+	decode_vector(dir, "exec_fail", FT_MSG_EXEC_FAIL, &up, &m);
+	CHECK(m.ts == T0 + 2001 && m.err == ENOENT && str_is(m.path, "ls"));
+
+	decode_vector(dir, "spawn", FT_MSG_SPAWN, &up, &m);
+	static const char *const spawn_argv[] = { "sh", "-c", "exit 3" };
+	CHECK(m.ts == T0 + 3000 && m.child == 4244 && str_is(m.path, "sh"));
+	CHECK(argv_is(&m, spawn_argv, 3) && m.err == 0 && m.kind == FT_SPAWN_POSIX_SPAWNP);
+
+	decode_vector(dir, "wait", FT_MSG_WAIT, &up, &m);
+	CHECK(m.ts == T0 + 4000 && m.child == 4244 && m.status == 768);
+
+	decode_vector(dir, "thread_start", FT_MSG_THREAD_START, &up, &m);
+	CHECK(m.ts == T0 + 5000 && m.tid == 4245);
+	decode_vector(dir, "thread_end", FT_MSG_THREAD_END, &up, &m);
+	CHECK(m.ts == T0 + 7000 && m.tid == 4245);
+	decode_vector(dir, "thread_name", FT_MSG_THREAD_NAME, &up, &m);
+	CHECK(m.ts == T0 + 6000 && str_is(m.name, "worker-1"));
+
+	decode_vector(dir, "exit", FT_MSG_EXIT, &up, &m);
+	CHECK(m.ts == T0 + 8000 && m.code == -1);
+	decode_vector(dir, "signal", FT_MSG_SIGNAL, &up, &m);
+	CHECK(m.ts == T0 + 9000 && m.signo == 11);
+
+	decode_vector(dir, "shell_begin", FT_MSG_SHELL_BEGIN, &up, &m);
+	CHECK(m.ts == T0 + 10000 && m.kind == FT_SPAWN_SYSTEM && str_is(m.cmd, "echo hi | wc -c"));
+	decode_vector(dir, "shell_end", FT_MSG_SHELL_END, &up, &m);
+	CHECK(m.ts == T0 + 11000 && m.status == 0 && str_is(m.cmd, "echo hi | wc -c"));
+
+	decode_vector(dir, "lost", FT_MSG_LOST, &up, &m);
+	CHECK(m.ts == T0 + 12000 && m.count == 70000);
+
+	msgpack_unpacked_destroy(&up);
+}
+
+static void test_bad_frames(void)
+{
+	wire_frame f;
+	unsigned char h[FT_WIRE_HEADER_SIZE];
+
+	CHECK(wire_next_frame("GET / HTTP/1.1\r\n", 16, 1024, &f) == WIRE_ERR_MAGIC);
+	CHECK(wire_next_frame("G", 1, 1024, &f) == WIRE_ERR_MAGIC);
+	CHECK(wire_next_frame("FT\x02", 3, 1024, &f) == WIRE_ERR_VERSION);
+	ft_wire_header(h, FT_MSG_HELLO, 1025);
+	CHECK(wire_next_frame((char *)h, sizeof(h), 1024, &f) == WIRE_ERR_TOO_BIG);
+	ft_wire_header(h, FT_MSG_HELLO, 0xffffffffu);
+	CHECK(wire_next_frame((char *)h, sizeof(h), FT_WIRE_MAX_PAYLOAD, &f) ==
+	      WIRE_ERR_TOO_BIG);
+	CHECK(strcmp(wire_frame_strerror(WIRE_ERR_TOO_BIG), "an oversized frame") == 0);
+}
+
+static void test_bad_payloads(void)
+{
+	static const struct {
+		const char *bytes;
+		size_t n;
+		const char *what;
+	} bad[] = {
+		{ "\x90", 1, "an array, not a map" },
+		{ "\x81\xa1k\x01", 4, "a string key" },
+		{ "\x81\x01\xa1x", 4, "TS as a string" },
+		{ "\x81\x07\x91\x01", 4, "ARGV with an integer element" },
+		{ "\x81\x06\x01", 3, "PATH as an integer" },
+		{ "\x82\x01", 2, "a map cut short" },
+		{ "", 0, "nothing" },
+		{ "\x81\x01\xcf\xff\xff\xff\xff\xff\xff\xff\xff", 11, "TS above INT64_MAX" },
+	};
+	msgpack_unpacked up;
+	wire_msg m;
+
+	msgpack_unpacked_init(&up);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (wire_decode(bad[i].bytes, bad[i].n, FT_MSG_EXEC, &up, &m) != -EBADMSG) {
+			fprintf(stderr, "accepted a payload with %s\n", bad[i].what);
+			failures++;
+		}
+	}
+	/* Unknown keys are skipped: a newer agent may send more. */
+	CHECK(wire_decode("\x82\x01\x05\x3f\xa3new", 8, FT_MSG_EXIT, &up, &m) == 0 && m.ts == 5);
+	msgpack_unpacked_destroy(&up);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: test_decode VECTOR_DIR\n");
+		return 2;
+	}
+	test_vectors(argv[1]);
+	test_bad_frames();
+	test_bad_payloads();
+	if (failures) {
+		fprintf(stderr, "%d checks failed\n", failures);
+		return 1;
+	}
+	printf("decode: all checks passed\n");
+	return 0;
+}
