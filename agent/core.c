@@ -244,13 +244,15 @@ static int agent_send_hello(void)
 	if (!getcwd(cwd, sizeof(cwd)))
 		cwd[0] = '\0';
 	h.ts = agent_now();
+	h.exec_ts = agent_g.forked ? 0 : agent_g.exec_ts;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	h.realtime = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
 	h.start_ticks = agent_g.start_ticks;
 	h.pid = agent_g.pid;
 	h.ppid = agent_g.ppid;
 	h.tid = agent_tid();
-	h.flags = agent_g.argv_truncated ? FT_HELLO_ARGV_TRUNCATED : 0;
+	h.flags = (agent_g.argv_truncated ? FT_HELLO_ARGV_TRUNCATED : 0) |
+		  (agent_g.forked ? FT_HELLO_FORKED : 0);
 	h.exe = agent_g.exe;
 	h.cwd = cwd;
 	h.name = agent_g.name;
@@ -299,6 +301,16 @@ void agent_write_locked(const void *frame, ssize_t n)
 		agent_count_lost();
 		goto out;
 	}
+	if (agent_g.pending_connect) {
+		/* A fork child's first words: connect and introduce itself. */
+		agent_g.pending_connect = 0;
+		agent_g.start_ticks = agent_read_stat(NULL, 0);
+		if (agent_connect() < 0 || agent_send_hello() < 0) {
+			agent_count_lost();
+			agent_on_collector_gone();
+			goto out;
+		}
+	}
 	err = agent_write_all(agent_g.fd, frame, (size_t)n);
 	if (err == -EBADF || err == -EPIPE || err == -ENOTSOCK || err == -ECONNRESET) {
 		/* Our fd was closed behind our back (raw syscalls) or the
@@ -339,8 +351,15 @@ void agent_fork_child(pid_t parent_pid)
 	if (agent_g.fd >= 0)
 		syscall(SYS_close, agent_g.fd);
 	agent_g.fd = -1;
-	agent_g.start_ticks = agent_read_stat(NULL, 0);
-	agent_start_connection();
+	/*
+	 * Connect only when there is something to say. Most fork children
+	 * exec at once, and the new image introduces itself; a connection
+	 * here would double the per-process cost of a build for nothing
+	 * (the parent's FORK and WAIT records already tell when the child
+	 * started and how it ended).
+	 */
+	agent_g.forked = 1;
+	agent_g.pending_connect = 1;
 }
 
 /* Copy argv into agent_g for HELLO, truncating (never failing) when it
@@ -401,7 +420,6 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	const char *sock;
 	ssize_t n;
 
-	(void)envp;
 	agent_resolve_all();
 	/* Never honour the environment of a setuid/setgid program. */
 	if (getauxval(AT_SECURE))
@@ -414,6 +432,8 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 		goto out;
 	}
 	agent_g.fd = -1;
+	/* Before main: the program must never see our hand-over variable. */
+	agent_g.exec_ts = agent_env_take_exec_ts(envp);
 	agent_cache_argv(argc, argv);
 	agent_g.pid = getpid();
 	agent_g.ppid = getppid();

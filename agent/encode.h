@@ -22,6 +22,7 @@
  * NULL string is encoded as "". argv may be NULL when argc is 0. */
 struct enc_hello {
 	uint64_t ts;
+	uint64_t exec_ts; /* 0: not known, key left out */
 	uint64_t realtime;
 	uint64_t start_ticks;
 	int32_t pid;

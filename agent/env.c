@@ -39,7 +39,12 @@ static bool agent_preload_has_agent(const char *v)
 	return false;
 }
 
-void agent_env_merge(struct agent_env *e, char *const *envp)
+/*
+ * extra, if not NULL, is one more "NAME=value" entry for the new image
+ * (FORKTRACE_EXEC_TS); the caller keeps it alive until the exec. An entry
+ * of the same name already in envp is dropped.
+ */
+void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra)
 {
 	static char *const empty[] = {NULL};
 	const char *preload = NULL;
@@ -56,19 +61,21 @@ void agent_env_merge(struct agent_env *e, char *const *envp)
 	if (!agent_g.configured)
 		return;
 	for (n = 0; envp[n]; n++) {
-		if (agent_env_is(envp[n], FT_ENV_PRELOAD, sizeof(FT_ENV_PRELOAD) - 1))
+		if (agent_env_is(envp[n], FT_ENV_EXEC_TS, sizeof(FT_ENV_EXEC_TS) - 1))
+			extra = extra ? extra : "";
+		else if (agent_env_is(envp[n], FT_ENV_PRELOAD, sizeof(FT_ENV_PRELOAD) - 1))
 			preload = envp[n] + sizeof(FT_ENV_PRELOAD);
 		else if (agent_env_is(envp[n], FT_ENV_SOCK, sizeof(FT_ENV_SOCK) - 1))
 			has_sock = true;
 	}
 	add_preload = preload == NULL;
 	fix_preload = preload && !agent_preload_has_agent(preload);
-	if (has_sock && !add_preload && !fix_preload)
+	if (has_sock && !add_preload && !fix_preload && !extra)
 		return;
 
-	/* Room for the vector (n entries, up to two added, NULL) and for a
+	/* Room for the vector (n entries, up to three added, NULL) and for a
 	 * rewritten "LD_PRELOAD=<agent> <old>". */
-	need = (n + 3) * sizeof(char *);
+	need = (n + 4) * sizeof(char *);
 	if (fix_preload) {
 		plen =
 		    sizeof(FT_ENV_PRELOAD) + strlen(agent_g.agent_path) + 1 + strlen(preload) + 1;
@@ -88,7 +95,7 @@ void agent_env_merge(struct agent_env *e, char *const *envp)
 		e->map = mem;
 	}
 	out = (char **)mem;
-	pbuf = mem + (n + 3) * sizeof(char *);
+	pbuf = mem + (n + 4) * sizeof(char *);
 	if (fix_preload) {
 		char *p = pbuf;
 		size_t al = strlen(agent_g.agent_path);
@@ -101,6 +108,8 @@ void agent_env_merge(struct agent_env *e, char *const *envp)
 		strcpy(p, preload);
 	}
 	for (i = 0, j = 0; i < n; i++) {
+		if (agent_env_is(envp[i], FT_ENV_EXEC_TS, sizeof(FT_ENV_EXEC_TS) - 1))
+			continue;
 		if (fix_preload &&
 		    agent_env_is(envp[i], FT_ENV_PRELOAD, sizeof(FT_ENV_PRELOAD) - 1))
 			out[j++] = pbuf;
@@ -111,6 +120,8 @@ void agent_env_merge(struct agent_env *e, char *const *envp)
 		out[j++] = agent_g.env_preload;
 	if (!has_sock)
 		out[j++] = agent_g.env_sock;
+	if (extra && *extra)
+		out[j++] = (char *)extra;
 	out[j] = NULL;
 	e->envp = out;
 }
@@ -123,4 +134,25 @@ void agent_env_release(struct agent_env *e)
 		munmap(e->map, e->maplen);
 	e->map = NULL;
 	errno = saved;
+}
+
+/* Removes FORKTRACE_EXEC_TS from environ (before main: single-threaded)
+ * and returns its value, or 0. */
+uint64_t agent_env_take_exec_ts(char **envp)
+{
+	uint64_t v = 0;
+	size_t i, j;
+
+	if (!envp)
+		return 0;
+	for (i = 0, j = 0; envp[i]; i++) {
+		if (agent_env_is(envp[i], FT_ENV_EXEC_TS, sizeof(FT_ENV_EXEC_TS) - 1)) {
+			for (const char *p = envp[i] + sizeof(FT_ENV_EXEC_TS); *p >= '0' && *p <= '9'; p++)
+				v = v * 10 + (uint64_t)(*p - '0');
+			continue;
+		}
+		envp[j++] = envp[i];
+	}
+	envp[j] = NULL;
+	return v;
 }

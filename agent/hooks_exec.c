@@ -48,6 +48,22 @@ static void agent_emit_exec(unsigned kind, const char *path, char *const *argv)
 	agent_t_guard--;
 }
 
+/* "FORKTRACE_EXEC_TS=<ns>" into buf. Signal-safe (no printf). */
+static void agent_format_exec_ts(char *buf, uint64_t ns)
+{
+	char digits[24];
+	size_t nd = 0, off = sizeof(FT_ENV_EXEC_TS);
+
+	memcpy(buf, FT_ENV_EXEC_TS "=", off);
+	do {
+		digits[nd++] = (char)('0' + ns % 10);
+		ns /= 10;
+	} while (ns);
+	while (nd)
+		buf[off++] = digits[--nd];
+	buf[off] = '\0';
+}
+
 /* fexecve has no path: name the file behind the fd. */
 static const char *agent_fd_path(int fd, char *buf, size_t cap)
 {
@@ -79,10 +95,21 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 {
 	struct agent_env env;
 	char fdpath[PATH_MAX];
+	char exec_ts[sizeof(FT_ENV_EXEC_TS) + 24];
+	const char *extra = NULL;
 	bool record = !agent_bypass();
 	int ret, err;
 
-	agent_env_merge(&env, envp);
+	/* A silent fork child whose new image will say HELLO itself need not
+	 * connect just to announce the exec: it hands the new image the time
+	 * of the call instead. */
+	if (record && agent_silent_fork_child() &&
+	    agent_exec_target_traced(kind, dirfd, path, flags)) {
+		agent_format_exec_ts(exec_ts, agent_now());
+		extra = exec_ts;
+		record = false;
+	}
+	agent_env_merge(&env, envp, extra);
 	if (kind == FT_EXEC_FEXECVE && record)
 		path = agent_fd_path(dirfd, fdpath, sizeof(fdpath));
 	if (record)
@@ -119,7 +146,7 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 
 	err = errno;
 	agent_env_release(&env);
-	if (record && !agent_bypass())
+	if ((record || extra) && !agent_bypass())
 		AGENT_EMIT(
 		    enc_exec_fail(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), err, path));
 	errno = err;
@@ -235,8 +262,8 @@ AGENT_EXPORT int execle(const char *path, const char *arg, ...)
 }
 
 /* Send SPAWN; shorten argv if it does not fit. */
-static void agent_emit_spawn(unsigned kind, pid_t child, int ret, const char *path,
-			     char *const *argv)
+static void agent_emit_spawn(uint64_t ts, unsigned kind, pid_t child, int ret,
+			     const char *path, char *const *argv)
 {
 	size_t argc = agent_argc(argv);
 	ssize_t n;
@@ -244,7 +271,7 @@ static void agent_emit_spawn(unsigned kind, pid_t child, int ret, const char *pa
 	agent_t_guard++;
 	agent_lock();
 	for (;;) {
-		n = enc_spawn(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), kind, child, ret,
+		n = enc_spawn(agent_buf, AGENT_BUF_SIZE, ts, agent_tid(), kind, child, ret,
 			      path, (const char *const *)argv, argc);
 		if (n != -ENOBUFS || argc == 0)
 			break;
@@ -273,14 +300,16 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 		return ENOSYS;
 	if (!agent_g.configured)
 		return f(pid, path, fa, attr, argv, envp);
-	agent_env_merge(&env, envp);
+	agent_env_merge(&env, envp, NULL);
+	/* The time before the child exists (see fork). */
+	uint64_t ts = agent_now();
 	ret = f(&child, path, fa, attr, argv, env.envp);
 	err = errno;
 	agent_env_release(&env);
 	if (ret == 0 && pid)
 		*pid = child;
 	if (!agent_bypass())
-		agent_emit_spawn(kind, child, ret, path, argv);
+		agent_emit_spawn(ts, kind, child, ret, path, argv);
 	errno = err;
 	return ret;
 }

@@ -22,6 +22,7 @@ AGENT_EXPORT pid_t fork(void)
 	agent_fork_fn f = AGENT_REAL(fork);
 	sigset_t all, old;
 	pid_t parent, pid;
+	uint64_t ts;
 	int err;
 
 	if (!f) {
@@ -35,6 +36,9 @@ AGENT_EXPORT pid_t fork(void)
 	agent_t_guard++;
 	agent_lock();
 	parent = agent_g.pid;
+	/* FORK carries the time before the child exists, so the collector
+	 * can order it before anything the child says or its end. */
+	ts = agent_now();
 	pid = f();
 	err = errno;
 	if (pid == 0)
@@ -44,8 +48,8 @@ AGENT_EXPORT pid_t fork(void)
 	agent_t_guard--;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pid != 0 && !agent_bypass())
-		AGENT_EMIT(enc_fork(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(),
-				    FT_SPAWN_FORK, pid, pid < 0 ? err : 0));
+		AGENT_EMIT(enc_fork(agent_buf, AGENT_BUF_SIZE, ts, agent_tid(), FT_SPAWN_FORK,
+				    pid, pid < 0 ? err : 0));
 	errno = err;
 	return pid;
 }
@@ -154,6 +158,9 @@ AGENT_EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
 static void agent_emit_exit(int code)
 {
 	if (agent_bypass() || __atomic_exchange_n(&agent_g.exit_sent, 1, __ATOMIC_RELAXED))
+		return;
+	/* A fork child that never spoke: its parent's WAIT tells its end. */
+	if (agent_silent_fork_child())
 		return;
 	AGENT_EMIT(enc_exit(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), code));
 }
@@ -296,7 +303,7 @@ AGENT_EXPORT int system(const char *cmd)
 	if (record)
 		AGENT_EMIT(enc_shell(agent_buf, AGENT_BUF_SIZE, 0, agent_now(), agent_tid(),
 				     FT_SPAWN_SYSTEM, cmd, 0));
-	agent_env_merge(&env, environ);
+	agent_env_merge(&env, environ, NULL);
 	if (env.envp == environ)
 		ret = f(cmd);
 	else
@@ -403,7 +410,7 @@ AGENT_EXPORT FILE *popen(const char *cmd, const char *mode)
 
 	if (!cmd || !mode || !agent_g.configured || agent_t_in_vfork || agent_t_guard)
 		return f(cmd, mode);
-	agent_env_merge(&env, environ);
+	agent_env_merge(&env, environ, NULL);
 	agent_t_guard++;
 	agent_lock();
 	slot = agent_popen_slot();
@@ -411,6 +418,9 @@ AGENT_EXPORT FILE *popen(const char *cmd, const char *mode)
 		agent_popens[slot].fp = (FILE *)-1; /* reserved */
 	agent_unlock();
 	agent_t_guard--;
+	/* SHELL_BEGIN carries the time before the shell exists, so the
+	 * collector can tell the shell started inside this call. */
+	uint64_t ts = agent_now();
 	if (env.envp != environ && slot >= 0)
 		fp = agent_own_popen(cmd, mode, env.envp, &pid);
 	else
@@ -434,8 +444,8 @@ AGENT_EXPORT FILE *popen(const char *cmd, const char *mode)
 		agent_t_guard--;
 	}
 	if (fp && !agent_bypass())
-		AGENT_EMIT(enc_shell(agent_buf, AGENT_BUF_SIZE, 0, agent_now(), agent_tid(),
-				     FT_SPAWN_POPEN, cmd, 0));
+		AGENT_EMIT(enc_shell(agent_buf, AGENT_BUF_SIZE, 0, ts, agent_tid(), FT_SPAWN_POPEN,
+				     cmd, 0));
 	errno = err;
 	return fp;
 }

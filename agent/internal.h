@@ -106,6 +106,9 @@ struct agent_state {
 	int reconnected; /* the one reconnect after EBADF/EPIPE was used */
 	int failed;	 /* the one stderr line was written */
 	int exit_sent;	 /* EXIT was sent for this image (atomic) */
+	int pending_connect; /* fork child: connect and say HELLO at the first write */
+	int forked;	 /* this image is a fork child's copy (HELLO flag) */
+	uint64_t exec_ts; /* from FORKTRACE_EXEC_TS: when this image was exec'd */
 	pid_t pid;
 	pid_t ppid;
 	uint64_t start_ticks;
@@ -158,6 +161,21 @@ void agent_unlock(void);
  * pending losses after a successful write. Signal-safe. Preserves errno. */
 void agent_write_locked(const void *frame, ssize_t n);
 
+/* A fork child that has not spoken yet (connects at its first write).
+ * Signal-safe. */
+static inline bool agent_silent_fork_child(void)
+{
+	return __atomic_load_n(&agent_g.pending_connect, __ATOMIC_RELAXED) != 0;
+}
+
+/*
+ * Will the image that exec(kind, dirfd, path, flags) starts load the agent
+ * itself (a dynamic, non-setuid ELF of our class, or a script)? Then its
+ * HELLO tells everything an EXEC record would. Only async-signal-safe calls:
+ * it runs in fork children. False whenever it cannot tell.
+ */
+bool agent_exec_target_traced(unsigned kind, int dirfd, const char *path, int flags);
+
 /* Encode with `call` into agent_buf and write it, under the send lock. */
 #define AGENT_EMIT(call)                                                                           \
 	do {                                                                                       \
@@ -206,7 +224,8 @@ struct agent_env {
 };
 
 /* Fill e->envp from envp (borrowed; NULL means empty). */
-void agent_env_merge(struct agent_env *e, char *const *envp);
+void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra);
+uint64_t agent_env_take_exec_ts(char **envp);
 /* Release what agent_env_merge mapped. Preserves errno. */
 void agent_env_release(struct agent_env *e);
 

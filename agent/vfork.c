@@ -21,9 +21,14 @@
 void agent_vfork_prepare(void);
 pid_t agent_vfork_parent(long ret);
 
+/* When the vfork call began: FORK carries the time before the child
+ * exists, so the collector can order it before anything the child does. */
+static AGENT_TLS uint64_t agent_t_vfork_ts;
+
 /* Called by the assembly before the syscall. */
 __attribute__((used)) void agent_vfork_prepare(void)
 {
+	agent_t_vfork_ts = agent_now();
 	agent_t_in_vfork++;
 }
 
@@ -38,7 +43,7 @@ __attribute__((used)) pid_t agent_vfork_parent(long ret)
 		ret = -1;
 	}
 	if (!agent_bypass())
-		AGENT_EMIT(enc_fork(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(),
+		AGENT_EMIT(enc_fork(agent_buf, AGENT_BUF_SIZE, agent_t_vfork_ts, agent_tid(),
 				    FT_SPAWN_VFORK, (int32_t)(ret > 0 ? ret : 0), err));
 	if (err)
 		errno = err;

@@ -104,6 +104,7 @@ static bool decode_field(wire_msg *m, uint64_t key, const msgpack_object *v)
 	case FT_K_COUNT: return obj_uint(v, &m->count);
 	case FT_K_CMD: return obj_str(v, &m->cmd);
 	case FT_K_FLAGS: return obj_uint(v, &m->flags);
+	case FT_K_EXEC_TS: return obj_uint(v, &m->exec_ts);
 	default:
 		/* Unknown keys are allowed: newer agents may add fields. */
 		return true;

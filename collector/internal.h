@@ -37,7 +37,7 @@ typedef struct wire_msg {
 	unsigned type;
 	uint64_t present; /* bit (1 << key) for each key that was present */
 	int64_t ts, tid, pid, ppid, child, err, status, code, signo;
-	uint64_t realtime, start_ticks, kind, count, flags;
+	uint64_t realtime, start_ticks, kind, count, flags, exec_ts;
 	wire_str path, cwd, exe, name, cmd;
 	const msgpack_object *argv; /* elements of the ARGV array, or NULL */
 	uint32_t argc;

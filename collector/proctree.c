@@ -42,6 +42,8 @@ struct proc_entry {
 	bool end_seen;       /* an end time is known */
 	bool placeholder;    /* the last segment waits for its image's HELLO */
 	bool exec_pending;   /* the last image announced an exec */
+	bool first_forked;   /* the first HELLO was a fork child's (FT_HELLO_FORKED) */
+	bool fork_image;     /* segs[0] is the parent's image, derived */
 	int64_t exec_ts;     /* when, if exec_pending */
 	int exit_code;
 	int64_t exit_ts;
@@ -59,6 +61,7 @@ struct proc_tree {
 	proc_entry **all; /* by model index */
 	size_t nall, all_cap;
 	uint64_t messages;
+	int64_t self; /* the collector's pid: where orphans are reparented */
 };
 
 int64_t ft_now_mono_ns(void)
@@ -84,6 +87,7 @@ proc_tree *proc_tree_new(model_trace *t)
 	if (!pt)
 		return NULL;
 	pt->t = t;
+	pt->self = getpid();
 	pt->cap = 1024;
 	pt->keys = malloc(pt->cap * sizeof(*pt->keys));
 	pt->vals = calloc(pt->cap, sizeof(*pt->vals));
@@ -307,8 +311,48 @@ static proc_entry *child_entry(proc_tree *pt, proc_entry *parent, int64_t child,
 	return pe;
 }
 
-static void set_spawn(proc_entry *child, proc_entry *parent, int64_t ts, int64_t tid,
-		      int kind)
+/*
+ * The image a fork child ran before it exec'd: its parent's image at the
+ * fork. A fork child that execs at once never says so itself (see
+ * FT_HELLO_FORKED), so this segment is derived: from the fork to the new
+ * image's HELLO. Inserted as segs[0].
+ */
+static int add_fork_image(proc_tree *pt, proc_entry *pe)
+{
+	model_process *p = pe->mp;
+	const model_segment *src = NULL;
+
+	/* A vfork child that never exec'd ran its parent's image too. */
+	bool forked = p->spawn_kind == FT_SPAWN_FORK ||
+		      (p->spawn_kind == FT_SPAWN_VFORK && p->nsegs == 0);
+	if (!pe->parent || !forked || pe->fork_image || pe->first_forked)
+		return 0;
+	for (size_t i = pe->parent->mp->nsegs; i-- > 0;) {
+		if (pe->parent->mp->segs[i].start_ns <= p->spawn_ns) {
+			src = &pe->parent->mp->segs[i];
+			break;
+		}
+	}
+	if (!model_add_segment(pt->t, p))
+		return -ENOMEM;
+	memmove(&p->segs[1], &p->segs[0], (p->nsegs - 1) * sizeof(p->segs[0]));
+	model_segment *s = &p->segs[0];
+	memset(s, 0, sizeof(*s));
+	s->start_ns = p->spawn_ns;
+	s->end_ns = -1;
+	if (src) {
+		s->exe = src->exe;
+		s->argv = src->argv;
+		s->argc = src->argc;
+		s->cwd = src->cwd;
+		s->instrumented = src->instrumented;
+	}
+	pe->fork_image = true;
+	return 0;
+}
+
+static void set_spawn(proc_tree *pt, proc_entry *child, proc_entry *parent, int64_t ts,
+		      int64_t tid, int kind)
 {
 	child->parent = parent;
 	child->mp->spawn_ns = ts;
@@ -316,9 +360,13 @@ static void set_spawn(proc_entry *child, proc_entry *parent, int64_t ts, int64_t
 	child->mp->spawn_kind = kind;
 	if (ts < child->mp->start_ns || child->mp->start_ns < 0) {
 		child->mp->start_ns = ts;
-		if (child->mp->nsegs)
+		/* A forked copy starts at the fork; an exec'd image that spoke
+		 * first keeps its own start, behind the derived fork image. */
+		if (child->mp->nsegs && (child->first_forked || kind != FT_SPAWN_FORK))
 			child->mp->segs[0].start_ns = ts;
 	}
+	if (child->hello_seen)
+		add_fork_image(pt, child);
 }
 
 static void set_status(proc_entry *pe, int status, int64_t ts)
@@ -344,16 +392,15 @@ static void set_status(proc_entry *pe, int status, int64_t ts)
 	}
 }
 
-/* The newest entry of pid that is the child of parent, else the newest. */
+/* The entry of pid that a wait by parent (NULL: the collector) reaped:
+ * the newest one still without a status. NULL if there is none yet. */
 static proc_entry *find_child(proc_tree *pt, proc_entry *parent, int64_t pid)
 {
-	proc_entry *first = newest(pt, pid);
-
-	for (proc_entry *pe = first; pe; pe = pe->older)
+	for (proc_entry *pe = newest(pt, pid); pe; pe = pe->older)
 		if (!pe->status_known && (!parent || pe->parent == parent ||
 					  pe->mp->ppid == parent->mp->pid))
 			return pe;
-	return first;
+	return NULL;
 }
 
 static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
@@ -371,7 +418,7 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 		/* Made from the parent's record (which can be read before the
 		 * child's HELLO, even after the parent's WAIT for it). */
 		if (e->mp->start_ticks == 0 && !e->hello_seen && alive_at(e, m->ts) &&
-		    (e->mp->ppid < 0 || e->mp->ppid == m->ppid)) {
+		    (e->mp->ppid < 0 || e->mp->ppid == m->ppid || m->ppid == pt->self)) {
 			pe = e;
 			break;
 		}
@@ -389,6 +436,14 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 		new_image = pe->conns > 0 || pe->exec_pending;
 	}
 	model_process *p = pe->mp;
+	if (!pe->hello_seen) {
+		pe->first_forked = (m->flags & FT_HELLO_FORKED) != 0;
+		/* A fork child that exec'd without a word: derive the image
+		 * it ran between the fork and the exec. */
+		if (add_fork_image(pt, pe) < 0)
+			return -ENOMEM;
+		new_image = pe->fork_image;
+	}
 	p->start_ticks = m->start_ticks;
 	if (p->ppid < 0)
 		p->ppid = m->ppid;
@@ -404,7 +459,10 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 	const char *cwd = dup_ws(t, m->cwd);
 	model_segment *s = last_seg(pe);
 
+	/* When the image began: the exec call, if anyone saw it. */
 	int64_t image_start = pe->exec_pending ? pe->exec_ts : m->ts;
+	if (m->exec_ts && (int64_t)m->exec_ts <= m->ts)
+		image_start = (int64_t)m->exec_ts;
 	pe->exec_pending = false;
 	if (pe->placeholder && s) {
 		/* The image described from outside turns out instrumented. */
@@ -415,6 +473,8 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 		if (!s)
 			return -ENOMEM;
 		s->start_ns = p->nsegs == 1 ? p->start_ns : image_start;
+		if (pe->fork_image && p->nsegs == 2)
+			s->start_ns = image_start;
 		s->instrumented = true;
 	}
 	if (exe)
@@ -499,7 +559,7 @@ static void on_spawn(proc_tree *pt, proc_conn *c, const wire_msg *m)
 	proc_entry *child = child_entry(pt, parent, m->child, m->ts);
 	if (!child)
 		return;
-	set_spawn(child, parent, m->ts, m->tid, (int)m->kind);
+	set_spawn(pt, child, parent, m->ts, m->tid, (int)m->kind);
 	if (!child->hello_seen && child->mp->nsegs == 0) {
 		size_t argc;
 		const char **argv = dup_argv(t, m, &argc);
@@ -516,7 +576,7 @@ static void on_fork(proc_tree *pt, proc_conn *c, const wire_msg *m)
 	proc_entry *child = child_entry(pt, parent, m->child, m->ts);
 	if (!child)
 		return;
-	set_spawn(child, parent, m->ts, m->tid, (int)m->kind);
+	set_spawn(pt, child, parent, m->ts, m->tid, (int)m->kind);
 	/* A vfork child has exec'd or exited by now; if it exec'd something
 	 * the agent cannot enter, /proc is the only witness left. */
 	if (m->kind == FT_SPAWN_VFORK && !child->hello_seen && child->mp->nsegs == 0)
@@ -528,6 +588,13 @@ static void on_wait(proc_tree *pt, proc_conn *c, const wire_msg *m)
 	proc_entry *child = find_child(pt, c->pe, m->child);
 	model_mark *mk;
 
+	/* Another thread's wait can be read before the FORK record of the
+	 * thread that forked: the FORK record will adopt this entry. */
+	if (!child && m->child > 0) {
+		child = entry_new(pt, m->child, m->ts);
+		if (child)
+			child->mp->ppid = c->pe->mp->pid;
+	}
 	if (child)
 		set_status(child, (int)m->status, m->ts);
 	mk = model_add_mark(pt->t, c->pe->mp);
@@ -761,6 +828,42 @@ static proc_entry *find_parent(proc_tree *pt, proc_entry *pe)
 	return NULL;
 }
 
+/*
+ * glibc's system() and popen() start their shell through an internal
+ * spawn the agent cannot see, so the parent records only the call
+ * (SHELL_BEGIN/END). A child with no creator record that started inside
+ * such a call of its parent is that call's shell.
+ */
+static void link_shell_child(proc_entry *pe, proc_entry *parent, int64_t end_ns)
+{
+	const model_process *pp = parent->mp;
+	int64_t start = pe->mp->start_ns;
+
+	for (size_t i = pp->nmarks; i-- > 0;) {
+		const model_mark *mk = &pp->marks[i];
+		if (!mk->cat || strcmp(mk->cat, "shell") != 0 || mk->ts_ns > start ||
+		    mk->ts_ns + mk->dur_ns < start)
+			continue;
+		pe->parent = parent;
+		pe->mp->spawn_ns = mk->ts_ns;
+		pe->mp->spawn_tid = mk->tid;
+		pe->mp->spawn_kind = strcmp(mk->name, "popen") == 0 ? FT_SPAWN_POPEN
+								   : FT_SPAWN_SYSTEM;
+		return;
+	}
+	/* A call still open (popen without pclose) runs to the end. */
+	for (int i = parent->nshells - 1; i >= 0; i--) {
+		const open_shell *sh = &parent->shells[i];
+		if (sh->ts <= start && start <= end_ns) {
+			pe->parent = parent;
+			pe->mp->spawn_ns = sh->ts;
+			pe->mp->spawn_tid = sh->tid;
+			pe->mp->spawn_kind = (int)sh->kind;
+			return;
+		}
+	}
+}
+
 void proc_finish(proc_tree *pt, int64_t now_ns, bool tree_done)
 {
 	model_trace *t = pt->t;
@@ -784,6 +887,10 @@ void proc_finish(proc_tree *pt, int64_t now_ns, bool tree_done)
 			p->end_ns = pe->last_seen_ns;
 		if (pe->exit_recorded && p->exit_kind != MODEL_EXIT_RUNNING)
 			p->end_ns = pe->exit_ts;
+		/* Never spoke: a fork child is a copy of its parent's image;
+		 * anything else ran something the agent could not enter. */
+		if (p->nsegs == 0)
+			add_fork_image(pt, pe);
 		if (p->nsegs == 0)
 			add_placeholder(pt, pe, p->start_ns, NULL, NULL, 0);
 		for (size_t s = 0; s < p->nsegs; s++)
@@ -792,6 +899,8 @@ void proc_finish(proc_tree *pt, int64_t now_ns, bool tree_done)
 			if (p->threads[k].end_ns < 0 && p->exit_kind != MODEL_EXIT_RUNNING)
 				p->threads[k].end_ns = p->end_ns;
 		proc_entry *parent = find_parent(pt, pe);
+		if (parent && !pe->parent)
+			link_shell_child(pe, parent, now_ns);
 		p->parent = parent ? parent->mp : NULL;
 		/* Pid reuse: the later process of a pid gets a number no real
 		 * process can have, and keeps its host pid in its args. */

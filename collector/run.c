@@ -37,6 +37,7 @@ extern char **environ;
 /* After the tree is gone, connections still open this long are cut. */
 #define DRAIN_TIMEOUT_MS 5000
 #define DRAIN_POLL_MS 2
+#define DRAIN_AFTER_TIMEOUT_MS 200
 #define PROGRESS_INTERVAL_MS 200
 
 typedef struct run_opts {
@@ -66,6 +67,9 @@ typedef struct run_state {
 	bool timed_out;
 	bool finishing;
 	int drain_waited_ms;
+	int drain_limit_ms;
+	int drain_quiet_polls;
+	uint64_t drain_accepted;
 	char sock_dir[PATH_MAX];
 	char sock_path[PATH_MAX];
 	char tmp_out[PATH_MAX];
@@ -296,6 +300,13 @@ static int find_agent(char *out, size_t outsz)
  * stops the run before COMMAND starts. */
 static int open_output(run_state *rs)
 {
+	struct stat st;
+
+	if (stat(rs->o.output, &st) == 0 && S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "forktrace: cannot write the trace to '%s': %s\n", rs->o.output,
+			strerror(EISDIR));
+		return -EISDIR;
+	}
 	int n = snprintf(rs->tmp_out, sizeof(rs->tmp_out), "%s.tmp-XXXXXX", rs->o.output);
 
 	if (n < 0 || (size_t)n >= sizeof(rs->tmp_out)) {
@@ -427,8 +438,11 @@ static void progress_cb(uv_timer_t *t)
 }
 
 /*
- * Every process has exited, so every connection sees EOF as soon as its
- * last bytes are read. Poll until none is left; one still open after
+ * Every process has exited, but what they sent may still be in flight: in
+ * connections not read to their EOF yet, and in connections still waiting
+ * in the listen backlog (a process can connect, speak and exit before we
+ * accept). So keep accepting and reading until two polls in a row find no
+ * connection open and none newly accepted. One still open after
  * DRAIN_TIMEOUT_MS is held by something outside the tree: cut it, so the
  * trace gets written.
  */
@@ -437,9 +451,14 @@ static void drain_cb(uv_timer_t *t)
 	run_state *rs = t->data;
 
 	rs->drain_waited_ms += DRAIN_POLL_MS;
-	if (rs->server.nconns && rs->drain_waited_ms < DRAIN_TIMEOUT_MS)
+	if (rs->server.nconns == 0 && rs->server.accepted == rs->drain_accepted)
+		rs->drain_quiet_polls++;
+	else
+		rs->drain_quiet_polls = 0;
+	rs->drain_accepted = rs->server.accepted;
+	if (rs->drain_quiet_polls < 2 && rs->drain_waited_ms < rs->drain_limit_ms)
 		return;
-	if (rs->server.nconns)
+	if (rs->server.nconns && !rs->timed_out)
 		fprintf(stderr, "forktrace: warning: %zu connections still open %d ms after "
 				"the last process ended; closing them\n",
 			rs->server.nconns, DRAIN_TIMEOUT_MS);
@@ -454,13 +473,12 @@ static void begin_finish(run_state *rs)
 	if (rs->finishing)
 		return;
 	rs->finishing = true;
-	srv_stop(&rs->server);
 	uv_signal_stop(&rs->sigchld);
 	uv_timer_stop(&rs->wait_timer);
-	if (rs->timed_out)
-		srv_close_all(&rs->server);
-	else
-		uv_timer_start(&rs->drain_timer, drain_cb, DRAIN_POLL_MS, DRAIN_POLL_MS);
+	/* After --wait-timeout the daemons keep their connections open:
+	 * read what the others sent, briefly, then cut. */
+	rs->drain_limit_ms = rs->timed_out ? DRAIN_AFTER_TIMEOUT_MS : DRAIN_TIMEOUT_MS;
+	uv_timer_start(&rs->drain_timer, drain_cb, DRAIN_POLL_MS, DRAIN_POLL_MS);
 }
 
 static void wait_timer_cb(uv_timer_t *t)
@@ -469,7 +487,6 @@ static void wait_timer_cb(uv_timer_t *t)
 
 	rs->timed_out = true;
 	begin_finish(rs);
-	uv_walk(&rs->loop, close_walk, NULL);
 }
 
 static void reap(run_state *rs)

@@ -207,6 +207,7 @@ static void on_connection(uv_stream_t *server, int status)
 	uv_pipe_init(s->loop, &c->pipe, 0);
 	c->pipe.data = c;
 	s->nconns++;
+	s->accepted++;
 	c->closing = false;
 	if (uv_accept(server, (uv_stream_t *)&c->pipe) < 0) {
 		c->closing = true;

@@ -22,6 +22,7 @@ typedef struct srv {
 	uid_t uid;            /* the only uid allowed to connect */
 	uint32_t max_payload;
 	size_t nconns;        /* connections open (or closing) now */
+	uint64_t accepted;    /* connections accepted so far */
 	uint64_t frames;      /* frames applied */
 	uint64_t rejected;    /* connections closed for protocol errors */
 	uint64_t truncated;   /* connections that ended inside a frame */

@@ -45,11 +45,16 @@
 #define FT_ENV_SOCK "FORKTRACE_SOCK"       /* path of the collector's socket */
 #define FT_ENV_SPILL_DIR "FORKTRACE_SPILL" /* where spill files go if no collector */
 #define FT_ENV_PRELOAD "LD_PRELOAD"
+/* Set by a fork child's exec hook for the new image only: the time of the
+ * exec call (monotonic ns). The new image's agent removes it from environ
+ * before main runs, so the program never sees it, and reports it as
+ * FT_K_EXEC_TS in its HELLO. */
+#define FT_ENV_EXEC_TS "FORKTRACE_EXEC_TS"
 
 enum ft_msg_type {
 	/* First message of every connection: who this process image is.
 	 * Keys: PID, PPID, TID, TS, REALTIME, START_TICKS, EXE, ARGV, CWD,
-	 * NAME (comm of the main thread), FLAGS (FT_HELLO_*). */
+	 * NAME (comm of the main thread), FLAGS (FT_HELLO_*), EXEC_TS. */
 	FT_MSG_HELLO = 1,
 	/* fork() or vfork() returned in the parent. Keys: TS, TID, CHILD,
 	 * KIND (FT_SPAWN_FORK / FT_SPAWN_VFORK), ERRNO when it failed
@@ -113,6 +118,8 @@ enum ft_key {
 	FT_K_COUNT = 18,      /* uint */
 	FT_K_CMD = 19,        /* str: the shell command of system/popen */
 	FT_K_FLAGS = 20,      /* uint: bit set, meaning depends on the type */
+	FT_K_EXEC_TS = 21,    /* uint: HELLO of an exec'd image: when the exec
+	                         call was made (absent when not known) */
 	FT_K_MAX = 64
 };
 
@@ -141,6 +148,12 @@ enum ft_exec_kind {
 
 /* FT_K_FLAGS of HELLO. */
 #define FT_HELLO_ARGV_TRUNCATED 0x1u /* argv did not fit; a prefix was sent */
+/* This image is a fork child's copy of its parent's image (no exec since
+ * the fork). A fork child connects only when it first has something to
+ * say, and an exec into a program that will load the agent itself says
+ * nothing: the new image's HELLO (without this flag) tells the collector
+ * that the child exec'd. */
+#define FT_HELLO_FORKED 0x2u
 
 /* Encode a frame header into out[0..7]. */
 static inline void ft_wire_header(unsigned char out[FT_WIRE_HEADER_SIZE],

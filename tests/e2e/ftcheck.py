@@ -120,10 +120,17 @@ class Proc:
         self.threads = {}     # tid -> thread_name
         self.meta = collections.defaultdict(list)  # M name -> [args]
 
+    # The forktrace_process keys of docs/TRACE_FORMAT.md, readable as
+    # attributes (p.exit, p.argv, ...); a missing key reads as None so a
+    # broken record fails an assertion instead of crashing the test.
+    RECORD_KEYS = ("pid", "ppid", "parent", "start_ticks", "name", "exe", "argv", "cwd",
+                   "start_ns", "end_ns", "spawn", "exit", "instrumented", "images",
+                   "lost_events")
+
     def __getattr__(self, key):
         rec = self.__dict__.get("rec")
-        if rec is not None and key in rec:
-            return rec[key]
+        if rec is not None and key in Proc.RECORD_KEYS:
+            return rec.get(key)
         raise AttributeError(key)
 
     @property
@@ -219,9 +226,9 @@ class Trace:
     def one(self, **kw):
         found = self.find(**kw)
         crit = ", ".join(f"{k}={v!r}" for k, v in kw.items() if k != "pred")
-        check(len(found) == 1,
-              f"expected exactly one process with {crit}, found {len(found)}: {found}\n"
-              f"{self.dump()}")
+        if len(found) != 1:
+            fail(f"expected exactly one process with {crit}, found {len(found)}: {found[:20]}\n"
+                 f"{self.dump()}")
         return found[0]
 
     def get(self, tpid):
@@ -265,6 +272,13 @@ class Trace:
     def dump(self, limit=60):
         """The process tree as text, for failure messages."""
         lines = [f"process tree of {self.path} ({len(self.procs)} processes):"]
+        dups = [ps for ps in self.by_host_pid.values() if len(ps) > 1]
+        if dups:
+            lines.append(f"  {len(dups)} host pids recorded as more than one process, e.g.:")
+            for ps in dups[:5]:
+                for p in ps:
+                    lines.append(f"    {p.describe()} start_ns {p.rec.get('start_ns')} "
+                                 f"end_ns {p.rec.get('end_ns')}")
         shown = 0
         seen = set()
 
@@ -302,47 +316,50 @@ def exit_str(ex):
     return json.dumps(ex, sort_keys=True)
 
 
+def _ctx(p, trace):
+    return p.describe() + (f"\n{trace.dump()}" if trace else "")
+
+
 def assert_exit(p, code=None, signal=None, kind=None, trace=None):
     ex = p.rec.get("exit")
-    where = f"{p.describe()}" + (f"\n{trace.dump()}" if trace else "")
-    check(isinstance(ex, dict), f"process has no exit object: {where}")
-    if code is not None:
-        check(ex.get("kind") == "code" and ex.get("code") == code,
-              f"expected exit code {code}, trace says {exit_str(ex)}: {where}")
+    if not isinstance(ex, dict):
+        fail(f"process has no exit object: {_ctx(p, trace)}")
+    if code is not None and not (ex.get("kind") == "code" and ex.get("code") == code):
+        fail(f"expected exit code {code}, trace says {exit_str(ex)}: {_ctx(p, trace)}")
     if signal is not None:
         names = {9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM", 6: "SIGABRT", 2: "SIGINT"}
         want = {"kind": "signal", "signal": signal}
         if signal in names:
             want["name"] = names[signal]
         got = {k: ex.get(k) for k in want}
-        check(got == want, f"expected exit {exit_str(want)}, trace says {exit_str(ex)}: {where}")
-    if kind is not None:
-        check(ex.get("kind") == kind, f"expected exit kind {kind!r}, trace says {exit_str(ex)}: {where}")
+        if got != want:
+            fail(f"expected exit {exit_str(want)}, trace says {exit_str(ex)}: {_ctx(p, trace)}")
+    if kind is not None and ex.get("kind") != kind:
+        fail(f"expected exit kind {kind!r}, trace says {exit_str(ex)}: {_ctx(p, trace)}")
 
 
 def assert_parent(child, parent, trace=None):
-    extra = f"\n{trace.dump()}" if trace else ""
-    check(child.rec.get("parent") == parent.tpid,
-          f"expected {child.describe()} to be a child of {parent.describe()}{extra}")
-    check(child.rec.get("ppid") == parent.rec.get("pid"),
-          f"ppid of {child.describe()} is {child.rec.get('ppid')}, expected the host pid "
-          f"{parent.rec.get('pid')} of its parent{extra}")
+    if child.rec.get("parent") != parent.tpid:
+        fail(f"expected {child.describe()} to be a child of {_ctx(parent, trace)}")
+    if child.rec.get("ppid") != parent.rec.get("pid"):
+        fail(f"ppid of {child.describe()} is {child.rec.get('ppid')}, expected the host pid "
+             f"{parent.rec.get('pid')} of its parent {_ctx(parent, trace)}")
 
 
 def assert_descendant(p, ancestor, trace):
-    check(ancestor.tpid in {a.tpid for a in trace.ancestors(p)},
-          f"expected {p.describe()} under {ancestor.describe()}\n{trace.dump()}")
+    if ancestor.tpid not in {a.tpid for a in trace.ancestors(p)}:
+        fail(f"expected {p.describe()} under {_ctx(ancestor, trace)}")
 
 
 def assert_instrumented(p, want=True, trace=None):
-    extra = f"\n{trace.dump()}" if trace else ""
-    check(p.rec.get("instrumented") is want,
-          f"expected instrumented={want} for {p.describe()}{extra}")
+    if p.rec.get("instrumented") is not want:
+        fail(f"expected instrumented={want} for {_ctx(p, trace)}")
 
 
 def assert_count(items, n, what, trace=None):
-    extra = f"\n{trace.dump()}" if trace else ""
-    check(len(items) == n, f"expected {n} {what}, found {len(items)}: {items}{extra}")
+    if len(items) != n:
+        extra = f"\n{trace.dump()}" if trace else ""
+        fail(f"expected {n} {what}, found {len(items)}: {items[:20]}{extra}")
 
 
 def assert_flow(trace, parent, child, kind):
@@ -418,25 +435,31 @@ class Context:
 
     def start(self, args, cwd=None, env=None, stdin=subprocess.DEVNULL):
         """Starts forktrace with exactly args (in its own session); returns
-        (Popen, argv, cwd, start time) for finish()."""
+        what finish() needs."""
         argv = [forktrace_bin()] + list(args)
         cwd = cwd or self.dir
+        forks0 = system_forks()
         t0 = time.monotonic()
         p = subprocess.Popen(argv, cwd=cwd, stdin=stdin, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, env=env, start_new_session=True)
-        return p, argv, cwd, t0
+        return p, argv, cwd, (t0, forks0)
 
     def finish(self, started, timeout=45):
         """Waits for a forktrace started with start(); returns a Result."""
-        p, argv, cwd, t0 = started
+        p, argv, cwd, (t0, forks0) = started
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(p.pid)
-            out, err = p.communicate()
+            kill_leftovers(self.dir)
+            try:
+                out, err = p.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                out, err = b"", b"(output lost: a process outside the test still holds the pipes)"
             fail(f"forktrace did not finish within {timeout} s (deadlock or lost child?)\n"
                  f"command: {' '.join(argv)}\nstdout: {out[-2000:]!r}\nstderr: {err[-3000:]!r}")
         res = Result(argv, p.returncode, out, err, time.monotonic() - t0, cwd, None, p.pid)
+        res.system_forks = system_forks() - forks0
         self.results.append(res)
         return res
 
@@ -522,6 +545,39 @@ class Context:
         return res
 
 
+def system_forks():
+    """Processes created on this machine since boot (/proc/stat)."""
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("processes "):
+                return int(line.split()[1])
+    return 0
+
+
+def pid_max():
+    with open("/proc/sys/kernel/pid_max") as f:
+        return int(f.read())
+
+
+def assert_no_duplicate_pids(res):
+    """Fewer processes were created on the whole machine during the run
+    than there are pids, so no pid can have been reused: two processes of
+    the trace with one host pid are one process recorded twice."""
+    tr = res.trace
+    dups = {pid: ps for pid, ps in tr.by_host_pid.items() if len(ps) > 1}
+    if not dups:
+        return
+    if getattr(res, "system_forks", 0) >= pid_max() - 1000:
+        return  # pids may really have wrapped around
+    pid, ps = next(iter(dups.items()))
+    fail(f"{len(dups)} host pids appear as two processes, but only "
+         f"{getattr(res, 'system_forks', 0)} processes "
+         f"were created on the machine during the run (pid_max {pid_max()}): no pid was reused. "
+         f"E.g. pid {pid}: " +
+         "; ".join(f"{p.describe()} start_ns {p.start_ns} end_ns {p.end_ns}" for p in ps) +
+         f"\n{tr.dump()}")
+
+
 def _sorted_lines(b):
     return b"\n".join(sorted(b.split(b"\n")))
 
@@ -536,8 +592,10 @@ def check_common(res, quiet=False, single_root=True, allow_running=False):
       parent that is -1 or a process of the trace; no parent cycles;
     - every event belongs to a process of the trace;
     - exactly one root (unless single_root=False);
-    - nothing left "running" or "unknown" (unless allow_running)."""
+    - nothing left "running" or "unknown" (unless allow_running);
+    - no process recorded twice (assert_no_duplicate_pids)."""
     t = res.trace
+    assert_no_duplicate_pids(res)
     ctx = f"\n  {res.describe()}"
     lines = res.summary_lines()
     if quiet:
@@ -545,7 +603,7 @@ def check_common(res, quiet=False, single_root=True, allow_running=False):
     else:
         check(len(lines) == 1, f"expected one summary line on stderr, found {len(lines)}{ctx}")
         m = lines[0]
-        n, _events, lost, path = int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)
+        n, lost, path = int(m.group(1)), int(m.group(3)), m.group(4)
         check(n == len(t.procs), f"summary says {n} processes, the trace has {len(t.procs)}{ctx}")
         check(lost == 0, f"summary reports {lost} lost events{ctx}")
         given = os.path.relpath(res.out_path, res.cwd)
@@ -571,10 +629,9 @@ def check_common(res, quiet=False, single_root=True, allow_running=False):
         ex = r.get("exit")
         check(isinstance(ex, dict) and ex.get("kind") in EXIT_KINDS,
               f"{p.describe()}: bad exit object {ex!r}")
-        if not allow_running:
-            check(ex.get("kind") not in ("running", "unknown"),
-                  f"{p.describe()}: exit is {ex.get('kind')!r} but forktrace waited for "
-                  f"everything{ctx}\n{t.dump()}")
+        if not allow_running and ex.get("kind") in ("running", "unknown"):
+            fail(f"{p.describe()}: exit is {ex.get('kind')!r} but forktrace waited for "
+                 f"everything{ctx}\n{t.dump()}")
         check(r.get("spawn") is None or r.get("spawn") in SPAWN_KINDS,
               f"{p.describe()}: bad spawn {r.get('spawn')!r}")
         check(r.get("lost_events") == 0, f"{p.describe()} lost {r.get('lost_events')} events")
@@ -656,7 +713,10 @@ def main():
         print(f"SKIP {name}: {e}")
     except AssertionError as e:
         print(f"FAIL {name}: {e}")
-        traceback.print_exc(limit=4, file=sys.stdout)
+        frames = [f for f in traceback.extract_tb(e.__traceback__)
+                  if os.path.basename(f.filename) != "ftcheck.py"]
+        for f in frames[1:]:
+            print(f"  at {os.path.basename(f.filename)}:{f.lineno}: {f.line}")
     except Exception:
         print(f"ERROR {name}: the test itself raised")
         traceback.print_exc(file=sys.stdout)
