@@ -104,9 +104,10 @@ static const char run_usage[] =
 	"                           the rest of the tree (daemons); processes\n"
 	"                           still alive then are marked running in the\n"
 	"                           trace. Default: wait for all of them.\n"
-	"      --max-memory SIZE    memory the collector may use for buffered\n"
-	"                           events before it spills them to a temporary\n"
-	"                           file (suffixes K, M, G; default 256M).\n"
+	"      --max-memory SIZE    memory the collector may use for what it\n"
+	"                           keeps of each process (argv, paths, names);\n"
+	"                           past it, that data goes to a temporary file\n"
+	"                           (suffixes K, M, G; default 256M).\n"
 	"  -q, --quiet              no progress and no summary on stderr.\n"
 	"  -h, --help               show this help.\n"
 	"\n"
@@ -354,8 +355,8 @@ static void remove_socket_dir(run_state *rs)
 }
 
 /* environ with LD_PRELOAD (our agent first) and FORKTRACE_SOCK set.
- * Returns a malloc'd array whose new strings are malloc'd too; the process
- * exits soon after, so it is not freed piecemeal. */
+ * Returns a malloc'd array whose last two strings are malloc'd too (the
+ * others borrow environ's); release it with child_env_free. */
 static char **child_env(const char *agent, const char *sock)
 {
 	size_t n = 0;
@@ -373,13 +374,32 @@ static char **child_env(const char *agent, const char *sock)
 			continue;
 		env[k++] = environ[i];
 	}
-	if (asprintf(&env[k++], "LD_PRELOAD=%s%s%s", agent,
-		     old_preload && *old_preload ? ":" : "",
-		     old_preload ? old_preload : "") < 0 ||
-	    asprintf(&env[k++], "%s=%s", FT_ENV_SOCK, sock) < 0)
-		return NULL;
-	env[k] = NULL;
+	if (asprintf(&env[k], "LD_PRELOAD=%s%s%s", agent, old_preload && *old_preload ? ":" : "",
+		     old_preload ? old_preload : "") < 0)
+		goto fail;
+	if (asprintf(&env[k + 1], "%s=%s", FT_ENV_SOCK, sock) < 0) {
+		free(env[k]);
+		goto fail;
+	}
+	env[k + 2] = NULL;
 	return env;
+
+fail:
+	free(env);
+	return NULL;
+}
+
+static void child_env_free(char **env)
+{
+	size_t n = 0;
+
+	if (!env)
+		return;
+	while (env[n])
+		n++;
+	free(env[n - 1]);
+	free(env[n - 2]);
+	free(env);
 }
 
 /*
@@ -580,6 +600,9 @@ int run_main(int argc, char **argv)
 		goto out_sockdir;
 	}
 	rs->model->origin = "forktrace run";
+	if (model_set_spill(rs->model, rs->sock_dir, rs->o.max_memory) < 0)
+		fprintf(stderr, "forktrace: warning: cannot create a spill file in %s; "
+				"--max-memory is not enforced\n", rs->sock_dir);
 	rs->model->anchor_mono_ns = ft_now_mono_ns();
 	rs->model->anchor_real_ns = ft_now_real_ns();
 	char host[256] = "";
@@ -621,6 +644,7 @@ int run_main(int argc, char **argv)
 	}
 	int64_t start = ft_now_mono_ns();
 	rc = spawn_root(rs, cmd_path, env);
+	child_env_free(env);
 	if (rc < 0) {
 		fprintf(stderr, "forktrace: %s: %s\n", rs->o.command[0], strerror(-rc));
 		code = rc == -ENOENT ? 127 : 126;
@@ -668,6 +692,11 @@ int run_main(int argc, char **argv)
 	}
 	if (rs->timed_out)
 		cli_report_running(rs->model, rs->o.wait_timeout);
+	if (!rs->o.quiet && rs->model->arena_spilled)
+		fprintf(stderr, "forktrace: process data past --max-memory (%llu bytes) was spilled "
+				"to disk: %llu bytes\n",
+			(unsigned long long)rs->o.max_memory,
+			(unsigned long long)rs->model->arena_spilled);
 	if (!rs->o.quiet && rc == 0)
 		fprintf(stderr, "forktrace: %llu processes, %llu events, %llu lost, trace written "
 				"to %s\n",

@@ -3,8 +3,12 @@
  * marks, and an arena that owns every string of a trace.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "model.h"
 
@@ -20,6 +24,7 @@ struct model_arena_block {
 	model_arena_block *next;
 	size_t used;
 	size_t cap;
+	size_t maplen; /* > 0: mapped from the spill file, not malloc'd */
 	char data[];
 };
 
@@ -33,7 +38,63 @@ model_trace *model_new(void)
 	t->anchor_real_ns = -1;
 	t->start_ns = -1;
 	t->end_ns = -1;
+	t->spill_fd = -1;
 	return t;
+}
+
+int model_set_spill(model_trace *t, const char *dir, uint64_t limit)
+{
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		/* O_TMPFILE is not supported everywhere (older filesystems):
+		 * a named file, unlinked at once, does the same. */
+		char path[4096];
+		if ((size_t)snprintf(path, sizeof(path), "%s/spill-XXXXXX", dir) >= sizeof(path))
+			return -ENAMETOOLONG;
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		unlink(path);
+	}
+	if (t->spill_fd >= 0)
+		close(t->spill_fd);
+	t->spill_fd = fd;
+	t->spill_limit = limit;
+	return 0;
+}
+
+/* A block of cap data bytes: from the heap while under the limit, else
+ * mapped from the spill file. */
+static model_arena_block *block_new(model_trace *t, size_t cap)
+{
+	model_arena_block *b;
+	size_t size = sizeof(*b) + cap;
+
+	if (t->spill_fd >= 0 && t->arena_mem + size > t->spill_limit) {
+		size_t page = (size_t)sysconf(_SC_PAGESIZE);
+		size_t len = (size + page - 1) & ~(page - 1);
+
+		if (ftruncate(t->spill_fd, (off_t)(t->spill_size + len)) == 0) {
+			b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, t->spill_fd,
+				 (off_t)t->spill_size);
+			if (b != MAP_FAILED) {
+				t->spill_size += len;
+				t->arena_spilled += len;
+				b->maplen = len;
+				b->cap = cap;
+				return b;
+			}
+		}
+		/* The disk said no: memory is still better than losing data. */
+	}
+	b = malloc(size);
+	if (b == NULL)
+		return NULL;
+	t->arena_mem += size;
+	b->maplen = 0;
+	b->cap = cap;
+	return b;
 }
 
 static void process_free(model_process *p)
@@ -58,8 +119,13 @@ void model_free(model_trace *t)
 	free(t->procs);
 	for (b = t->arena; b != NULL; b = next) {
 		next = b->next;
-		free(b);
+		if (b->maplen)
+			munmap(b, b->maplen);
+		else
+			free(b);
 	}
+	if (t->spill_fd >= 0)
+		close(t->spill_fd);
 	free(t);
 }
 
@@ -80,10 +146,9 @@ static char *arena_alloc(model_trace *t, size_t n)
 	cap = n > ARENA_BIG ? n : ARENA_BLOCK_SIZE;
 	if (cap > SIZE_MAX - sizeof(*b))
 		return NULL;
-	b = malloc(sizeof(*b) + cap);
+	b = block_new(t, cap);
 	if (b == NULL)
 		return NULL;
-	b->cap = cap;
 	b->used = n;
 	if (n > ARENA_BIG && t->arena != NULL) {
 		b->next = t->arena->next;

@@ -109,12 +109,27 @@ typedef struct model_trace {
 	size_t nprocs, procs_cap;
 
 	model_arena_block *arena;
+	/* Arena bytes kept in memory, and past the limit set with
+	 * model_set_spill, bytes kept in the spill file instead. */
+	uint64_t arena_mem, arena_spilled, spill_limit;
+	int spill_fd; /* -1: no spilling */
+	uint64_t spill_size;
 } model_trace;
 
 /* Constructor. Returns NULL on allocation failure. */
 model_trace *model_new(void);
 /* Frees the trace and everything it owns. model_free(NULL) is a no-op. */
 void model_free(model_trace *t);
+
+/*
+ * Bounds the memory of t's arena (the strings: argv, paths, names, mark
+ * args - what grows with the number of processes): once limit bytes are in
+ * memory, new arena blocks live in an unlinked temporary file in dir,
+ * mapped shared, so the kernel can write them out and drop them instead of
+ * keeping them as anonymous memory. Returns 0 or a negative errno (then
+ * nothing changes).
+ */
+int model_set_spill(model_trace *t, const char *dir, uint64_t limit);
 
 /* Copies s (or its first n bytes) into t's arena; NULL in, NULL out. */
 const char *model_strdup(model_trace *t, const char *s);

@@ -174,6 +174,11 @@ static void test_bad_payloads(void)
 		{ "\x82\x01", 2, "a map cut short" },
 		{ "", 0, "nothing" },
 		{ "\x81\x01\xcf\xff\xff\xff\xff\xff\xff\xff\xff", 11, "TS above INT64_MAX" },
+		/* Found by fuzz_wire: announced sizes far beyond the frame. */
+		{ "\x81\x07\xdd\xdd\xdd\xdd\xdd\x01", 8, "an array of 3.7e9 elements" },
+		{ "\xdf\xff\xff\xff\xff", 5, "a map of 4e9 pairs" },
+		{ "\x81\x06\xdb\x7f\xff\xff\xff", 7, "a 2 GiB string in 7 bytes" },
+		{ "\x81\x01\xc1", 3, "the never-used byte 0xc1" },
 	};
 	msgpack_unpacked up;
 	wire_msg m;

@@ -37,6 +37,8 @@ SKIP_CODE = 77
 
 SUMMARY_RE = re.compile(
     r"^forktrace: (\d+) processes, (\d+) events, (\d+) lost, trace written to (.+)$")
+# forktrace's note that --max-memory made it spill process data to disk.
+SPILL_RE = re.compile(r"^forktrace: process data past --max-memory \((\d+) bytes\) was spilled to disk: (\d+) bytes$")
 EXIT_KINDS = ("code", "signal", "unknown", "running")
 SPAWN_KINDS = ("fork", "vfork", "posix_spawn", "posix_spawnp", "system", "popen")
 
@@ -404,10 +406,15 @@ class Result:
     def summary_lines(self):
         return [m for m in (SUMMARY_RE.match(l) for l in self.err.splitlines()) if m]
 
+    def spill_lines(self):
+        return [m for m in (SPILL_RE.match(l) for l in self.err.splitlines()) if m]
+
     def command_stderr(self):
         """stderr without forktrace's own summary line: what the command wrote."""
         lines = self.stderr.split(b"\n")
-        keep = [l for l in lines if not SUMMARY_RE.match(l.decode("utf-8", "replace"))]
+        keep = [l for l in lines
+                if not SUMMARY_RE.match(l.decode("utf-8", "replace"))
+                and not SPILL_RE.match(l.decode("utf-8", "replace"))]
         return b"\n".join(keep)
 
     def describe(self):

@@ -87,6 +87,13 @@ def test_max_memory_spill(t):
     lose or change anything."""
     res = t.run_compare([prog("fork_tree")], opts=["--max-memory", "1024"], expect_rc=0)
     check_fork_tree(res.trace)
+    spills = res.spill_lines()
+    check(len(spills) == 1 and int(spills[0].group(1)) == 1024 and int(spills[0].group(2)) > 0,
+          f"with --max-memory 1024 forktrace must say it spilled: {res.err!r}")
+    # The default limit is far above what this tree needs: nothing spills.
+    res = t.run([prog("fork_tree")], expect_rc=0)
+    check(not res.spill_lines(), f"spilled under the default --max-memory: {res.err!r}")
+    check_fork_tree(res.trace)
 
 
 @test

@@ -11,6 +11,7 @@
  * written as JSON. Crashes, leaks, UB, or a trace the writer refuses are
  * bugs.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
