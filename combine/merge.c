@@ -1,7 +1,7 @@
 /*
- * The merge (merge.h): a trace model written as Chrome Trace Event JSON,
- * exactly as docs/TRACE_FORMAT.md describes it, streamed through an
- * ostream (never built in memory).
+ * The merge (merge.h, sink.h): a trace model turned into the Chrome trace
+ * events docs/TRACE_FORMAT.md describes, sent one by one to a sink. Only
+ * one event's args text is ever built in memory.
  */
 #include <errno.h>
 #include <signal.h>
@@ -13,6 +13,7 @@
 #include "forktrace/wire.h"
 #include "internal.h"
 #include "merge.h"
+#include "sink.h"
 
 #ifndef FT_VERSION_STRING
 #error "FT_VERSION_STRING must be defined by the build (combine/CMakeLists.txt)"
@@ -35,10 +36,43 @@ static const char *const spawn_names[] = {
 
 typedef struct merge_ctx {
 	const model_trace *t;
-	ostream os;
-	jsonw w;
+	trace_sink *sink;
+	ostream aos;	   /* args text of the event being built */
+	jsonw w;	   /* writes into aos */
+	jsonw_event meta;  /* the metadata event meta_begin started */
 	uint64_t threads;
+	int err;	   /* first error of the sink or of aos */
 } merge_ctx;
+
+/* Sends one event to the sink; after an error, nothing more. */
+static void emit(merge_ctx *c, const jsonw_event *ev)
+{
+	sink_event se = {.ev = *ev};
+	int err;
+
+	if (c->err != 0)
+		return;
+	err = c->sink->event(c->sink, &se);
+	if (err < 0)
+		c->err = err;
+}
+
+/* Starts the args object of the next event: built with c->w. */
+static void args_begin(merge_ctx *c)
+{
+	ostream_mem_reset(&c->aos);
+	jsonw_init(&c->w, &c->aos);
+	jsonw_obj_begin(&c->w);
+}
+
+/* Ends it: the args text, valid until the next args_begin. */
+static jsonw_sv args_end(merge_ctx *c)
+{
+	jsonw_obj_end(&c->w);
+	if (ostream_error(&c->aos) != 0 && c->err == 0)
+		c->err = ostream_error(&c->aos);
+	return (jsonw_sv){c->aos.buf, c->aos.len};
+}
 
 enum trace_format merge_format_for_path(const char *path)
 {
@@ -195,7 +229,7 @@ done:
 /* A metadata event of the process, args left open for the caller. */
 static void meta_begin(merge_ctx *c, const char *name, int64_t pid, int64_t tid)
 {
-	jsonw_event ev = {
+	c->meta = (jsonw_event){
 	    .ph = 'M',
 	    .name = jsonw_sv_c(name),
 	    .pid = pid,
@@ -203,16 +237,13 @@ static void meta_begin(merge_ctx *c, const char *name, int64_t pid, int64_t tid)
 	    .ts_ns = JSONW_NO_TIME,
 	    .dur_ns = JSONW_NO_TIME,
 	};
-
-	jsonw_event_begin(&c->w, &ev);
-	jsonw_key(&c->w, "args");
-	jsonw_obj_begin(&c->w);
+	args_begin(c);
 }
 
 static void meta_end(merge_ctx *c)
 {
-	jsonw_obj_end(&c->w);
-	jsonw_event_end(&c->w);
+	c->meta.args = args_end(c);
+	emit(c, &c->meta);
 }
 
 /* The "exit" object of forktrace_process and of the last image. */
@@ -374,9 +405,7 @@ static void write_segments(merge_ctx *c, const model_process *p)
 			if (n > 0 && (size_t)n < sizeof(nbuf))
 				ev.name = (jsonw_sv){nbuf, (size_t)n};
 		}
-		jsonw_event_begin(w, &ev);
-		jsonw_key(w, "args");
-		jsonw_obj_begin(w);
+		args_begin(c);
 		jsonw_kv_u64(w, "image", i);
 		jsonw_kv_cstr(w, "exe", s->exe);
 		jsonw_key(w, "argv");
@@ -389,8 +418,8 @@ static void write_segments(merge_ctx *c, const model_process *p)
 			jsonw_key(w, "exit");
 			write_exit(w, p);
 		}
-		jsonw_obj_end(w);
-		jsonw_event_end(w);
+		ev.args = args_end(c);
+		emit(c, &ev);
 	}
 }
 
@@ -428,13 +457,13 @@ static void write_flow(merge_ctx *c, const model_process *p)
 	    .has_id = true,
 	    .id = (uint64_t)p->index + 1,
 	};
-	jsonw_event_write(&c->w, &ev);
+	emit(c, &ev);
 	ev.ph = 'f';
 	ev.bind_enclosing = true;
 	ev.pid = p->out_pid;
 	ev.tid = p->out_pid;
 	ev.ts_ns = end_ts;
-	jsonw_event_write(&c->w, &ev);
+	emit(c, &ev);
 }
 
 static void write_marks(merge_ctx *c, const model_process *p)
@@ -455,7 +484,7 @@ static void write_marks(merge_ctx *c, const model_process *p)
 		    .args = jsonw_sv_c(m->args_json),
 		};
 
-		jsonw_event_write(&c->w, &ev);
+		emit(c, &ev);
 	}
 }
 
@@ -476,12 +505,10 @@ static void write_loss(merge_ctx *c, const model_process *p)
 	if (p->lost_events == 0)
 		return;
 	ev.ts_ns = p->end_ns >= 0 ? p->end_ns : p->start_ns >= 0 ? p->start_ns : c->t->end_ns;
-	jsonw_event_begin(&c->w, &ev);
-	jsonw_key(&c->w, "args");
-	jsonw_obj_begin(&c->w);
+	args_begin(c);
 	jsonw_kv_u64(&c->w, "count", p->lost_events);
-	jsonw_obj_end(&c->w);
-	jsonw_event_end(&c->w);
+	ev.args = args_end(c);
+	emit(c, &ev);
 }
 
 static void write_process(merge_ctx *c, const model_process *p, uint64_t sort_index)
@@ -618,54 +645,11 @@ out:
 	return err;
 }
 
-static void write_other_data(merge_ctx *c)
+int merge_model_events(const model_trace *t, trace_sink *s)
 {
-	const model_trace *t = c->t;
-	jsonw *w = &c->w;
-
-	jsonw_key(w, "otherData");
-	jsonw_obj_begin(w);
-	jsonw_key(w, "forktrace");
-	jsonw_obj_begin(w);
-	jsonw_kv_cstr(w, "version", FT_VERSION_STRING);
-	jsonw_kv_cstr(w, "origin", t->origin);
-	jsonw_kv_cstr(w, "host", t->host);
-	jsonw_key(w, "command");
-	jsonw_strv(w, t->command);
-	jsonw_key(w, "anchor");
-	jsonw_obj_begin(w);
-	jsonw_kv_i64(w, "monotonic_ns", t->anchor_mono_ns);
-	jsonw_kv_i64(w, "realtime_ns", t->anchor_real_ns);
-	jsonw_obj_end(w);
-	jsonw_kv_i64(w, "start_ns", t->start_ns);
-	jsonw_kv_i64(w, "end_ns", t->end_ns);
-	jsonw_kv_i64(w, "exit_status", t->exit_status);
-	jsonw_kv_u64(w, "processes", t->nprocs);
-	jsonw_kv_u64(w, "lost_events", t->lost_events);
-	jsonw_obj_end(w);
-	jsonw_obj_end(w);
-}
-
-int merge_write(const model_trace *t, int fd, enum trace_format fmt, const merge_opts *opts,
-		merge_stats *stats)
-{
-	int level = -1;
-	uint32_t *order = NULL;
-	merge_ctx c = {.t = t};
-	size_t i;
+	uint32_t *order;
+	merge_ctx c = {.t = t, .sink = s};
 	int err;
-
-	if (stats != NULL)
-		memset(stats, 0, sizeof(*stats));
-	if (t == NULL || fd < 0)
-		return -EINVAL;
-	if (fmt == TRACE_FORMAT_JSON_GZ) {
-		level = opts != NULL ? opts->gzip_level : 0;
-		if (level < 0 || level > 9)
-			return -EINVAL;
-	} else if (fmt != TRACE_FORMAT_JSON) {
-		return -EINVAL;
-	}
 
 	order = malloc((t->nprocs > 0 ? t->nprocs : 1) * sizeof(*order));
 	if (order == NULL)
@@ -673,31 +657,55 @@ int merge_write(const model_trace *t, int fd, enum trace_format fmt, const merge
 	err = tree_order(t, order);
 	if (err < 0)
 		goto free_order;
-	err = ostream_open(&c.os, fd, level);
+	err = ostream_open_mem(&c.aos);
 	if (err < 0)
 		goto free_order;
-	jsonw_init(&c.w, &c.os);
-
-	jsonw_obj_begin(&c.w);
-	jsonw_kv_cstr(&c.w, "displayTimeUnit", "ms");
-	write_other_data(&c);
-	jsonw_key(&c.w, "traceEvents");
-	jsonw_arr_begin(&c.w);
-	for (i = 0; i < t->nprocs && ostream_error(&c.os) == 0; i++)
+	for (size_t i = 0; i < t->nprocs && c.err == 0; i++)
 		write_process(&c, t->procs[order[i]], i);
-	ostream_putc(&c.os, '\n');
-	jsonw_arr_end(&c.w);
-	jsonw_obj_end(&c.w);
-	ostream_putc(&c.os, '\n');
-
-	err = ostream_finish(&c.os);
-	if (stats != NULL) {
-		stats->processes = t->nprocs;
-		stats->threads = c.threads;
-		stats->events = c.w.events;
-		stats->bytes = ostream_bytes(&c.os);
-	}
+	s->stats.threads = c.threads;
+	ostream_finish(&c.aos);
+	err = c.err;
 free_order:
 	free(order);
+	return err;
+}
+
+trace_sink *merge_sink_for(enum trace_format fmt, int fd, const merge_opts *opts, int *err)
+{
+	switch (fmt) {
+	case TRACE_FORMAT_JSON:
+		return sink_json_new(fd, -1, err);
+	case TRACE_FORMAT_JSON_GZ:
+		return sink_json_new(fd, opts != NULL ? opts->gzip_level : 0, err);
+	default:
+		*err = -EINVAL;
+		return NULL;
+	}
+}
+
+int merge_write(const model_trace *t, int fd, enum trace_format fmt, const merge_opts *opts,
+		merge_stats *stats)
+{
+	sink_meta meta = {.model = t, .processes = t != NULL ? t->nprocs : 0};
+	trace_sink *s;
+	int err = 0;
+
+	if (stats != NULL)
+		memset(stats, 0, sizeof(*stats));
+	if (t == NULL || fd < 0)
+		return -EINVAL;
+	s = merge_sink_for(fmt, fd, opts, &err);
+	if (s == NULL)
+		return err;
+	err = s->begin(s, &meta);
+	if (err == 0)
+		err = merge_model_events(t, s);
+	if (err == 0)
+		err = s->end(s, &meta);
+	if (stats != NULL) {
+		*stats = s->stats;
+		stats->processes = t->nprocs;
+	}
+	s->free(s);
 	return err;
 }

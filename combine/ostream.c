@@ -109,6 +109,19 @@ int ostream_drain(ostream *o)
 	size_t n = o->len;
 	int err;
 
+	if (o->fd < 0 && o->z == NULL) {
+		/* A memory stream: make room instead of writing out. */
+		char *nb = o->err ? NULL : realloc(o->buf, o->cap * 2);
+		if (nb == NULL) {
+			ostream_fail(o, -ENOMEM);
+			o->len = 0; /* keep the writers' room promise; content is lost */
+			return o->err;
+		}
+		o->buf = nb;
+		o->cap *= 2;
+		return 0;
+	}
+
 	/* The buffer is emptied even after an error, so the inline writers
 	 * always find room; what they write then is dropped. */
 	o->len = 0;
@@ -150,7 +163,7 @@ int ostream_finish(ostream *o)
 {
 	int err;
 
-	if (o->buf != NULL)
+	if (o->buf != NULL && o->fd >= 0)
 		ostream_drain(o);
 	if (o->z != NULL) {
 		if (o->err == 0) {

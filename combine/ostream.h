@@ -47,6 +47,22 @@ typedef struct ostream {
 int ostream_open(ostream *o, int fd, int gzip_level);
 
 /*
+ * A stream into memory (no fd): the buffer grows as needed; its text is
+ * o->buf[0..o->len). For building small JSON texts (event args) with the
+ * same writers. ostream_mem_reset empties it; ostream_finish frees it.
+ */
+static inline int ostream_open_mem(ostream *o)
+{
+	return ostream_open(o, -1, -1);
+}
+
+static inline void ostream_mem_reset(ostream *o)
+{
+	o->len = 0;
+	o->err = 0;
+}
+
+/*
  * Flushes what is buffered, ends the gzip member, and releases the
  * stream's memory (always, even on error; fd stays open). Returns the first
  * error the stream saw, or 0.

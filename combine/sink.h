@@ -1,0 +1,100 @@
+/*
+ * Trace sinks: the one path from any input to any output.
+ *
+ *   live model (collector) --merge_model_events--+
+ *                                                 +--> trace_sink: JSON / JSON.gz / HDF5 / HTML
+ *   files (combine, report) --readers, pid remap--+
+ *
+ * Every input becomes a stream of Chrome trace events (sink_event); every
+ * output format is a sink that consumes that stream. The live run's model
+ * is turned into the same events (process_name, forktrace_process, image
+ * slices, flows, marks: docs/TRACE_FORMAT.md) that a file written by
+ * `forktrace run` holds, so a sink cannot tell - and need not care -
+ * whether it is writing a live run or combining files, and
+ * `forktrace report trace.json` draws what `forktrace run --report` draws.
+ *
+ * Sinks may not keep pointers into an event after the call returns, and
+ * must keep memory bounded whatever the number of events (streaming
+ * writers; aggregating writers keep per-process / per-name state only).
+ *
+ * Internal to combine/ (sinks and readers live here).
+ */
+#ifndef FT_COMBINE_SINK_H
+#define FT_COMBINE_SINK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "merge.h"
+#include "model.h"
+
+/*
+ * One event on its way to a sink.
+ *
+ * ev holds the fields forktrace interprets (ph, name, cat, pid, tid, ts,
+ * dur, s, id, bp, args as raw JSON object text). Times are ns; pid is the
+ * pid to write (after remapping a collision).
+ *
+ * raw, when raw.p != NULL, is the complete JSON object of the event as it
+ * was read from an input file, with every key, including ones forktrace
+ * does not know, and with its pid (and, after --align, its ts) already
+ * rewritten to match ev. A sink that writes JSON copies raw verbatim, so
+ * nothing it does not interpret is lost. Events made from the model have
+ * raw.p == NULL.
+ */
+typedef struct sink_event {
+	jsonw_event ev;
+	jsonw_sv raw;
+} sink_event;
+
+/* What a sink knows about the whole trace. */
+typedef struct sink_meta {
+	/* Run metadata (host, command, anchors, exit status, lost events,
+	 * origin). For a combine, origin is "forktrace combine" and the model
+	 * has no processes: the process records come as events. Borrowed. */
+	const model_trace *model;
+	/* Inputs of a combine (NULL-terminated paths), else NULL. */
+	const char *const *inputs;
+	/* --align: how each input was shifted ("realtime anchor", "start
+	 * time") or NULL when not aligned. Parallel to inputs. */
+	const char *const *align_methods;
+	const int64_t *align_shift_ns;
+	/* Processes in the trace (the model's, or the pids a combine saw). */
+	uint64_t processes;
+} sink_meta;
+
+typedef struct trace_sink trace_sink;
+
+struct trace_sink {
+	/* Before the first event. Returns 0 or a negative errno. */
+	int (*begin)(trace_sink *s, const sink_meta *meta);
+	/* One event; e is borrowed for the call. Returns 0 or a negative
+	 * errno (the merge stops at the first error). */
+	int (*event)(trace_sink *s, const sink_event *e);
+	/* After the last event: complete the output (meta again: counts that
+	 * are known only at the end). Returns 0 or a negative errno. */
+	int (*end)(trace_sink *s, const sink_meta *meta);
+	/* Releases the sink (after end, or instead of it on error). */
+	void (*free)(trace_sink *s);
+	/* Filled by the sink for the summary line. */
+	merge_stats stats;
+};
+
+/*
+ * Sink constructors. Each borrows fd until free (never closes it).
+ * Return NULL and set *err (negative errno) on failure.
+ */
+trace_sink *sink_json_new(int fd, int gzip_level, int *err);
+
+/* The sink that writes format fmt on fd (merge_opts for gzip level). */
+trace_sink *merge_sink_for(enum trace_format fmt, int fd, const merge_opts *opts, int *err);
+
+/*
+ * Emits the events of a model (everything docs/TRACE_FORMAT.md lists for
+ * `forktrace run`) into s, between s->begin and s->end which the caller
+ * calls. Returns 0 or the first negative errno of the sink.
+ */
+int merge_model_events(const model_trace *t, trace_sink *s);
+
+#endif /* FT_COMBINE_SINK_H */

@@ -1,0 +1,130 @@
+/*
+ * sink_json.c - the Chrome Trace Event JSON writer (object form), plain or
+ * gzip, as a sink: every event is written as it arrives; otherData, which
+ * holds counts known only at the end, is written after traceEvents.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "sink.h"
+
+typedef struct json_sink {
+	trace_sink base;
+	ostream os;
+	jsonw w;
+} json_sink;
+
+static int json_begin(trace_sink *s, const sink_meta *meta)
+{
+	json_sink *js = (json_sink *)s;
+
+	(void)meta;
+	jsonw_obj_begin(&js->w);
+	jsonw_kv_cstr(&js->w, "displayTimeUnit", "ms");
+	jsonw_key(&js->w, "traceEvents");
+	jsonw_arr_begin(&js->w);
+	return ostream_error(&js->os);
+}
+
+static int json_event(trace_sink *s, const sink_event *e)
+{
+	json_sink *js = (json_sink *)s;
+
+	/* One event a line: diffable, and greppable by pid. */
+	ostream_putc(&js->os, '\n');
+	if (e->raw.p != NULL) {
+		js->w.events++;
+		jsonw_raw(&js->w, e->raw);
+	} else {
+		jsonw_event_write(&js->w, &e->ev);
+	}
+	return ostream_error(&js->os);
+}
+
+static void write_other_data(jsonw *w, const sink_meta *meta)
+{
+	const model_trace *t = meta->model;
+
+	jsonw_key(w, "otherData");
+	jsonw_obj_begin(w);
+	jsonw_key(w, "forktrace");
+	jsonw_obj_begin(w);
+	jsonw_kv_cstr(w, "version", FT_VERSION_STRING);
+	jsonw_kv_cstr(w, "origin", t->origin);
+	jsonw_kv_cstr(w, "host", t->host);
+	jsonw_key(w, "command");
+	jsonw_strv(w, t->command);
+	jsonw_key(w, "anchor");
+	jsonw_obj_begin(w);
+	jsonw_kv_i64(w, "monotonic_ns", t->anchor_mono_ns);
+	jsonw_kv_i64(w, "realtime_ns", t->anchor_real_ns);
+	jsonw_obj_end(w);
+	jsonw_kv_i64(w, "start_ns", t->start_ns);
+	jsonw_kv_i64(w, "end_ns", t->end_ns);
+	jsonw_kv_i64(w, "exit_status", t->exit_status);
+	jsonw_kv_u64(w, "processes", meta->processes);
+	jsonw_kv_u64(w, "lost_events", t->lost_events);
+	if (meta->inputs != NULL) {
+		jsonw_key(w, "inputs");
+		jsonw_arr_begin(w);
+		for (size_t i = 0; meta->inputs[i] != NULL; i++) {
+			jsonw_obj_begin(w);
+			jsonw_kv_cstr(w, "path", meta->inputs[i]);
+			if (meta->align_methods != NULL) {
+				jsonw_kv_cstr(w, "align", meta->align_methods[i]);
+				jsonw_kv_i64(w, "shift_ns", meta->align_shift_ns[i]);
+			}
+			jsonw_obj_end(w);
+		}
+		jsonw_arr_end(w);
+	}
+	jsonw_obj_end(w);
+	jsonw_obj_end(w);
+}
+
+static int json_end(trace_sink *s, const sink_meta *meta)
+{
+	json_sink *js = (json_sink *)s;
+	int err;
+
+	ostream_putc(&js->os, '\n');
+	jsonw_arr_end(&js->w);
+	write_other_data(&js->w, meta);
+	jsonw_obj_end(&js->w);
+	ostream_putc(&js->os, '\n');
+	err = ostream_finish(&js->os);
+	js->base.stats.events = js->w.events;
+	js->base.stats.bytes = ostream_bytes(&js->os);
+	return err;
+}
+
+static void json_free(trace_sink *s)
+{
+	json_sink *js = (json_sink *)s;
+
+	if (js == NULL)
+		return;
+	ostream_finish(&js->os); /* no-op after json_end */
+	free(js);
+}
+
+trace_sink *sink_json_new(int fd, int gzip_level, int *err)
+{
+	json_sink *js = calloc(1, sizeof(*js));
+
+	if (js == NULL) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	*err = ostream_open(&js->os, fd, gzip_level);
+	if (*err < 0) {
+		free(js);
+		return NULL;
+	}
+	jsonw_init(&js->w, &js->os);
+	js->base.begin = json_begin;
+	js->base.event = json_event;
+	js->base.end = json_end;
+	js->base.free = json_free;
+	return &js->base;
+}
