@@ -44,12 +44,24 @@ void *agent_resolve(void **slot, const char *name)
 	return p;
 }
 
-/* Resolve every real function up front: a fork child may not call dlsym. */
-static void agent_resolve_all(void)
+/*
+ * Real functions are resolved lazily, each on its hook's first call: a
+ * process image uses a handful of the 34 hooks, and resolving all of them
+ * in every image cost ~8 us per process (dlsym walks the symbol tables),
+ * which a build pays thousands of times. A fork child, though, may not
+ * call dlsym (STYLE: no dlsym after a multithreaded fork), so the fork
+ * hook resolves everything once per process before its first fork.
+ */
+void agent_resolve_all(void)
 {
+	static int done;
+
+	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE))
+		return;
 #define AGENT_X(name, ret, args) agent_resolve_fast(&agent_real_##name, #name);
 	AGENT_REAL_LIST(AGENT_X)
 #undef AGENT_X
+	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
 }
 
 uint64_t agent_now(void)
@@ -420,7 +432,6 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	const char *sock;
 	ssize_t n;
 
-	agent_resolve_all();
 	/* Never honour the environment of a setuid/setgid program. */
 	if (getauxval(AT_SECURE))
 		goto out;

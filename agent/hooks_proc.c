@@ -31,6 +31,7 @@ AGENT_EXPORT pid_t fork(void)
 	}
 	if (agent_bypass())
 		return f();
+	agent_resolve_all();
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	agent_t_guard++;
@@ -331,11 +332,18 @@ struct agent_popen {
 
 static struct agent_popen agent_popens[AGENT_POPEN_MAX];
 
+/* Slots [0, agent_popens_used) have ever been written. */
+static int agent_popens_used;
+
 void agent_popen_reset(void)
 {
 	/* The child inherits the streams; glibc's pclose still works on
-	 * them, ours would wait for a child that is not its own. */
-	memset(agent_popens, 0, sizeof(agent_popens));
+	 * them, ours would wait for a child that is not its own. Only used
+	 * slots are cleared: see agent_threads_reset. */
+	if (agent_popens_used) {
+		memset(agent_popens, 0, (size_t)agent_popens_used * sizeof(agent_popens[0]));
+		agent_popens_used = 0;
+	}
 }
 
 /* Returns the slot index or -1 when the table is full. Caller holds the
@@ -344,9 +352,13 @@ static int agent_popen_slot(void)
 {
 	int i;
 
-	for (i = 0; i < AGENT_POPEN_MAX; i++)
-		if (!agent_popens[i].fp)
+	for (i = 0; i < AGENT_POPEN_MAX; i++) {
+		if (!agent_popens[i].fp) {
+			if (i >= agent_popens_used)
+				agent_popens_used = i + 1;
 			return i;
+		}
+	}
 	return -1;
 }
 

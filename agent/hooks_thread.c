@@ -22,9 +22,21 @@ struct agent_thread {
 
 static struct agent_thread agent_threads[AGENT_THREADS_MAX];
 
+/* Slots [0, agent_threads_used) have ever been written. */
+static int agent_threads_used;
+
+/*
+ * In a fork child: forget the parent's threads. Only the slots ever used
+ * are cleared: a fork child that wrote the whole 16 KiB table would take
+ * a page fault per page, in every child of every fork (this is on the
+ * path of each process a build starts).
+ */
 void agent_threads_reset(void)
 {
-	memset(agent_threads, 0, sizeof(agent_threads));
+	if (agent_threads_used) {
+		memset(agent_threads, 0, (size_t)agent_threads_used * sizeof(agent_threads[0]));
+		agent_threads_used = 0;
+	}
 }
 
 /* Caller holds the send lock. */
@@ -37,6 +49,8 @@ static void agent_threads_set(pthread_t th, pid_t tid, pid_t newtid)
 		    (tid == 0 || pthread_equal(agent_threads[i].th, th))) {
 			agent_threads[i].th = th;
 			agent_threads[i].tid = newtid;
+			if (i >= agent_threads_used)
+				agent_threads_used = i + 1;
 			return;
 		}
 	}

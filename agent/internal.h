@@ -87,6 +87,9 @@ AGENT_REAL_LIST(AGENT_X)
 
 /* Slow path of AGENT_REAL: dlsym and publish. Returns NULL if missing. */
 void *agent_resolve(void **slot, const char *name);
+/* Resolves every real function (once per process): before a fork, so the
+ * child never needs dlsym. Not signal-safe. */
+void agent_resolve_all(void);
 
 static inline void *agent_resolve_fast(void **slot, const char *name)
 {

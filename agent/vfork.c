@@ -28,6 +28,7 @@ static AGENT_TLS uint64_t agent_t_vfork_ts;
 /* Called by the assembly before the syscall. */
 __attribute__((used)) void agent_vfork_prepare(void)
 {
+	agent_resolve_all(); /* the child may exec: no dlsym there */
 	agent_t_vfork_ts = agent_now();
 	agent_t_in_vfork++;
 }

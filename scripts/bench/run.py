@@ -57,7 +57,7 @@ def main():
     ap.add_argument("--no-strace", action="store_true")
     a = ap.parse_args()
 
-    ft = os.path.join(a.build, "bin", "forktrace")
+    ft = os.path.join(os.path.abspath(a.build), "bin", "forktrace")
     tmp = tempfile.mkdtemp(prefix="ft-bench-")
     loop = os.path.join(tmp, "spawn_loop")
     subprocess.run(["cc", "-O2", "-o", loop, os.path.join(ROOT, "scripts/bench/spawn_loop.c")],
