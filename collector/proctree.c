@@ -383,12 +383,11 @@ static void set_status(proc_entry *pe, int status, int64_t ts)
 		return; /* stopped or continued: not an end */
 	}
 	pe->status_known = true;
-	/* The process ended before whoever reaped it noticed. */
-	if (!pe->end_seen || ts < p->end_ns) {
-		if (!pe->exit_recorded) {
-			p->end_ns = pe->end_seen ? (ts < p->end_ns ? ts : p->end_ns) : ts;
-			pe->end_seen = true;
-		}
+	/* The process ended no later than whoever reaped it noticed; the
+	 * agent's own EXIT time, when there is one, is exact. */
+	if (!pe->exit_recorded && (!pe->end_seen || ts < p->end_ns)) {
+		p->end_ns = ts;
+		pe->end_seen = true;
 	}
 }
 

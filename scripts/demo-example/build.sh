@@ -14,6 +14,9 @@ make -s -j4
 echo "-- pipeline"
 seq 1 5000 | grep 7 | sort -rn | head -3
 
+echo "-- xargs fan-out"
+printf '%s\n' alpha beta gamma delta | xargs -n1 -P2 sh -c 'echo "worker: $0"' | sort
+
 echo "-- background job"
 ( sleep 0.2; echo "background job finished" ) &
 

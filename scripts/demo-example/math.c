@@ -1,0 +1,1 @@
+int square(int v) { return v * v; }
