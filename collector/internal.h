@@ -8,6 +8,7 @@
  *   srv_    server.c   the libuv Unix socket server, frame assembly
  *   run_    run.c      `forktrace run`: options, spawn, loop, summary
  *   cli_    cli.c      messages, help text helpers
+ *   report_ report.c   the HTML report's options and output file
  */
 #ifndef FT_COLLECTOR_INTERNAL_H
 #define FT_COLLECTOR_INTERNAL_H
@@ -20,6 +21,7 @@
 #include <msgpack.h>
 
 #include "forktrace/wire.h"
+#include "merge.h"
 #include "model.h"
 
 /* ---- decode.c ---------------------------------------------------------- */
@@ -152,5 +154,56 @@ int64_t ft_now_real_ns(void);
 /* ---- run.c ------------------------------------------------------------- */
 
 int run_main(int argc, char **argv);
+
+/* ---- combine_cmd.c, info_cmd.c ------------------------------------------ */
+
+/* `forktrace combine` and `forktrace info` (argv[0] is the subcommand);
+ * return the exit code. */
+int combine_main(int argc, char **argv);
+int info_main(int argc, char **argv);
+int report_main(int argc, char **argv); /* report_cmd.c */
+
+/* ---- report.c ---------------------------------------------------------- */
+
+/* getopt values of the report options (shared by run and report). */
+enum { REPORT_OPT_INCLUDE = 512, REPORT_OPT_EXCLUDE, REPORT_OPT_PIDS };
+
+/* --include/--exclude (NULL-terminated, malloc'd; strings borrowed from
+ * argv) and --pids. Zero-initialized; report_opts_free releases. */
+typedef struct report_opts {
+	const char **include, **exclude;
+	size_t ninclude, nexclude;
+	const char *pids;
+} report_opts;
+
+/* Takes one report option (opt is a REPORT_OPT_*; arg borrowed). Returns
+ * 0, -ENOMEM, or -EINVAL for another opt. */
+int report_opt(report_opts *ro, int opt, const char *arg);
+/* Validates the regexes and ranges; returns 0 or CLI_EXIT_USAGE after
+ * printing what is wrong (sub names the subcommand). */
+int report_check(const report_opts *ro, const char *sub);
+void report_opts_free(report_opts *ro);
+
+/* An output file written to a temporary sibling and renamed into place
+ * when complete, so a failed run never leaves half a file at path. */
+typedef struct report_file {
+	const char *path; /* borrowed */
+	char tmp[4096];
+	int fd;
+} report_file;
+
+/* Creates the temporary sibling (what names the file in messages: "report").
+ * Prints why on failure and returns a negative errno. */
+int report_file_open(report_file *rf, const char *path, const char *what);
+/* Closes and renames into place. Returns 0 or a negative errno (the
+ * temporary file is left for report_file_abort to remove). */
+int report_file_commit(report_file *rf);
+/* Closes and removes the temporary file, if any. */
+void report_file_abort(report_file *rf);
+
+/* Writes the HTML report of model t to fd (borrowed). Returns 0 or a
+ * negative errno. stats may be NULL. */
+int report_write_model(const model_trace *t, int fd, const report_opts *ro,
+		       merge_stats *stats);
 
 #endif /* FT_COLLECTOR_INTERNAL_H */

@@ -15,6 +15,13 @@ static const char usage[] =
 	"\n"
 	"Commands:\n"
 	"  run -- CMD...     run CMD with every descendant traced; write the trace\n"
+	"  combine FILES... -o OUT\n"
+	"                    merge trace files (VizTracer, Chrome JSON, forktrace)\n"
+	"                    into one, in a stream\n"
+	"  info FILE...      what a trace holds: origin, processes, events, time span\n"
+	"  report FILES... -o OUT.html\n"
+	"                    one self-contained HTML page of a trace: timeline,\n"
+	"                    tables, filters (no network needed to view it)\n"
 	"\n"
 	"Run 'forktrace COMMAND --help' for the options of a command.\n"
 	"\n"
@@ -43,6 +50,12 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(sub, "run"))
 		return run_main(argc - 1, argv + 1);
+	if (!strcmp(sub, "combine"))
+		return combine_main(argc - 1, argv + 1);
+	if (!strcmp(sub, "info"))
+		return info_main(argc - 1, argv + 1);
+	if (!strcmp(sub, "report"))
+		return report_main(argc - 1, argv + 1);
 	fprintf(stderr, "forktrace: unknown command '%s'\n"
 			"Try 'forktrace --help' for the list of commands.\n", sub);
 	return CLI_EXIT_USAGE;

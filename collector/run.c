@@ -47,6 +47,8 @@ typedef struct run_opts {
 	int gzip_level;
 	bool quiet;
 	char **command;
+	const char *report; /* --report FILE, or NULL */
+	report_opts ro;     /* --include, --exclude, --pids */
 } run_opts;
 
 typedef struct run_state {
@@ -74,6 +76,7 @@ typedef struct run_state {
 	char sock_path[PATH_MAX];
 	char tmp_out[PATH_MAX];
 	int out_fd;
+	report_file rep;
 } run_state;
 
 /* The pid that user-sent SIGINT/SIGTERM/SIGHUP go to (0: none yet). */
@@ -96,10 +99,12 @@ static const char run_usage[] =
 	"Options:\n"
 	"  -o, --output FILE        where to write the trace (default:\n"
 	"                           forktrace.json). A name ending in .gz is\n"
-	"                           written gzip-compressed. The path is checked\n"
-	"                           before COMMAND starts.\n"
-	"      --level N            gzip level for .gz output, 1 (fast) to 9\n"
-	"                           (small); default 6.\n"
+	"                           written gzip-compressed, one ending in .h5\n"
+	"                           as HDF5 (docs/HDF5_LAYOUT.md). The path is\n"
+	"                           checked before COMMAND starts.\n"
+	"      --level N            compression level, 1 (fast) to 9 (small):\n"
+	"                           gzip for .gz (default 6), deflate for .h5\n"
+	"                           (default 4).\n"
 	"      --wait-timeout SECS  after COMMAND exits, wait at most SECS for\n"
 	"                           the rest of the tree (daemons); processes\n"
 	"                           still alive then are marked running in the\n"
@@ -108,6 +113,21 @@ static const char run_usage[] =
 	"                           keeps of each process (argv, paths, names);\n"
 	"                           past it, that data goes to a temporary file\n"
 	"                           (suffixes K, M, G; default 256M).\n"
+	"      --report FILE        also write an HTML report of the run to FILE:\n"
+	"                           one self-contained page (no network needed)\n"
+	"                           with the process timeline, per-program and\n"
+	"                           per-function tables, concurrency and\n"
+	"                           counters. Same page as 'forktrace report'.\n"
+	"                           Checked before COMMAND starts.\n"
+	"      --include REGEX      report only processes whose program or\n"
+	"                           command line matches REGEX (POSIX extended),\n"
+	"                           and regions/functions that match; repeatable.\n"
+	"      --exclude REGEX      leave out of the report processes whose\n"
+	"                           program matches REGEX, and regions/functions/\n"
+	"                           counters that match; repeatable.\n"
+	"      --pids RANGES        report only these trace pids, e.g. 0-3,7,10-.\n"
+	"                           The three filters apply to the report only;\n"
+	"                           the trace always holds everything.\n"
 	"  -q, --quiet              no progress and no summary on stderr.\n"
 	"  -h, --help               show this help.\n"
 	"\n"
@@ -122,6 +142,7 @@ static const char run_usage[] =
 	"Examples:\n"
 	"  forktrace run -- make -j4\n"
 	"  forktrace run -o build.json.gz -- bash build.sh\n"
+	"  forktrace run --report build.html -- make -j8\n"
 	"  forktrace run --wait-timeout 5 -- ./start-daemons.sh\n"
 	"  forktrace run -- mpirun -np 4 ./solver\n";
 
@@ -150,7 +171,7 @@ static int parse_size(const char *s, uint64_t *out)
 /* Returns 0 to go on, or the exit code to leave with. */
 static int parse_opts(int argc, char **argv, run_opts *o)
 {
-	enum { OPT_WAIT = 256, OPT_MAXMEM, OPT_LEVEL };
+	enum { OPT_WAIT = 256, OPT_MAXMEM, OPT_LEVEL, OPT_REPORT };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "wait-timeout", required_argument, NULL, OPT_WAIT },
@@ -158,6 +179,10 @@ static int parse_opts(int argc, char **argv, run_opts *o)
 		{ "level", required_argument, NULL, OPT_LEVEL },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "report", required_argument, NULL, OPT_REPORT },
+		{ "include", required_argument, NULL, REPORT_OPT_INCLUDE },
+		{ "exclude", required_argument, NULL, REPORT_OPT_EXCLUDE },
+		{ "pids", required_argument, NULL, REPORT_OPT_PIDS },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -166,7 +191,7 @@ static int parse_opts(int argc, char **argv, run_opts *o)
 	o->output = "forktrace.json";
 	o->wait_timeout = -1;
 	o->max_memory = 256ull << 20;
-	o->gzip_level = 6;
+	o->gzip_level = 0; /* the format's own default */
 	opterr = 0;
 	optind = 1;
 	/* '+': stop at the first non-option, the start of COMMAND. */
@@ -198,6 +223,15 @@ static int parse_opts(int argc, char **argv, run_opts *o)
 		case 'q':
 			o->quiet = true;
 			break;
+		case OPT_REPORT:
+			o->report = optarg;
+			break;
+		case REPORT_OPT_INCLUDE:
+		case REPORT_OPT_EXCLUDE:
+		case REPORT_OPT_PIDS:
+			if (report_opt(&o->ro, c, optarg) < 0)
+				return 1;
+			break;
 		case 'h':
 			fputs(run_usage, stdout);
 			return CLI_EXIT_OK_DONE;
@@ -212,7 +246,10 @@ static int parse_opts(int argc, char **argv, run_opts *o)
 		return cli_usage_error("run", "no COMMAND given (forktrace run [OPTIONS] -- "
 					      "COMMAND [ARGS...])");
 	o->command = argv + optind;
-	return 0;
+	if ((o->ro.ninclude || o->ro.nexclude || o->ro.pids) && !o->report)
+		return cli_usage_error("run", "--include, --exclude and --pids filter the report: "
+					      "give --report FILE too");
+	return report_check(&o->ro, "run");
 }
 
 /*
@@ -574,6 +611,7 @@ int run_main(int argc, char **argv)
 	if (!rs)
 		return 1;
 	rs->out_fd = -1;
+	rs->rep.fd = -1;
 	rc = parse_opts(argc, argv, &rs->o);
 	if (rc == CLI_EXIT_OK_DONE) {
 		code = 0;
@@ -590,6 +628,8 @@ int run_main(int argc, char **argv)
 	}
 	if (find_agent(agent, sizeof(agent)) < 0 || open_output(rs) < 0)
 		goto out_free;
+	if (rs->o.report && report_file_open(&rs->rep, rs->o.report, "report") < 0)
+		goto out_unlink_tmp;
 	if (make_socket_dir(rs) < 0)
 		goto out_unlink_tmp;
 
@@ -690,6 +730,23 @@ int run_main(int argc, char **argv)
 	} else {
 		rs->tmp_out[0] = '\0';
 	}
+	if (rs->o.report) {
+		/* The same events again, into the HTML sink. */
+		merge_stats rstats = { 0 };
+		int rrc = report_write_model(rs->model, rs->rep.fd, &rs->o.ro, &rstats);
+
+		if (rrc == 0)
+			rrc = report_file_commit(&rs->rep);
+		if (rrc < 0) {
+			fprintf(stderr, "forktrace: cannot write the report to '%s': %s\n",
+				rs->o.report, strerror(-rrc));
+			if (code == 0)
+				code = 1;
+		} else if (!rs->o.quiet) {
+			fprintf(stderr, "forktrace: report written to %s (%llu bytes)\n",
+				rs->o.report, (unsigned long long)rstats.bytes);
+		}
+	}
 	if (rs->timed_out)
 		cli_report_running(rs->model, rs->o.wait_timeout);
 	if (!rs->o.quiet && rs->model->arena_spilled)
@@ -718,7 +775,9 @@ out_unlink_tmp:
 		close(rs->out_fd);
 	if (rs->tmp_out[0])
 		unlink(rs->tmp_out);
+	report_file_abort(&rs->rep);
 out_free:
+	report_opts_free(&rs->o.ro);
 	free(rs);
 	return code;
 }

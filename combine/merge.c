@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "forktrace/wire.h"
+#include "h5.h"
 #include "internal.h"
 #include "merge.h"
 #include "sink.h"
@@ -84,6 +85,9 @@ enum trace_format merge_format_for_path(const char *path)
 	/* ".json.gz" ends in ".gz" too. */
 	if (n >= 3 && strcasecmp(path + n - 3, ".gz") == 0)
 		return TRACE_FORMAT_JSON_GZ;
+	if ((n >= 3 && strcasecmp(path + n - 3, ".h5") == 0) ||
+	    (n >= 5 && strcasecmp(path + n - 5, ".hdf5") == 0))
+		return TRACE_FORMAT_H5;
 	return TRACE_FORMAT_JSON;
 }
 
@@ -677,6 +681,9 @@ trace_sink *merge_sink_for(enum trace_format fmt, int fd, const merge_opts *opts
 		return sink_json_new(fd, -1, err);
 	case TRACE_FORMAT_JSON_GZ:
 		return sink_json_new(fd, opts != NULL ? opts->gzip_level : 0, err);
+	case TRACE_FORMAT_H5:
+		/* HDF5 writes by path: it reopens fd's file (sink_h5_new_fd). */
+		return sink_h5_new_fd(fd, opts, err);
 	default:
 		*err = -EINVAL;
 		return NULL;

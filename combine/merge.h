@@ -13,10 +13,12 @@
 enum trace_format {
 	TRACE_FORMAT_JSON = 1,    /* Chrome Trace Event JSON, object form */
 	TRACE_FORMAT_JSON_GZ = 2, /* the same, gzip (zlib) */
+	TRACE_FORMAT_H5 = 3,      /* HDF5, docs/HDF5_LAYOUT.md */
 };
 
 typedef struct merge_opts {
-	int gzip_level; /* 1..9 for TRACE_FORMAT_JSON_GZ; 0 means 6 */
+	int gzip_level; /* 1..9 for TRACE_FORMAT_JSON_GZ; 0 means 6. For
+	                   TRACE_FORMAT_H5 the deflate level; 0 means 4. */
 } merge_opts;
 
 typedef struct merge_stats {
@@ -27,7 +29,7 @@ typedef struct merge_stats {
 } merge_stats;
 
 /* The format for an output path by its extension: ".json.gz" or ".gz" ->
- * JSON_GZ, anything else -> JSON. */
+ * JSON_GZ, ".h5" or ".hdf5" -> H5, anything else -> JSON. */
 enum trace_format merge_format_for_path(const char *path);
 
 /*

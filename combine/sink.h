@@ -87,6 +87,29 @@ struct trace_sink {
  */
 trace_sink *sink_json_new(int fd, int gzip_level, int *err);
 
+/*
+ * What the HTML report embeds (sink_html.c). All borrowed until the sink
+ * is freed; NULL or empty means "no filter".
+ *   include  POSIX extended regexes (NULL-terminated): keep processes whose
+ *            program or command line matches one, with all their slices,
+ *            and in other processes the regions/functions that match.
+ *   exclude  regexes: drop processes whose program matches one, and
+ *            regions/functions/counters whose name matches, everywhere.
+ *   pids     trace pid ranges "0-3,7,10-": keep only those processes.
+ */
+typedef struct htmlw_opts {
+	const char *const *include;
+	const char *const *exclude;
+	const char *pids;
+} htmlw_opts;
+
+/* The HTML report on fd (see htmlw_opts; opts may be NULL). */
+trace_sink *sink_html_new(int fd, const htmlw_opts *opts, int *err);
+
+/* Checks opts before any work starts: returns 0, or -EINVAL with a
+ * sentence for the user in msg (size bytes) naming the bad option. */
+int htmlw_check_opts(const htmlw_opts *opts, char *msg, size_t size);
+
 /* The sink that writes format fmt on fd (merge_opts for gzip level). */
 trace_sink *merge_sink_for(enum trace_format fmt, int fd, const merge_opts *opts, int *err);
 

@@ -1,0 +1,219 @@
+/*
+ * combine_cmd.c - `forktrace combine [OPTIONS] FILES... -o OUT`: the
+ * command line around combine_files (combine/combine.h).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "combine.h"
+#include "internal.h"
+#include "merge.h"
+
+#define PROGRESS_INTERVAL_NS 200000000LL
+
+static const char combine_usage[] =
+	"Usage: forktrace combine [OPTIONS] FILES... -o OUT\n"
+	"\n"
+	"Merge trace files into one trace: the per-process files of VizTracer\n"
+	"(--pid_suffix), Chrome Trace Event JSON written by any tool, traces\n"
+	"written by 'forktrace run' or by an earlier combine. Every event of\n"
+	"every file is kept as it was written, whatever its kind; the files are\n"
+	"read once, in a stream, so memory stays small however big they are.\n"
+	"\n"
+	"FILES are trace files (JSON, plain or gzip-compressed: recognised by\n"
+	"their content, not their name; object form with traceEvents, or a bare\n"
+	"array of events) or directories, which stand for every *.json,\n"
+	"*.json.gz and *.gz file in them and every other file that holds a\n"
+	"trace, in name order (result_9 before result_10).\n"
+	"\n"
+	"Processes stay apart: when a pid appears in two files (two hosts, two\n"
+	"runs, a reused pid), the later one is given an unused pid (4194304 and\n"
+	"up) and a forktrace_origin record that keeps its original pid and file.\n"
+	"\n"
+	"A file that cannot be read to its end does not stop the others: a\n"
+	"truncated file (its writer was killed) keeps every complete event; a\n"
+	"file that is not a trace, corrupt gzip, an empty file, too deep nesting\n"
+	"or a syntax error is reported with the byte where it went wrong, and\n"
+	"what was read before that is kept. Invalid UTF-8 is replaced by U+FFFD\n"
+	"so that the output stays valid JSON.\n"
+	"\n"
+	"Exit status: 0 when every file was combined whole, 1 when a file was\n"
+	"skipped, cut short or repaired (or the output cannot be written), 2\n"
+	"for a usage error.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output OUT     where to write the combined trace (required). The\n"
+	"                       format follows the name: .json, .json.gz (gzip),\n"
+	"                       or .h5 (HDF5) where built in. Written to a\n"
+	"                       temporary file first, renamed when complete.\n"
+	"      --level N        compression level, 1 (fast) to 9 (small): gzip\n"
+	"                       for .gz (default 6), deflate for .h5 (default 4).\n"
+	"      --align          shift each file's timestamps so that traces of\n"
+	"                       different hosts line up: by the file's realtime\n"
+	"                       anchor when it has one (forktrace's\n"
+	"                       otherData.forktrace.anchor, VizTracer's\n"
+	"                       baseTimeNanoseconds), else so that it starts with\n"
+	"                       the first file. Reads every file twice.\n"
+	"  -q, --quiet          no progress and no summary on stderr (problems\n"
+	"                       with files are still reported).\n"
+	"  -h, --help           show this help.\n"
+	"\n"
+	"Examples:\n"
+	"  forktrace combine viztracer_out/ -o all.json\n"
+	"  forktrace combine result_*.json.gz -o all.json.gz --level 1\n"
+	"  forktrace combine --align host1.json host2.json -o cluster.json\n"
+	"  forktrace info all.json\n";
+
+typedef struct progress {
+	bool on, shown;
+	int64_t last_ns;
+} progress;
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void progress_cb(void *ctx, uint64_t done, uint64_t total)
+{
+	progress *p = ctx;
+	int64_t t = now_ns();
+
+	if (!p->on || t - p->last_ns < PROGRESS_INTERVAL_NS)
+		return;
+	p->last_ns = t;
+	p->shown = true;
+	fprintf(stderr, "\r\033[Kforktrace: combining: %" PRIu64 " of %" PRIu64 " MB (%d%%)",
+		done >> 20, total >> 20, total ? (int)(done * 100 / total) : 0);
+}
+
+/* One line per input that was not combined whole. */
+static void report_inputs(const combine_result *res, bool quiet, bool align)
+{
+	for (size_t i = 0; i < res->ninputs; i++) {
+		const combine_input *in = &res->inputs[i];
+
+		if (in->truncated)
+			fprintf(stderr, "forktrace: warning: %s: %s (salvaged)\n", in->path,
+				in->error != NULL ? in->error : "truncated");
+		else if (in->error != NULL)
+			fprintf(stderr, "forktrace: %s: %s%s\n", in->path, in->error,
+				in->events > 0 ? "; the events before it were kept" : "; skipped");
+		if (in->utf8_fixed > 0)
+			fprintf(stderr, "forktrace: warning: %s: byte %" PRIu64 ": %" PRIu64
+					" event%s with invalid UTF-8 or raw control characters; "
+					"replaced by U+FFFD\n",
+				in->path, in->utf8_offset, in->utf8_fixed,
+				in->utf8_fixed == 1 ? "" : "s");
+		if (align && !quiet && in->align != NULL)
+			fprintf(stderr, "forktrace: %s: aligned by %s, shifted by %+.6f s\n",
+				in->path, in->align, (double)in->shift_ns / 1e9);
+	}
+}
+
+int combine_main(int argc, char **argv)
+{
+	enum { OPT_LEVEL = 256, OPT_ALIGN };
+	static const struct option longopts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"level", required_argument, NULL, OPT_LEVEL},
+		{"align", no_argument, NULL, OPT_ALIGN},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *output = NULL;
+	int level = 0 /* the format's own default */, c, err, code;
+	bool quiet = false;
+	combine_opts co = {0};
+	combine_result res = {0};
+	merge_opts mo;
+	report_file rf;
+	trace_sink *sink;
+	progress prog = {0};
+	char *end;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case OPT_LEVEL: {
+			long l = strtol(optarg, &end, 10);
+
+			if (*end || end == optarg || l < 1 || l > 9)
+				return cli_usage_error("combine", "--level takes 1 to 9, got '%s'",
+						       optarg);
+			level = (int)l;
+			break;
+		}
+		case OPT_ALIGN:
+			co.align = true;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'h':
+			fputs(combine_usage, stdout);
+			return 0;
+		case ':':
+			return cli_usage_error("combine", "option '%s' needs a value",
+					       argv[optind - 1]);
+		default:
+			return cli_usage_error("combine", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (output == NULL)
+		return cli_usage_error("combine", "no output file: give one with -o OUT");
+	if (optind >= argc)
+		return cli_usage_error("combine", "no input files");
+
+	if (report_file_open(&rf, output, "trace") < 0)
+		return 1;
+	mo.gzip_level = level;
+	sink = merge_sink_for(merge_format_for_path(output), rf.fd, &mo, &err);
+	if (sink == NULL) {
+		fprintf(stderr, "forktrace: cannot write '%s': %s\n", output, strerror(-err));
+		report_file_abort(&rf);
+		return 1;
+	}
+	prog.on = !quiet && isatty(STDERR_FILENO);
+	prog.last_ns = now_ns();
+	co.progress = progress_cb;
+	co.progress_ctx = &prog;
+	err = combine_files((const char *const *)argv + optind, (size_t)(argc - optind), &co,
+			    sink, &res);
+	sink->free(sink);
+	if (prog.shown)
+		fputs("\r\033[K", stderr);
+	if (err == 0)
+		err = report_file_commit(&rf);
+	if (err < 0) {
+		fprintf(stderr, "forktrace: cannot write the trace to '%s': %s\n", output,
+			strerror(-err));
+		report_file_abort(&rf);
+		combine_result_free(&res);
+		return 1;
+	}
+	report_inputs(&res, quiet, co.align);
+	if (!quiet)
+		fprintf(stderr, "forktrace: combined %zu file%s, %" PRIu64 " events, %" PRIu64
+				" processes (%" PRIu64 " pids remapped) into %s\n",
+			res.ninputs, res.ninputs == 1 ? "" : "s", res.events, res.processes,
+			res.remapped, output);
+	code = res.problems > 0 ? 1 : 0;
+	combine_result_free(&res);
+	return code;
+}

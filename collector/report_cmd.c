@@ -1,0 +1,173 @@
+/*
+ * report_cmd.c - `forktrace report TRACE... -o REPORT.html`: the HTML
+ * report of trace files. The files go through combine_files (the same
+ * readers and pid mapping as `forktrace combine`) into the HTML sink, so
+ * the page is the one `forktrace run --report` writes for a live run.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "combine.h"
+#include "internal.h"
+
+static const char report_usage[] =
+	"Usage: forktrace report [OPTIONS] TRACE... -o REPORT.html\n"
+	"\n"
+	"Write one self-contained HTML page that shows what a traced process\n"
+	"tree did. Open it from disk in any browser: it needs no network, no\n"
+	"server and no other file.\n"
+	"\n"
+	"TRACE is anything 'forktrace combine' reads: traces written by\n"
+	"'forktrace run' (.json, .json.gz), Chrome trace event files of other\n"
+	"tools (VizTracer, per-rank MPI traces), or directories of them. Several\n"
+	"inputs are combined first, as 'forktrace combine' does.\n"
+	"\n"
+	"The page shows the command, host, start and wall time, process, thread,\n"
+	"event and lost-event counts, the exit status and how many processes\n"
+	"failed or were killed; a zoomable process timeline (one lane per\n"
+	"process, children under their parent, exec images, failures marked,\n"
+	"fork arrows); per process its argv, cwd, exit and threads with their\n"
+	"regions and functions; sortable tables of programs, processes and\n"
+	"regions/functions (calls, total, self, mean, max); concurrency over time\n"
+	"and counters. It embeds aggregates, not the raw events: per thread the\n"
+	"longest slices that fit a screen (all of them for short-lived\n"
+	"processes), and exact statistics for everything.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output FILE     where to write the page (required). Written to a\n"
+	"                        temporary file first, renamed when complete.\n"
+	"      --include REGEX   keep only processes whose program or command line\n"
+	"                        matches REGEX (POSIX extended), with all their\n"
+	"                        slices, and in other processes the regions and\n"
+	"                        functions that match. Repeatable (any matches).\n"
+	"      --exclude REGEX   leave out processes whose program matches REGEX,\n"
+	"                        and every region, function or counter whose name\n"
+	"                        matches. Repeatable.\n"
+	"      --pids RANGES     keep only these trace pids: a comma-separated list\n"
+	"                        of N, N-M and N- (for per-rank traces whose pid is\n"
+	"                        the rank: --pids 0-3).\n"
+	"      --align           shift each input so that traces of different\n"
+	"                        hosts line up (as 'forktrace combine --align').\n"
+	"  -q, --quiet           no summary on stderr.\n"
+	"  -h, --help            show this help.\n"
+	"\n"
+	"The filters decide what is written into the file; the page has the\n"
+	"same filters to narrow it further.\n"
+	"\n"
+	"Exit status: 0 when the report was written, 1 when it could not be or an\n"
+	"input could not be read whole (what was read is still reported), 2 for a\n"
+	"usage error.\n"
+	"\n"
+	"Examples:\n"
+	"  forktrace report build.json -o build.html\n"
+	"  forktrace report rank*.json --pids 0-3 -o ranks.html\n"
+	"  forktrace report trace.json.gz --exclude '^(sh|bash)$' -o r.html\n"
+	"  forktrace run --report r.html -- make -j8   (the same page, live)\n";
+
+int report_main(int argc, char **argv)
+{
+	enum { OPT_ALIGN = 256 };
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "include", required_argument, NULL, REPORT_OPT_INCLUDE },
+		{ "exclude", required_argument, NULL, REPORT_OPT_EXCLUDE },
+		{ "pids", required_argument, NULL, REPORT_OPT_PIDS },
+		{ "align", no_argument, NULL, OPT_ALIGN },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	report_opts ro = { 0 };
+	combine_opts co = { 0 };
+	combine_result res = { 0 };
+	report_file rf = { .fd = -1 };
+	const char *output = NULL;
+	bool quiet = false;
+	trace_sink *sink;
+	htmlw_opts ho;
+	int c, err, code = 1;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case REPORT_OPT_INCLUDE:
+		case REPORT_OPT_EXCLUDE:
+		case REPORT_OPT_PIDS:
+			if (report_opt(&ro, c, optarg) < 0)
+				goto out;
+			break;
+		case OPT_ALIGN:
+			co.align = true;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'h':
+			fputs(report_usage, stdout);
+			code = 0;
+			goto out;
+		case ':':
+			code = cli_usage_error("report", "option '%s' needs a value",
+					       argv[optind - 1]);
+			goto out;
+		default:
+			code = cli_usage_error("report", "unknown option '%s'", argv[optind - 1]);
+			goto out;
+		}
+	}
+	if (output == NULL) {
+		code = cli_usage_error("report", "no output file: give one with -o REPORT.html");
+		goto out;
+	}
+	if (optind >= argc) {
+		code = cli_usage_error("report", "no input trace files");
+		goto out;
+	}
+	code = report_check(&ro, "report");
+	if (code != 0)
+		goto out;
+	code = 1;
+	if (report_file_open(&rf, output, "report") < 0)
+		goto out;
+	ho = (htmlw_opts){ ro.include, ro.exclude, ro.pids };
+	sink = sink_html_new(rf.fd, &ho, &err);
+	if (sink == NULL) {
+		fprintf(stderr, "forktrace: cannot write '%s': %s\n", output, strerror(-err));
+		goto abort_file;
+	}
+	err = combine_files((const char *const *)argv + optind, (size_t)(argc - optind), &co,
+			    sink, &res);
+	sink->free(sink);
+	if (err == 0)
+		err = report_file_commit(&rf);
+	if (err < 0) {
+		fprintf(stderr, "forktrace: cannot write the report to '%s': %s\n", output,
+			strerror(-err));
+		goto free_res;
+	}
+	for (size_t i = 0; i < res.ninputs; i++)
+		if (res.inputs[i].error != NULL)
+			fprintf(stderr, "forktrace: %s: %s (what was read before is in the report)\n",
+				res.inputs[i].path, res.inputs[i].error);
+	if (!quiet)
+		fprintf(stderr, "forktrace: report of %zu file%s, %llu events, %llu processes "
+				"written to %s (%llu bytes)\n",
+			res.ninputs, res.ninputs == 1 ? "" : "s", (unsigned long long)res.events,
+			(unsigned long long)res.processes, output,
+			(unsigned long long)res.out.bytes);
+	code = res.problems > 0 ? 1 : 0;
+free_res:
+	combine_result_free(&res);
+abort_file:
+	report_file_abort(&rf);
+out:
+	report_opts_free(&ro);
+	return code;
+}

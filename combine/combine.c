@@ -1,0 +1,537 @@
+/*
+ * combine.c - the combine driver (combine.h): inputs expanded, pids kept
+ * apart, --align shifts computed, every input streamed into one sink.
+ *
+ * --align needs each input's anchor (or start time) before its first ts
+ * is rewritten, and forktrace writes its anchor in otherData, after
+ * traceEvents; a VizTracer file's start time is the smallest ts of events
+ * that are not sorted. So --align reads every input twice: a first pass
+ * that sends nothing anywhere and only notes the metadata and the time
+ * span, then the real pass. Memory stays flat; the cost is time, and only
+ * with --align.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "combine.h"
+#include "jsonr.h"
+#include "reader.h"
+
+/* ---- pid maps: open addressing, int64 -> int64 ----------------------- */
+
+#define PIDMAP_EMPTY INT64_MIN
+
+typedef struct pidmap {
+	int64_t *keys, *vals;
+	size_t cap, n; /* cap: a power of two */
+} pidmap;
+
+static size_t pm_slot(const pidmap *m, int64_t k)
+{
+	uint64_t h = (uint64_t)k * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h >> 17) & (m->cap - 1);
+}
+
+static bool pm_get(const pidmap *m, int64_t k, int64_t *v)
+{
+	if (m->cap == 0)
+		return false;
+	for (size_t i = pm_slot(m, k);; i = (i + 1) & (m->cap - 1)) {
+		if (m->keys[i] == PIDMAP_EMPTY)
+			return false;
+		if (m->keys[i] == k) {
+			*v = m->vals[i];
+			return true;
+		}
+	}
+}
+
+static int pm_put(pidmap *m, int64_t k, int64_t v)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		pidmap g = {.cap = m->cap ? m->cap * 2 : 64};
+
+		g.keys = malloc(g.cap * sizeof(*g.keys));
+		g.vals = malloc(g.cap * sizeof(*g.vals));
+		if (g.keys == NULL || g.vals == NULL) {
+			free(g.keys);
+			free(g.vals);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < g.cap; i++)
+			g.keys[i] = PIDMAP_EMPTY;
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->keys[i] != PIDMAP_EMPTY)
+				pm_put(&g, m->keys[i], m->vals[i]);
+		free(m->keys);
+		free(m->vals);
+		*m = g;
+	}
+	for (size_t i = pm_slot(m, k);; i = (i + 1) & (m->cap - 1)) {
+		if (m->keys[i] == PIDMAP_EMPTY) {
+			m->keys[i] = k;
+			m->vals[i] = v;
+			m->n++;
+			return 0;
+		}
+		if (m->keys[i] == k) {
+			m->vals[i] = v;
+			return 0;
+		}
+	}
+}
+
+static void pm_clear(pidmap *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		m->keys[i] = PIDMAP_EMPTY;
+	m->n = 0;
+}
+
+static void pm_free(pidmap *m)
+{
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- inputs ----------------------------------------------------------- */
+
+typedef struct pathv {
+	char **v;
+	size_t n, cap;
+} pathv;
+
+static int pathv_add(pathv *pv, char *p)
+{
+	if (p == NULL)
+		return -ENOMEM;
+	if (pv->n == pv->cap) {
+		size_t c = pv->cap ? pv->cap * 2 : 16;
+		char **nv = realloc(pv->v, c * sizeof(*nv));
+
+		if (nv == NULL) {
+			free(p);
+			return -ENOMEM;
+		}
+		pv->v = nv;
+		pv->cap = c;
+	}
+	pv->v[pv->n++] = p;
+	return 0;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	/* Version order, so that result_9 comes before result_10. */
+	return strverscmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Whether a directory entry is a trace file to combine: by its name, or
+ * else by its first bytes. */
+static bool is_trace_file(const char *path, const char *name)
+{
+	if (name[0] == '.')
+		return false;
+	if (fnmatch("*.json", name, 0) == 0 || fnmatch("*.gz", name, 0) == 0)
+		return true;
+	return reader_sniff(path);
+}
+
+/* Adds path, or the trace files of the directory path, to pv. A
+ * directory without trace files is added as itself, so that its
+ * reading reports the problem. */
+static int expand(pathv *pv, const char *path)
+{
+	struct stat st;
+	DIR *d;
+	struct dirent *de;
+	size_t first = pv->n;
+	int err = 0;
+
+	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return pathv_add(pv, strdup(path));
+	d = opendir(path);
+	if (d == NULL)
+		return pathv_add(pv, strdup(path));
+	while ((de = readdir(d)) != NULL) {
+		char *full;
+		struct stat fst;
+
+		if (asprintf(&full, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/",
+			     de->d_name) < 0) {
+			err = -ENOMEM;
+			break;
+		}
+		if (stat(full, &fst) < 0 || !S_ISREG(fst.st_mode) || !is_trace_file(full, de->d_name)) {
+			free(full);
+			continue;
+		}
+		err = pathv_add(pv, full);
+		if (err < 0)
+			break;
+	}
+	closedir(d);
+	if (err < 0)
+		return err;
+	if (pv->n == first)
+		return pathv_add(pv, strdup(path));
+	qsort(pv->v + first, pv->n - first, sizeof(*pv->v), cmp_names);
+	return 0;
+}
+
+/* ---- the combine -------------------------------------------------------- */
+
+typedef struct cmb {
+	trace_sink *sink;
+	combine_result *res;
+	combine_input *in; /* the input being read */
+	size_t index;
+	pidmap claimed;	   /* out pid -> input index */
+	pidmap file;	   /* this input's pid -> out pid */
+	int64_t next_k;	   /* next remap candidate: COMBINE_REMAP_BASE + k */
+	ostream aos;	   /* args text of synthesized events */
+	int err;
+	const combine_opts *o;
+	uint64_t done_before, total;
+} cmb;
+
+/* A pid nobody has: the next free one from COMBINE_REMAP_BASE. */
+static int64_t fresh_pid(cmb *c)
+{
+	int64_t v;
+
+	while (pm_get(&c->claimed, COMBINE_REMAP_BASE + c->next_k, &v))
+		c->next_k++;
+	return COMBINE_REMAP_BASE + c->next_k++;
+}
+
+static void emit_meta(cmb *c, const char *name, int64_t pid, jsonw_sv args)
+{
+	sink_event se = {
+	    .ev = {
+		.ph = 'M',
+		.name = jsonw_sv_c(name),
+		.pid = pid,
+		.tid = pid,
+		.ts_ns = JSONW_NO_TIME,
+		.dur_ns = JSONW_NO_TIME,
+		.args = args,
+	    },
+	};
+	int err;
+
+	if (c->err != 0)
+		return;
+	err = c->sink->event(c->sink, &se);
+	if (err < 0)
+		c->err = err;
+}
+
+/*
+ * Says where a remapped (or string) pid came from: a forktrace_origin
+ * record ({"pid": original, "input": path}), a process label, and for a
+ * string pid its name as the process name.
+ */
+static void emit_origin(cmb *c, int64_t out, int64_t pid, const char *name)
+{
+	jsonw w;
+	char label[512];
+
+	ostream_mem_reset(&c->aos);
+	jsonw_init(&w, &c->aos);
+	jsonw_obj_begin(&w);
+	if (name != NULL)
+		jsonw_kv_cstr(&w, "pid", name);
+	else
+		jsonw_kv_i64(&w, "pid", pid);
+	jsonw_kv_cstr(&w, "input", c->in->path);
+	jsonw_kv_u64(&w, "input_index", c->index);
+	jsonw_obj_end(&w);
+	if (ostream_error(&c->aos) == 0)
+		emit_meta(c, "forktrace_origin", out, (jsonw_sv){c->aos.buf, c->aos.len});
+
+	if (name != NULL)
+		snprintf(label, sizeof(label), "pid \"%s\" in %s", name, c->in->path);
+	else
+		snprintf(label, sizeof(label), "pid %lld in %s", (long long)pid, c->in->path);
+	ostream_mem_reset(&c->aos);
+	jsonw_init(&w, &c->aos);
+	jsonw_obj_begin(&w);
+	jsonw_kv_cstr(&w, "labels", label);
+	jsonw_obj_end(&w);
+	if (ostream_error(&c->aos) == 0)
+		emit_meta(c, "process_labels", out, (jsonw_sv){c->aos.buf, c->aos.len});
+
+	if (name != NULL) {
+		ostream_mem_reset(&c->aos);
+		jsonw_init(&w, &c->aos);
+		jsonw_obj_begin(&w);
+		jsonw_kv_cstr(&w, "name", name);
+		jsonw_obj_end(&w);
+		if (ostream_error(&c->aos) == 0)
+			emit_meta(c, "process_name", out, (jsonw_sv){c->aos.buf, c->aos.len});
+	}
+}
+
+/* reader_opts.map_pid: the pid to write for a pid of the current input. */
+static int64_t map_pid(void *ctx, int64_t pid, const char *name)
+{
+	cmb *c = ctx;
+	int64_t out, owner;
+
+	if (name == NULL && pm_get(&c->file, pid, &out))
+		return out;
+	if (name == NULL && !pm_get(&c->claimed, pid, &owner)) {
+		out = pid;
+	} else {
+		out = fresh_pid(c);
+		if (name == NULL)
+			c->in->remapped++;
+		emit_origin(c, out, pid, name);
+	}
+	if (pm_put(&c->claimed, out, (int64_t)c->index) < 0 ||
+	    (name == NULL && pm_put(&c->file, pid, out) < 0))
+		c->err = -ENOMEM;
+	c->in->pids++;
+	return out;
+}
+
+static void on_progress(void *ctx, uint64_t file_bytes)
+{
+	cmb *c = ctx;
+
+	if (c->o->progress != NULL)
+		c->o->progress(c->o->progress_ctx, c->done_before + file_bytes, c->total);
+}
+
+/* A sink that forwards to another and stops at the first error of the
+ * map (so that an allocation failure there ends the combine). */
+typedef struct fwd_sink {
+	trace_sink base;
+	cmb *c;
+} fwd_sink;
+
+static int fwd_event(trace_sink *s, const sink_event *e)
+{
+	cmb *c = ((fwd_sink *)s)->c;
+
+	if (c->err != 0)
+		return c->err;
+	return c->sink->event(c->sink, e);
+}
+
+static void fill_input(combine_input *in, const reader_info *inf)
+{
+	in->events = inf->events;
+	in->bytes = inf->bytes;
+	in->file_bytes = inf->file_bytes;
+	in->utf8_fixed = inf->utf8_fixed;
+	in->utf8_offset = inf->utf8_offset;
+	in->skipped_keys = inf->skipped_keys;
+	in->gzip = inf->gzip;
+	in->truncated = inf->truncated;
+	in->error_offset = inf->error_offset;
+	memcpy(in->origin, inf->origin, sizeof(in->origin));
+	if (inf->error[0] != '\0')
+		in->error = strdup(inf->error);
+}
+
+/* --align's first pass: the shift of every input. */
+static int compute_shifts(combine_result *res, const combine_opts *o)
+{
+	reader_info *infos = calloc(res->ninputs, sizeof(*infos));
+	reader_opts ro = {.chunk = o->chunk};
+	bool have_ref = false;
+	int64_t ref_off = 0, target = 0;
+	bool have_target = false;
+	int err = 0;
+
+	if (infos == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < res->ninputs && err == 0; i++)
+		err = reader_read(res->inputs[i].path, &ro, NULL, &infos[i]);
+	if (err < 0)
+		goto out;
+	/* The first input with an anchor is the reference clock. */
+	for (size_t i = 0; i < res->ninputs; i++) {
+		const reader_info *inf = &infos[i];
+
+		if (!inf->has_anchor)
+			continue;
+		if (!have_ref) {
+			have_ref = true;
+			ref_off = inf->anchor_real_ns - inf->anchor_mono_ns;
+		}
+		res->inputs[i].align = "realtime anchor";
+		res->inputs[i].shift_ns = (inf->anchor_real_ns - inf->anchor_mono_ns) - ref_off;
+	}
+	/* The others start where the first input (with times) starts. */
+	for (size_t i = 0; i < res->ninputs && !have_target; i++)
+		if (infos[i].min_ts <= infos[i].max_ts) {
+			target = infos[i].min_ts + res->inputs[i].shift_ns;
+			have_target = true;
+		}
+	for (size_t i = 0; i < res->ninputs; i++) {
+		if (res->inputs[i].align != NULL)
+			continue;
+		res->inputs[i].align = "start time";
+		if (have_target && infos[i].min_ts <= infos[i].max_ts)
+			res->inputs[i].shift_ns = target - infos[i].min_ts;
+	}
+out:
+	free(infos);
+	return err;
+}
+
+int combine_files(const char *const *paths, size_t npaths, const combine_opts *o,
+		  trace_sink *sink, combine_result *res)
+{
+	static const combine_opts defaults;
+	pathv pv = {0};
+	cmb c = {.sink = sink, .res = res};
+	fwd_sink fwd = {.base = {.event = fwd_event}, .c = &c};
+	const char **inputs = NULL, **methods = NULL;
+	int64_t *shifts = NULL;
+	model_trace *model = NULL;
+	sink_meta meta = {0};
+	int64_t start = INT64_MAX, end = INT64_MIN;
+	uint64_t lost = 0;
+	int err = 0;
+
+	memset(res, 0, sizeof(*res));
+	if (o == NULL)
+		o = &defaults;
+	c.o = o;
+	for (size_t i = 0; i < npaths && err == 0; i++)
+		err = expand(&pv, paths[i]);
+	if (err < 0)
+		goto fail_paths;
+	res->inputs = calloc(pv.n ? pv.n : 1, sizeof(*res->inputs));
+	inputs = calloc(pv.n + 1, sizeof(*inputs));
+	methods = calloc(pv.n + 1, sizeof(*methods));
+	shifts = calloc(pv.n + 1, sizeof(*shifts));
+	model = model_new();
+	if (res->inputs == NULL || inputs == NULL || methods == NULL || shifts == NULL ||
+	    model == NULL) {
+		err = -ENOMEM;
+		goto fail_alloc;
+	}
+	res->ninputs = pv.n;
+	for (size_t i = 0; i < pv.n; i++) {
+		struct stat st;
+
+		res->inputs[i].path = pv.v[i];
+		pv.v[i] = NULL;
+		inputs[i] = res->inputs[i].path;
+		if (stat(inputs[i], &st) == 0 && S_ISREG(st.st_mode))
+			c.total += (uint64_t)st.st_size;
+	}
+	if (o->align) {
+		err = compute_shifts(res, o);
+		if (err < 0)
+			goto fail_alloc;
+		for (size_t i = 0; i < pv.n; i++) {
+			methods[i] = res->inputs[i].align;
+			shifts[i] = res->inputs[i].shift_ns;
+		}
+	}
+	err = ostream_open_mem(&c.aos);
+	if (err < 0)
+		goto fail_alloc;
+
+	model->origin = model_strdup(model, "forktrace combine");
+	model->anchor_mono_ns = -1;
+	model->anchor_real_ns = -1;
+	model->start_ns = -1;
+	model->end_ns = -1;
+	meta.model = model;
+	meta.inputs = inputs;
+	meta.align_methods = o->align ? methods : NULL;
+	meta.align_shift_ns = o->align ? shifts : NULL;
+	err = sink->begin(sink, &meta);
+	if (err < 0)
+		goto fail_aos;
+
+	for (size_t i = 0; i < res->ninputs; i++) {
+		combine_input *in = &res->inputs[i];
+		reader_opts ro = {
+		    .shift_ns = in->shift_ns,
+		    .map_pid = map_pid,
+		    .map_ctx = &c,
+		    .progress = on_progress,
+		    .progress_ctx = &c,
+		    .chunk = o->chunk,
+		};
+		reader_info inf;
+
+		c.in = in;
+		c.index = i;
+		pm_clear(&c.file);
+		err = reader_read(in->path, &ro, &fwd.base, &inf);
+		if (err == 0 && c.err != 0)
+			err = c.err;
+		fill_input(in, &inf);
+		c.done_before += inf.file_bytes;
+		if (err < 0)
+			goto fail_aos;
+		res->events += in->events;
+		res->bytes += in->bytes;
+		res->remapped += in->remapped;
+		if (in->error != NULL || in->truncated || in->utf8_fixed > 0)
+			res->problems++;
+		if (inf.min_ts <= inf.max_ts) {
+			start = inf.min_ts < start ? inf.min_ts : start;
+			end = inf.max_ts > end ? inf.max_ts : end;
+		}
+		if (inf.lost_events > 0)
+			lost += (uint64_t)inf.lost_events;
+		if (inf.has_anchor && model->anchor_real_ns < 0) {
+			model->anchor_mono_ns = inf.anchor_mono_ns - in->shift_ns;
+			model->anchor_real_ns = inf.anchor_real_ns;
+		}
+	}
+	res->processes = c.claimed.n;
+	if (start <= end) {
+		model->start_ns = start;
+		model->end_ns = end;
+	}
+	model->lost_events = lost;
+	model->exit_status = res->problems > 0 ? 1 : 0;
+	meta.processes = res->processes;
+	err = sink->end(sink, &meta);
+	res->out = sink->stats;
+	res->out.processes = res->processes;
+fail_aos:
+	ostream_finish(&c.aos);
+fail_alloc:
+	model_free(model);
+	free(shifts);
+	free(methods);
+	free(inputs);
+fail_paths:
+	for (size_t i = 0; i < pv.n; i++)
+		free(pv.v[i]);
+	free(pv.v);
+	pm_free(&c.claimed);
+	pm_free(&c.file);
+	return err;
+}
+
+void combine_result_free(combine_result *res)
+{
+	if (res == NULL)
+		return;
+	for (size_t i = 0; i < res->ninputs; i++) {
+		free(res->inputs[i].path);
+		free(res->inputs[i].error);
+	}
+	free(res->inputs);
+	memset(res, 0, sizeof(*res));
+}

@@ -1,0 +1,143 @@
+/*
+ * combine - trace files in, one trace out (`forktrace combine`, and the
+ * HTML report reading its inputs), and what a trace file holds
+ * (`forktrace info`). The collector's interface to combine/'s readers.
+ *
+ *   int combine_files(paths, npaths, opts, sink, result)
+ *
+ * streams every event of every input (Chrome trace JSON, plain or gzip,
+ * object or array form; directories expand to the trace files inside)
+ * into sink, between sink->begin and sink->end, which it calls. Memory
+ * stays flat: one input is read at a time in 1 MiB chunks, and only
+ * per-process state is kept (the pid map).
+ *
+ * pids: every process keeps its pid unless an earlier input already
+ * used it (two hosts, two runs, pid reuse); then it gets an unused pid
+ * from COMBINE_REMAP_BASE on, and a "forktrace_origin" metadata event
+ * records the original pid and the input (docs/TRACE_FORMAT.md).
+ */
+#ifndef FT_COMBINE_COMBINE_H
+#define FT_COMBINE_COMBINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sink.h"
+
+/* Remapped pids start here: above any pid Linux hands out (pid_max is at
+ * most 4194304), as the collector's out_pid does. */
+#define COMBINE_REMAP_BASE 4194304
+
+typedef struct combine_opts {
+	/* --align: shift each input so that traces of different hosts line
+	 * up: by its realtime anchor when it has one, else by start time. */
+	bool align;
+	/* Called now and then with the bytes read so far of all inputs and
+	 * their total size (for a progress line); may be NULL. */
+	void (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *progress_ctx;
+	/* Read size for the readers; 0: the default (1 MiB). For tests. */
+	size_t chunk;
+} combine_opts;
+
+/* What happened to one input file. */
+typedef struct combine_input {
+	char *path;          /* owned */
+	uint64_t events;     /* events read and written */
+	uint64_t bytes;      /* JSON bytes read (uncompressed) */
+	uint64_t file_bytes; /* bytes of the file read */
+	uint64_t pids;       /* processes (pids) it brought */
+	uint64_t remapped;   /* of them, given another pid */
+	uint64_t utf8_fixed; /* events whose strings had invalid UTF-8 (or raw
+	                        control characters), replaced by U+FFFD */
+	uint64_t utf8_offset; /* where the first of them starts */
+	uint64_t skipped_keys; /* top-level keys not carried over */
+	bool gzip;
+	/* Salvaged: the file ends early (killed while writing); every
+	 * complete event before error_offset was kept. */
+	bool truncated;
+	/* NULL when the file was read to its end; else what went wrong
+	 * ("byte 1234: expected ',' or ']' after an event"), owned. Events
+	 * before error_offset were kept. */
+	char *error;
+	uint64_t error_offset;
+	/* --align: "realtime anchor" or "start time" (static strings), or
+	 * NULL; and the shift applied to its timestamps. */
+	const char *align;
+	int64_t shift_ns;
+	char origin[64]; /* "forktrace run", "VizTracer 1.1.1", ... */
+} combine_input;
+
+typedef struct combine_result {
+	combine_input *inputs; /* owned, ninputs of them (directories expanded) */
+	size_t ninputs;
+	uint64_t events;    /* events written, all inputs */
+	uint64_t bytes;     /* JSON bytes read, all inputs */
+	uint64_t processes; /* distinct pids written */
+	uint64_t remapped;  /* pids given another number */
+	size_t problems;    /* inputs with an error, truncated, or repaired */
+	merge_stats out;    /* what the sink wrote */
+} combine_result;
+
+/*
+ * Combines the files (or directories: every *.json, *.json.gz, *.gz file
+ * inside and every other file whose content is a trace, in name order) at
+ * paths[0..npaths) into sink. Borrows paths, o and sink (calls begin,
+ * event, end; never free). Fills *res (owned by the caller: release with
+ * combine_result_free). An input that cannot be read whole is reported in
+ * res (what was read of it is kept) and the others are still combined.
+ * Returns 0, or a negative errno when the output failed (the sink's error,
+ * -ENOMEM).
+ */
+int combine_files(const char *const *paths, size_t npaths, const combine_opts *o,
+		  trace_sink *sink, combine_result *res);
+
+/* Releases what res owns; NULL or a zeroed result is fine. */
+void combine_result_free(combine_result *res);
+
+/* ---- forktrace info ------------------------------------------------- */
+
+/* One process of a trace, as info sees it. */
+typedef struct info_process {
+	int64_t pid;       /* trace pid */
+	int64_t host_pid;  /* forktrace_process.pid, else pid */
+	int64_t parent;    /* trace pid of the parent, -1: none or unknown */
+	char *name;        /* process_name, or NULL; owned */
+	char *exit;        /* "code 0", "signal 9 (SIGKILL)", "running", ...,
+	                      NULL when the trace does not say; owned */
+	bool has_record;   /* a forktrace_process record */
+	uint64_t events;
+	uint64_t lost_events;
+	size_t nthreads;
+	int64_t *tids;     /* owned, nthreads */
+	char **thread_names; /* owned, nthreads (entries may be NULL) */
+	char *origin;      /* forktrace_origin of a remapped pid, or NULL */
+} info_process;
+
+typedef struct info_report {
+	char *path;                 /* owned */
+	uint64_t events;
+	uint64_t by_phase[128];     /* events by ph (ASCII); [0]: no ph */
+	uint64_t bytes, file_bytes;
+	bool gzip, hdf5, array_form;
+	int64_t min_ts, max_ts;     /* ns; min > max when no times */
+	char origin[64];            /* "forktrace run", "VizTracer 1.1.1", "other" */
+	bool viztracer_overflow;
+	int64_t lost_events;        /* from the run metadata, -1: not said */
+	uint64_t lost_in_processes; /* sum over forktrace_process records */
+	uint64_t skipped_keys;
+	char skipped[160];
+	uint64_t utf8_fixed;
+	info_process *procs;        /* owned, sorted by pid */
+	size_t nprocs;
+	char *error;                /* owned, NULL if read to the end */
+	bool truncated;
+} info_report;
+
+/* Reads the trace at path and fills *rep (release with info_free).
+ * Returns 0 (problems of the file are in rep->error) or -ENOMEM. */
+int info_read(const char *path, info_report *rep);
+void info_free(info_report *rep);
+
+#endif /* FT_COMBINE_COMBINE_H */

@@ -1,0 +1,257 @@
+/*
+ * info.c - what a trace file holds (combine.h, `forktrace info`): one
+ * streaming pass with a sink that counts instead of writing. Memory grows
+ * with the number of processes and threads only.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "combine.h"
+#include "jsonr.h"
+#include "reader.h"
+
+typedef struct info_sink {
+	trace_sink base;
+	info_report *rep;
+	size_t cap;
+	size_t last; /* index of the last process looked up */
+	char *tmp;   /* unescaped strings */
+	size_t tmp_cap;
+	int err;
+} info_sink;
+
+static info_process *proc_of(info_sink *s, int64_t pid)
+{
+	info_report *rep = s->rep;
+	info_process *p;
+
+	if (s->last < rep->nprocs && rep->procs[s->last].pid == pid)
+		return &rep->procs[s->last];
+	/* Kept sorted by pid: binary search, insert in place. */
+	size_t lo = 0, hi = rep->nprocs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (rep->procs[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < rep->nprocs && rep->procs[lo].pid == pid) {
+		s->last = lo;
+		return &rep->procs[lo];
+	}
+	if (rep->nprocs == s->cap) {
+		size_t c = s->cap ? s->cap * 2 : 16;
+		info_process *np = realloc(rep->procs, c * sizeof(*np));
+
+		if (np == NULL)
+			return NULL;
+		rep->procs = np;
+		s->cap = c;
+	}
+	memmove(&rep->procs[lo + 1], &rep->procs[lo], (rep->nprocs - lo) * sizeof(*rep->procs));
+	rep->nprocs++;
+	p = &rep->procs[lo];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	p->host_pid = pid;
+	p->parent = -1;
+	s->last = lo;
+	return p;
+}
+
+/* The string value of key in the object text obj, copied (NULL if absent). */
+static char *str_dup(info_sink *s, jsonw_sv obj, const char *key)
+{
+	jsonw_sv v = jsonr_find_key(obj, key);
+	char *out;
+	size_t n;
+
+	if (v.p == NULL || v.n < 2 || v.p[0] != '"')
+		return NULL;
+	out = malloc(v.n);
+	if (out == NULL) {
+		s->err = -ENOMEM;
+		return NULL;
+	}
+	n = jsonr_unescape(out, v);
+	out[n] = '\0';
+	return out;
+}
+
+static size_t thread_of(info_sink *s, info_process *p, int64_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < p->nthreads; i++)
+		if (p->tids[i] == tid)
+			return i;
+	int64_t *nt = realloc(p->tids, (i + 1) * sizeof(*nt));
+
+	if (nt == NULL)
+		goto oom;
+	p->tids = nt;
+	char **nn = realloc(p->thread_names, (i + 1) * sizeof(*nn));
+
+	if (nn == NULL)
+		goto oom;
+	p->thread_names = nn;
+	p->tids[i] = tid;
+	p->thread_names[i] = NULL;
+	p->nthreads++;
+	return i;
+oom:
+	s->err = -ENOMEM;
+	return SIZE_MAX;
+}
+
+static bool sv_eq(jsonw_sv s, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	return s.p != NULL && s.n == n && !memcmp(s.p, lit, n);
+}
+
+/* forktrace_process args: the exit status as words. */
+static char *exit_text(info_sink *s, jsonw_sv args)
+{
+	jsonw_sv ex = jsonr_find_key(args, "exit");
+	char *kind = str_dup(s, ex, "kind"), *name, *out = NULL;
+	int64_t v = 0;
+
+	if (kind == NULL)
+		return NULL;
+	if (!strcmp(kind, "code") && jsonr_parse_int(jsonr_find_key(ex, "code"), &v)) {
+		if (asprintf(&out, "exit %lld", (long long)v) < 0)
+			out = NULL;
+	} else if (!strcmp(kind, "signal") && jsonr_parse_int(jsonr_find_key(ex, "signal"), &v)) {
+		name = str_dup(s, ex, "name");
+		if (asprintf(&out, "killed by signal %lld%s%s%s", (long long)v, name ? " (" : "",
+			     name ? name : "", name ? ")" : "") < 0)
+			out = NULL;
+		free(name);
+	} else {
+		out = strdup(kind);
+	}
+	free(kind);
+	return out;
+}
+
+static int info_event(trace_sink *base, const sink_event *e)
+{
+	info_sink *s = (info_sink *)base;
+	info_report *rep = s->rep;
+	const jsonw_event *ev = &e->ev;
+	info_process *p;
+	int64_t v;
+
+	rep->by_phase[(unsigned char)ev->ph & 127]++;
+	p = proc_of(s, ev->pid);
+	if (p == NULL)
+		return -ENOMEM;
+	p->events++;
+	if (ev->ph != 'M' || ev->args.p == NULL) {
+		if (ev->ph != 'M' && thread_of(s, p, ev->tid) == SIZE_MAX)
+			return -ENOMEM;
+		return s->err;
+	}
+	if (sv_eq(ev->name, "process_name")) {
+		free(p->name);
+		p->name = str_dup(s, ev->args, "name");
+	} else if (sv_eq(ev->name, "thread_name")) {
+		size_t i = thread_of(s, p, ev->tid);
+
+		if (i != SIZE_MAX) {
+			free(p->thread_names[i]);
+			p->thread_names[i] = str_dup(s, ev->args, "name");
+		}
+	} else if (sv_eq(ev->name, "forktrace_process")) {
+		p->has_record = true;
+		if (jsonr_parse_int(jsonr_find_key(ev->args, "pid"), &v))
+			p->host_pid = v;
+		if (jsonr_parse_int(jsonr_find_key(ev->args, "parent"), &v))
+			p->parent = v;
+		if (jsonr_parse_int(jsonr_find_key(ev->args, "lost_events"), &v) && v > 0) {
+			p->lost_events = (uint64_t)v;
+			rep->lost_in_processes += (uint64_t)v;
+		}
+		free(p->exit);
+		p->exit = exit_text(s, ev->args);
+		if (p->name == NULL)
+			p->name = str_dup(s, ev->args, "name");
+	} else if (sv_eq(ev->name, "forktrace_origin")) {
+		jsonw_sv pid = jsonr_find_key(ev->args, "pid");
+		char *in = str_dup(s, ev->args, "input");
+
+		free(p->origin);
+		if (asprintf(&p->origin, "pid %.*s in %s", (int)pid.n, pid.p ? pid.p : "?",
+			     in ? in : "?") < 0)
+			p->origin = NULL;
+		free(in);
+	}
+	return s->err;
+}
+
+int info_read(const char *path, info_report *rep)
+{
+	info_sink s = {.base = {.event = info_event}, .rep = rep};
+	reader_info inf;
+	int err;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->path = strdup(path);
+	if (rep->path == NULL)
+		return -ENOMEM;
+	err = reader_read(path, NULL, &s.base, &inf);
+	free(s.tmp);
+	if (err < 0)
+		return err;
+	rep->events = inf.events;
+	rep->bytes = inf.bytes;
+	rep->file_bytes = inf.file_bytes;
+	rep->gzip = inf.gzip;
+	rep->hdf5 = inf.hdf5;
+	rep->array_form = inf.array_form;
+	rep->min_ts = inf.min_ts;
+	rep->max_ts = inf.max_ts;
+	memcpy(rep->origin, inf.origin, sizeof(rep->origin));
+	if (rep->origin[0] == '\0')
+		snprintf(rep->origin, sizeof(rep->origin), "other");
+	rep->viztracer_overflow = inf.viztracer_overflow;
+	rep->lost_events = inf.lost_events;
+	rep->skipped_keys = inf.skipped_keys;
+	memcpy(rep->skipped, inf.skipped, sizeof(rep->skipped));
+	rep->utf8_fixed = inf.utf8_fixed;
+	rep->truncated = inf.truncated;
+	if (inf.error[0] != '\0') {
+		rep->error = strdup(inf.error);
+		if (rep->error == NULL)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void info_free(info_report *rep)
+{
+	if (rep == NULL)
+		return;
+	for (size_t i = 0; i < rep->nprocs; i++) {
+		info_process *p = &rep->procs[i];
+
+		free(p->name);
+		free(p->exit);
+		free(p->origin);
+		for (size_t j = 0; j < p->nthreads; j++)
+			free(p->thread_names[j]);
+		free(p->thread_names);
+		free(p->tids);
+	}
+	free(rep->procs);
+	free(rep->error);
+	free(rep->path);
+	memset(rep, 0, sizeof(*rep));
+}

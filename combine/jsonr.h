@@ -1,0 +1,129 @@
+/*
+ * jsonr - the JSON scanner of the trace readers (internal to combine/).
+ *
+ * Why hand-written (house rule 17): `forktrace combine` must read 1 GB/s of
+ * JSON on one core in flat memory (64 MiB for 2 GB of input). The Debian
+ * JSON libraries either build a tree of the whole document (jansson,
+ * json-c: memory grows with the input, which rules them out for a 2 GB
+ * file) or stream token by token through a callback per token (yajl),
+ * which is far from the target; none finds event boundaries and a few keys
+ * at the speed of the disk. This scanner validates one complete value (an
+ * event) in a contiguous buffer: strings are skipped 8 bytes at a time,
+ * and only the keys forktrace interprets are located; everything else is
+ * checked and left as text. Measured (docs/BENCHMARKS.md): the whole
+ * combine, read + scan + write, at 715-735 MB/s and 10.5 MiB peak RSS on
+ * 1 and 2 GB of VizTracer JSON; the scan itself is about half the time.
+ * It is fuzzed by tests/fuzz/fuzz_jsonr.c.
+ *
+ * Buffer contract: the text at p..end must be followed by at least
+ * JSONR_PAD readable bytes, with end[0] == '\0' unless p..end holds one
+ * complete value (the readers' buffers and sanitized copies are padded so).
+ * The sentinel is what lets the hot loops run without a bounds check per
+ * byte; the 8-byte string scan may read up to 7 bytes past a closing quote.
+ */
+#ifndef FT_COMBINE_JSONR_H
+#define FT_COMBINE_JSONR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+/* Bytes after the end of a scanned text that must be readable. */
+#define JSONR_PAD 16
+/* Deepest nesting accepted in an event (an array inside an object ... ). */
+#define JSONR_MAX_DEPTH 64
+
+/* The keys of an event forktrace interprets. */
+enum jsonr_key {
+	JSONR_K_PH,
+	JSONR_K_NAME,
+	JSONR_K_CAT,
+	JSONR_K_PID,
+	JSONR_K_TID,
+	JSONR_K_TS,
+	JSONR_K_DUR,
+	JSONR_K_S,
+	JSONR_K_ID,
+	JSONR_K_BP,
+	JSONR_K_ARGS,
+	JSONR_K_COUNT
+};
+
+enum jsonr_status {
+	JSONR_OK = 0,
+	JSONR_MORE = 1, /* the value goes on past end: read more and retry */
+	JSONR_ERR = -1, /* not valid JSON: see err_at / expected */
+};
+
+/*
+ * What jsonr_value found. v[k] is the value text of key k at the first
+ * level of the object (strings with their quotes), p == NULL when absent;
+ * esc bit k: that string holds backslash escapes. fix: a string holds bytes
+ * that are not valid JSON text (invalid UTF-8, raw control characters):
+ * jsonr_sanitize makes a valid copy.
+ */
+typedef struct jsonr_obj {
+	jsonw_sv v[JSONR_K_COUNT];
+	uint32_t esc;
+	bool fix;
+	const char *err_at;   /* JSONR_ERR: where */
+	const char *expected; /* JSONR_ERR: what was expected there */
+} jsonr_obj;
+
+/*
+ * Checks that p..end starts with one complete JSON value and sets *next
+ * past it. When keys is true and the value is an object, fills o->v with
+ * its interpreted keys. Returns a jsonr_status. Borrows everything.
+ */
+int jsonr_value(const char *p, const char *end, const char **next, jsonr_obj *o, bool keys);
+
+/*
+ * Skips a value of any size across buffers (top-level keys forktrace does
+ * not keep: file_info, systemTraceEvents, ...). Resumable: state starts
+ * zeroed; each call consumes what it can of p..end and returns 1 when the
+ * value ended (*next past it), 0 when all bytes were consumed and more
+ * are needed, -1 on a byte that cannot start a value.
+ */
+typedef struct jsonr_skip {
+	uint64_t depth;
+	bool started, in_str, esc, scalar;
+} jsonr_skip;
+int jsonr_skip_value(jsonr_skip *s, const char *p, const char *end, const char **next);
+
+/*
+ * The value of key at the first level of the object text obj (complete and
+ * valid, as jsonr_value left it), or {NULL, 0}.
+ */
+jsonw_sv jsonr_find_key(jsonw_sv obj, const char *key);
+
+/*
+ * Copies the complete, valid-structure value text src into out (at least
+ * jsonr_sanitize_size(src.n) bytes) with every invalid UTF-8 byte in its
+ * strings replaced by \ufffd and raw control characters escaped. Returns
+ * the length. out gets JSONR_PAD zero bytes after the text.
+ */
+size_t jsonr_sanitize(char *out, jsonw_sv src);
+static inline size_t jsonr_sanitize_size(size_t n)
+{
+	return 6 * n + JSONR_PAD;
+}
+
+/*
+ * The content of the JSON string literal lit (with quotes), unescaped into
+ * out (lit.n bytes suffice), as UTF-8 (lone surrogates become U+FFFD).
+ * Returns the content length.
+ */
+size_t jsonr_unescape(char *out, jsonw_sv lit);
+
+/* A JSON number in microseconds (as ts and dur are) in ns: exact for up to
+ * 3 decimals, rounded to the nearest ns beyond. false if v is not a number
+ * or out of range. */
+bool jsonr_parse_us_ns(jsonw_sv v, int64_t *ns);
+
+/* An integer: a JSON number without fraction, or a string of decimal
+ * digits ("123"). false otherwise. */
+bool jsonr_parse_int(jsonw_sv v, int64_t *out);
+
+#endif /* FT_COMBINE_JSONR_H */

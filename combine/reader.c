@@ -1,0 +1,1126 @@
+/*
+ * reader.c - Chrome Trace Event JSON in, sink events out (reader.h).
+ *
+ * The document is walked by a small top-level state machine (object with
+ * keys, or bare array); each event and each metadata object is scanned by
+ * jsonr_value where it lies in the buffer. When a value runs past the end
+ * of the buffer the scan stops with JSONR_MORE, the partial value is moved
+ * to the start of the buffer, more is read, and the value is scanned again
+ * from its start: with 1 MiB reads and events of a few hundred bytes that
+ * re-scan costs nothing measurable, and a value larger than the buffer
+ * doubles it (up to READER_MAX_EVENT), so even then the work stays linear.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "h5.h"
+#include "jsonr.h"
+#include "reader.h"
+
+/* Compressed bytes read at a time. */
+#define READER_ZIN (256u * 1024u)
+
+/* Statuses of parse_value besides JSONR_OK / JSONR_ERR. */
+enum { R_TRUNC = 2, R_TOOBIG = 3, R_IOERR = 4 };
+
+typedef struct strpid {
+	char *name;
+	int64_t out;
+} strpid;
+
+/* One replacement in an event's text. */
+typedef struct edit {
+	const char *at; /* where, in the event text */
+	size_t del;	/* bytes replaced */
+	char text[40];
+	size_t n;
+} edit;
+
+typedef struct reader {
+	int fd;
+	const reader_opts *o;
+	trace_sink *sink;
+	reader_info *inf;
+	int sink_err;
+
+	char *buf; /* cap + JSONR_PAD bytes */
+	size_t cap, pos, len, chunk;
+	uint64_t base; /* offset of buf[0] in the JSON text */
+	bool eof;
+
+	bool gz;
+	z_stream z;
+	bool zinit, zend;
+	unsigned char *zin;
+	size_t zin_cap;
+	uint64_t zin_base; /* file offset of the compressed input consumed */
+
+	char *scratch; /* rewritten event text */
+	size_t scratch_cap;
+	char *fix; /* sanitized event text */
+	size_t fix_cap;
+	char *str; /* unescaped name and cat */
+	size_t str_cap;
+
+	bool have_last;
+	int64_t last_pid, last_out;
+	strpid *strpids;
+	size_t nstrpids;
+} reader;
+
+static void set_error(reader *r, uint64_t off, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_error(reader *r, uint64_t off, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (r->inf->error[0] != '\0')
+		return;
+	r->inf->error_offset = off;
+	n = snprintf(r->inf->error, sizeof(r->inf->error), "byte %" PRIu64 "%s: ", off,
+		     r->gz ? " (uncompressed)" : "");
+	if (n < 0 || (size_t)n >= sizeof(r->inf->error))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r->inf->error + n, sizeof(r->inf->error) - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+static int grow(char **p, size_t *cap, size_t need)
+{
+	char *n;
+	size_t c = *cap ? *cap : 4096;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	n = realloc(*p, c);
+	if (n == NULL)
+		return -ENOMEM;
+	*p = n;
+	*cap = c;
+	return 0;
+}
+
+static ssize_t read_full(int fd, void *p, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t k = read(fd, (char *)p + got, n - got);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			break;
+		got += (size_t)k;
+	}
+	return (ssize_t)got;
+}
+
+/*
+ * Moves the unread bytes to the start of the buffer and reads more after
+ * them: up to one chunk, as much as fits. Returns 0 (check r->eof), or
+ * -1 after recording a read or gzip error.
+ */
+static int fill(reader *r)
+{
+	size_t room, want;
+	ssize_t k;
+
+	if (r->pos > 0) {
+		memmove(r->buf, r->buf + r->pos, r->len - r->pos);
+		r->len -= r->pos;
+		r->base += r->pos;
+		r->pos = 0;
+	}
+	room = r->cap - r->len;
+	want = room < r->chunk ? room : r->chunk;
+	if (!r->gz) {
+		k = read_full(r->fd, r->buf + r->len, want);
+		if (k < 0) {
+			set_error(r, r->base + r->len, "read error: %s", strerror((int)-k));
+			return -1;
+		}
+		r->inf->file_bytes += (uint64_t)k;
+		if ((size_t)k < want)
+			r->eof = true;
+		r->len += (size_t)k;
+	} else {
+		size_t before = r->len;
+
+		r->z.next_out = (unsigned char *)r->buf + r->len;
+		r->z.avail_out = (uInt)want;
+		while (r->z.avail_out > 0 && !r->eof) {
+			int zr;
+
+			if (r->z.avail_in == 0) {
+				k = read_full(r->fd, r->zin, r->zin_cap);
+				if (k < 0) {
+					set_error(r, r->base + r->len, "read error: %s",
+						  strerror((int)-k));
+					return -1;
+				}
+				r->inf->file_bytes += (uint64_t)k;
+				r->z.next_in = r->zin;
+				r->z.avail_in = (uInt)k;
+				if (k == 0) {
+					if (!r->zend) {
+						r->len = want - r->z.avail_out + before;
+						set_error(r, r->base + r->len,
+							  "the gzip data ends early (truncated file)");
+						r->inf->truncated = true;
+					}
+					r->eof = true;
+					break;
+				}
+			}
+			if (r->zend) {
+				/* Another gzip member after the first: legal. */
+				if (inflateReset(&r->z) != Z_OK)
+					goto zfail;
+				r->zend = false;
+			}
+			zr = inflate(&r->z, Z_NO_FLUSH);
+			if (zr == Z_STREAM_END) {
+				r->zend = true;
+			} else if (zr != Z_OK && zr != Z_BUF_ERROR) {
+				r->len = before + (want - r->z.avail_out);
+				goto zfail;
+			}
+		}
+		r->len = before + (want - r->z.avail_out);
+	}
+	memset(r->buf + r->len, 0, JSONR_PAD);
+	r->inf->bytes = r->base + r->len;
+	if (r->o->progress != NULL)
+		r->o->progress(r->o->progress_ctx, r->inf->file_bytes);
+	return 0;
+zfail:
+	memset(r->buf + r->len, 0, JSONR_PAD);
+	set_error(r, r->base + r->len, "corrupt gzip data (%s)",
+		  r->z.msg != NULL ? r->z.msg : "inflate failed");
+	r->eof = true;
+	return -1;
+}
+
+/* The next byte that is not whitespace, refilling; -1 at the end of the
+ * file, -2 after a read error. */
+static int peek(reader *r)
+{
+	for (;;) {
+		while (r->pos < r->len) {
+			unsigned char c = (unsigned char)r->buf[r->pos];
+
+			if (c != ' ' && c != '\n' && c != '\r' && c != '\t')
+				return c;
+			r->pos++;
+		}
+		if (r->eof)
+			return -1;
+		if (fill(r) < 0)
+			return -2;
+		if (r->pos == r->len && r->eof)
+			return -1;
+	}
+}
+
+/*
+ * Scans one complete value at r->pos, reading more as needed. On JSONR_OK
+ * the value is buf[pos .. *vend). Other results: JSONR_ERR (o->err_at),
+ * R_TRUNC (the file ends inside it), R_TOOBIG, R_IOERR.
+ */
+static int parse_value(reader *r, jsonr_obj *o, bool keys, size_t *vend)
+{
+	for (;;) {
+		const char *next;
+		int st = jsonr_value(r->buf + r->pos, r->buf + r->len, &next, o, keys);
+
+		if (st == JSONR_OK) {
+			*vend = (size_t)(next - r->buf);
+			return JSONR_OK;
+		}
+		if (st == JSONR_ERR)
+			return JSONR_ERR;
+		if (r->eof)
+			return R_TRUNC;
+		if (r->len - r->pos >= READER_MAX_EVENT)
+			return R_TOOBIG;
+		if (r->pos == 0 && r->len == r->cap) {
+			size_t ncap = r->cap * 2;
+			char *nb;
+
+			if (ncap > READER_MAX_EVENT + r->chunk)
+				ncap = READER_MAX_EVENT + r->chunk;
+			nb = realloc(r->buf, ncap + JSONR_PAD);
+			if (nb == NULL)
+				return -ENOMEM;
+			r->buf = nb;
+			r->cap = ncap;
+		}
+		if (fill(r) < 0)
+			return R_IOERR;
+	}
+}
+
+/* Skips a value of any size (a top-level key forktrace does not keep). */
+static int skip_value(reader *r)
+{
+	jsonr_skip s = {0};
+
+	for (;;) {
+		const char *next;
+		int st = jsonr_skip_value(&s, r->buf + r->pos, r->buf + r->len, &next);
+
+		r->pos = (size_t)(next - r->buf);
+		if (st == 1)
+			return JSONR_OK;
+		if (st < 0)
+			return JSONR_ERR;
+		if (r->eof)
+			return R_TRUNC;
+		if (fill(r) < 0)
+			return R_IOERR;
+		if (r->eof && r->pos == r->len) {
+			/* A scalar that ends at the end of the file. */
+			if (s.scalar && s.depth == 0)
+				return JSONR_OK;
+			return R_TRUNC;
+		}
+	}
+}
+
+static uint64_t fnv1a(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* The file-local id of a non-numeric pid (its text as given), asking the
+ * mapper once per distinct string. */
+static int64_t map_strpid(reader *r, jsonw_sv v, bool *err)
+{
+	char *name;
+	size_t n;
+	strpid *ns;
+	int64_t local;
+
+	if (v.n >= 2 && v.p[0] == '"') {
+		name = malloc(v.n + 1);
+		if (name == NULL)
+			goto oom;
+		n = jsonr_unescape(name, v);
+	} else {
+		name = malloc(v.n + 1);
+		if (name == NULL)
+			goto oom;
+		memcpy(name, v.p, v.n);
+		n = v.n;
+	}
+	name[n] = '\0';
+	for (size_t i = 0; i < r->nstrpids; i++)
+		if (!strcmp(r->strpids[i].name, name)) {
+			free(name);
+			return r->strpids[i].out;
+		}
+	ns = realloc(r->strpids, (r->nstrpids + 1) * sizeof(*ns));
+	if (ns == NULL) {
+		free(name);
+		goto oom;
+	}
+	r->strpids = ns;
+	local = READER_STRPID_BASE + (int64_t)r->nstrpids;
+	ns[r->nstrpids].name = name;
+	ns[r->nstrpids].out =
+	    r->o->map_pid != NULL ? r->o->map_pid(r->o->map_ctx, local, name) : local;
+	return ns[r->nstrpids++].out;
+oom:
+	*err = true;
+	return 0;
+}
+
+static int64_t map_pid(reader *r, int64_t pid)
+{
+	if (r->have_last && pid == r->last_pid)
+		return r->last_out;
+	r->last_pid = pid;
+	r->last_out = r->o->map_pid != NULL ? r->o->map_pid(r->o->map_ctx, pid, NULL) : pid;
+	r->have_last = true;
+	return r->last_out;
+}
+
+static void add_edit(edit *e, size_t *ne, const char *at, size_t del, const char *text, size_t n)
+{
+	edit *x = &e[(*ne)++];
+
+	x->at = at;
+	x->del = del;
+	memcpy(x->text, text, n);
+	x->n = n;
+}
+
+/* A string value's content: a slice of the text, or unescaped into out. */
+static jsonw_sv str_of(jsonw_sv v, bool esc, char **out)
+{
+	jsonw_sv s;
+
+	if (v.p == NULL || v.n < 2 || v.p[0] != '"')
+		return (jsonw_sv){NULL, 0};
+	if (!esc)
+		return (jsonw_sv){v.p + 1, v.n - 2};
+	s.p = *out;
+	s.n = jsonr_unescape(*out, v);
+	*out += s.n;
+	return s;
+}
+
+static bool sv_is(jsonw_sv s, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	return s.p != NULL && s.n == n && !memcmp(s.p, lit, n);
+}
+
+/* An id as a number: decimal, "0x..." hex strings, other strings hashed. */
+static uint64_t parse_id(jsonw_sv v, bool esc, char *tmp)
+{
+	int64_t x;
+	char *t = tmp;
+	jsonw_sv s;
+
+	if (jsonr_parse_int(v, &x))
+		return (uint64_t)x;
+	s = str_of(v, esc, &t);
+	if (s.p == NULL)
+		return fnv1a(v.p, v.n);
+	if (s.n > 2 && s.n <= 18 && s.p[0] == '0' && (s.p[1] | 0x20) == 'x') {
+		uint64_t h = 0;
+		size_t i;
+
+		for (i = 2; i < s.n; i++) {
+			char c = s.p[i];
+			int d = c >= '0' && c <= '9'   ? c - '0'
+				: (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10
+									  : -1;
+			if (d < 0)
+				break;
+			h = h << 4 | (uint64_t)d;
+		}
+		if (i == s.n)
+			return h;
+	}
+	return fnv1a(s.p, s.n);
+}
+
+/* Turns the event at buf[start..end) into a sink event and sends it. */
+static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
+{
+	jsonw_sv text = {r->buf + start, end - start};
+	sink_event se;
+	jsonw_event *ev = &se.ev;
+	edit edits[4];
+	size_t ne = 0;
+	int64_t pid = 0, out_pid, tid = 0, v;
+	bool is_strpid = false, err = false, pid_num;
+	char *sp;
+
+	if (o->fix) {
+		const char *next;
+
+		if (grow(&r->fix, &r->fix_cap, jsonr_sanitize_size(text.n)) < 0)
+			return -ENOMEM;
+		text.n = jsonr_sanitize(r->fix, text);
+		text.p = r->fix;
+		if (jsonr_value(text.p, text.p + text.n, &next, o, true) != JSONR_OK)
+			return -EINVAL; /* cannot happen: sanitizing keeps the structure */
+		if (r->inf->utf8_fixed++ == 0)
+			r->inf->utf8_offset = r->base + start;
+	}
+	if (grow(&r->str, &r->str_cap, text.n + 64) < 0)
+		return -ENOMEM;
+	sp = r->str;
+
+	memset(&se, 0, sizeof(se));
+	{
+		jsonw_sv ph = str_of(o->v[JSONR_K_PH], o->esc >> JSONR_K_PH & 1, &sp);
+
+		ev->ph = ph.p != NULL && ph.n > 0 ? ph.p[0] : 0;
+	}
+	ev->name = str_of(o->v[JSONR_K_NAME], o->esc >> JSONR_K_NAME & 1, &sp);
+	ev->cat = str_of(o->v[JSONR_K_CAT], o->esc >> JSONR_K_CAT & 1, &sp);
+	{
+		jsonw_sv s = str_of(o->v[JSONR_K_S], o->esc >> JSONR_K_S & 1, &sp);
+
+		ev->scope = s.p != NULL && s.n > 0 ? s.p[0] : 0;
+	}
+	{
+		jsonw_sv bp = str_of(o->v[JSONR_K_BP], o->esc >> JSONR_K_BP & 1, &sp);
+
+		ev->bind_enclosing = sv_is(bp, "e");
+	}
+	if (o->v[JSONR_K_ID].p != NULL) {
+		ev->has_id = true;
+		ev->id = parse_id(o->v[JSONR_K_ID], o->esc >> JSONR_K_ID & 1, sp);
+	}
+	if (o->v[JSONR_K_ARGS].p != NULL && o->v[JSONR_K_ARGS].p[0] == '{')
+		ev->args = o->v[JSONR_K_ARGS];
+
+	/* pid: a number, a string of digits, or any other string. */
+	pid_num = jsonr_parse_int(o->v[JSONR_K_PID], &pid);
+	if (!pid_num && o->v[JSONR_K_PID].p != NULL) {
+		is_strpid = true;
+		pid = 0;
+	}
+	if (is_strpid)
+		out_pid = map_strpid(r, o->v[JSONR_K_PID], &err);
+	else
+		out_pid = map_pid(r, pid);
+	if (err)
+		return -ENOMEM;
+	ev->pid = out_pid;
+
+	if (jsonr_parse_int(o->v[JSONR_K_TID], &tid)) {
+		ev->tid = tid;
+	} else if (o->v[JSONR_K_TID].p != NULL) {
+		ev->tid = (int64_t)(fnv1a(o->v[JSONR_K_TID].p, o->v[JSONR_K_TID].n) & 0x7fffffff);
+	} else {
+		ev->tid = ev->pid;
+	}
+	ev->ts_ns = JSONW_NO_TIME;
+	ev->dur_ns = JSONW_NO_TIME;
+	if (jsonr_parse_us_ns(o->v[JSONR_K_TS], &v))
+		ev->ts_ns = v;
+	if (jsonr_parse_us_ns(o->v[JSONR_K_DUR], &v))
+		ev->dur_ns = v;
+
+	if (r->sink != NULL && (is_strpid || out_pid != pid)) {
+		char num[OSTREAM_NUM_MAX + 16];
+		size_t n = ostream_fmt_i64(num, out_pid);
+
+		if (o->v[JSONR_K_PID].p != NULL) {
+			add_edit(edits, &ne, o->v[JSONR_K_PID].p, o->v[JSONR_K_PID].n, num, n);
+		} else {
+			char ins[OSTREAM_NUM_MAX + 16];
+
+			memcpy(ins, "\"pid\":", 6);
+			memcpy(ins + 6, num, n);
+			ins[6 + n] = ',';
+			/* After the '{': an object with keys (it has "ph"). */
+			if (text.n > 2 && o->v[JSONR_K_PH].p != NULL)
+				add_edit(edits, &ne, text.p + 1, 0, ins, n + 7);
+		}
+		/* The main thread carries the pid as its tid (forktrace and
+		 * VizTracer both): it follows the process. */
+		if (pid_num && o->v[JSONR_K_TID].p != NULL && tid == pid && !is_strpid) {
+			add_edit(edits, &ne, o->v[JSONR_K_TID].p, o->v[JSONR_K_TID].n, num, n);
+			ev->tid = out_pid;
+		}
+	}
+	/* forktrace_process names its parent by trace pid: follow remaps. */
+	if (r->sink != NULL && ev->ph == 'M' && ev->args.p != NULL &&
+	    sv_is(ev->name, "forktrace_process")) {
+		jsonw_sv pv = jsonr_find_key(ev->args, "parent");
+		int64_t parent, mapped;
+
+		if (jsonr_parse_int(pv, &parent) && parent > 0 &&
+		    (mapped = map_pid(r, parent)) != parent) {
+			char num[OSTREAM_NUM_MAX];
+
+			add_edit(edits, &ne, pv.p, pv.n, num, ostream_fmt_i64(num, mapped));
+		}
+	}
+	if (r->sink != NULL && r->o->shift_ns != 0 && ev->ts_ns != JSONW_NO_TIME) {
+		char num[OSTREAM_NUM_MAX];
+
+		ev->ts_ns += r->o->shift_ns;
+		add_edit(edits, &ne, o->v[JSONR_K_TS].p, o->v[JSONR_K_TS].n, num,
+			 ostream_fmt_ts(num, ev->ts_ns));
+	} else if (ev->ts_ns != JSONW_NO_TIME) {
+		ev->ts_ns += r->o->shift_ns;
+	}
+
+	if (ev->ts_ns != JSONW_NO_TIME && ev->ph != 'M') {
+		int64_t e = ev->ts_ns + (ev->dur_ns != JSONW_NO_TIME && ev->dur_ns > 0 ? ev->dur_ns : 0);
+
+		if (ev->ts_ns < r->inf->min_ts)
+			r->inf->min_ts = ev->ts_ns;
+		if (e > r->inf->max_ts)
+			r->inf->max_ts = e;
+	}
+
+	se.raw = text;
+	if (ne > 0) {
+		/* Apply the edits in text order into the scratch copy. */
+		size_t need = text.n + 4 * sizeof(edits[0].text) + JSONR_PAD, n = 0;
+		const char *from = text.p;
+
+		for (size_t i = 1; i < ne; i++)
+			for (size_t j = i; j > 0 && edits[j].at < edits[j - 1].at; j--) {
+				edit t = edits[j];
+
+				edits[j] = edits[j - 1];
+				edits[j - 1] = t;
+			}
+		if (grow(&r->scratch, &r->scratch_cap, need) < 0)
+			return -ENOMEM;
+		for (size_t i = 0; i < ne; i++) {
+			memcpy(r->scratch + n, from, (size_t)(edits[i].at - from));
+			n += (size_t)(edits[i].at - from);
+			memcpy(r->scratch + n, edits[i].text, edits[i].n);
+			n += edits[i].n;
+			from = edits[i].at + edits[i].del;
+		}
+		memcpy(r->scratch + n, from, (size_t)(text.p + text.n - from));
+		n += (size_t)(text.p + text.n - from);
+		memset(r->scratch + n, 0, JSONR_PAD);
+		se.raw = (jsonw_sv){r->scratch, n};
+		if (ev->args.p != NULL) {
+			/* args may have moved (an edit before it or inside it). */
+			jsonw_sv a = jsonr_find_key(se.raw, "args");
+
+			ev->args = a.p != NULL && a.p[0] == '{' ? a : (jsonw_sv){NULL, 0};
+		}
+	}
+
+	r->inf->events++;
+	if (r->sink == NULL)
+		return 0;
+	return r->sink->event(r->sink, &se);
+}
+
+/* Reads what forktrace needs from otherData / viztracer_metadata. */
+static void read_meta(reader *r, jsonw_sv key, jsonw_sv val)
+{
+	reader_info *inf = r->inf;
+	int64_t x;
+
+	if (sv_is(key, "otherData")) {
+		jsonw_sv ft = jsonr_find_key(val, "forktrace");
+		jsonw_sv anchor = jsonr_find_key(ft, "anchor");
+		jsonw_sv origin = jsonr_find_key(ft, "origin");
+		int64_t mono, real;
+
+		if (ft.p == NULL) {
+			if (inf->origin[0] == '\0')
+				snprintf(inf->origin, sizeof(inf->origin), "other");
+			return;
+		}
+		if (origin.p != NULL && origin.n >= 2 && origin.p[0] == '"' && origin.n < sizeof(inf->origin)) {
+			size_t n = jsonr_unescape(inf->origin, origin);
+
+			inf->origin[n] = '\0';
+		} else {
+			snprintf(inf->origin, sizeof(inf->origin), "forktrace");
+		}
+		if (jsonr_parse_int(jsonr_find_key(anchor, "monotonic_ns"), &mono) &&
+		    jsonr_parse_int(jsonr_find_key(anchor, "realtime_ns"), &real) && real > 0) {
+			inf->has_anchor = true;
+			inf->anchor_mono_ns = mono;
+			inf->anchor_real_ns = real;
+		}
+		if (jsonr_parse_int(jsonr_find_key(ft, "lost_events"), &x))
+			inf->lost_events = x;
+	} else if (sv_is(key, "viztracer_metadata")) {
+		jsonw_sv ver = jsonr_find_key(val, "version");
+		jsonw_sv ov = jsonr_find_key(val, "overflow");
+		char v[32] = "";
+
+		inf->viztracer = true;
+		if (ver.p != NULL && ver.n >= 2 && ver.p[0] == '"' && ver.n < sizeof(v)) {
+			size_t n = jsonr_unescape(v, ver);
+
+			v[n] = '\0';
+		}
+		snprintf(inf->origin, sizeof(inf->origin), "VizTracer%s%s", v[0] ? " " : "", v);
+		inf->viztracer_overflow = ov.n == 4 && !memcmp(ov.p, "true", 4);
+		/* Newer VizTracer: the realtime of ts 0, for lining hosts up. */
+		if (jsonr_parse_int(jsonr_find_key(val, "baseTimeNanoseconds"), &x) && x > 0) {
+			inf->has_anchor = true;
+			inf->anchor_mono_ns = 0;
+			inf->anchor_real_ns = x;
+		}
+	}
+}
+
+static void note_skipped(reader *r, jsonw_sv key)
+{
+	reader_info *inf = r->inf;
+	size_t len = strlen(inf->skipped);
+	size_t room = sizeof(inf->skipped) - len;
+
+	inf->skipped_keys++;
+	if (room > key.n + 3) {
+		if (len > 0) {
+			memcpy(inf->skipped + len, ", ", 2);
+			len += 2;
+		}
+		memcpy(inf->skipped + len, key.p, key.n);
+		inf->skipped[len + key.n] = '\0';
+	}
+}
+
+/* Reports why a value could not be read; returns 2 (stop reading). */
+static int value_problem(reader *r, int st, const jsonr_obj *o, const char *what)
+{
+	uint64_t at = r->base + r->pos;
+
+	switch (st) {
+	case JSONR_ERR:
+		set_error(r, r->base + (uint64_t)(o->err_at - r->buf), "expected %s (in %s)",
+			  o->expected, what);
+		break;
+	case R_TRUNC:
+		if (r->inf->error[0] == '\0') {
+			set_error(r, at, "the file ends inside %s (truncated?); kept the %" PRIu64
+				  " complete events before it", what, r->inf->events);
+			r->inf->truncated = true;
+		}
+		break;
+	case R_TOOBIG:
+		set_error(r, at, "%s larger than %u MiB", what, READER_MAX_EVENT >> 20);
+		break;
+	default:
+		break;
+	}
+	return 2;
+}
+
+/* The events of traceEvents (or of a bare array), r->pos just after '['.
+ * Returns 0 at the closing ']', 1 when the file ends where a bare array
+ * may end, 2 on a problem of the input (recorded in info), or a negative
+ * errno (the sink's, or -ENOMEM). */
+static int read_events(reader *r, bool bare)
+{
+	jsonr_obj o;
+	int c, st;
+	size_t vend;
+
+	c = peek(r);
+	if (c == ']') {
+		r->pos++;
+		return 0;
+	}
+	for (;;) {
+		if (c == -2)
+			return 2;
+		if (c == -1) {
+			if (bare)
+				return 1; /* the Array Format may omit the ']' */
+			set_error(r, r->base + r->pos,
+				  "the file ends inside traceEvents (truncated?); kept the %" PRIu64
+				  " complete events before it", r->inf->events);
+			r->inf->truncated = true;
+			return 2;
+		}
+		if (c != '{') {
+			set_error(r, r->base + r->pos, "expected '{' (an event)");
+			return 2;
+		}
+		st = parse_value(r, &o, true, &vend);
+		if (st == -ENOMEM)
+			return -ENOMEM;
+		if (st != JSONR_OK)
+			return value_problem(r, st, &o, "an event");
+		st = emit(r, &o, r->pos, vend);
+		if (st < 0) {
+			r->sink_err = st;
+			return st;
+		}
+		r->pos = vend;
+		c = peek(r);
+		if (c == ',') {
+			r->pos++;
+			c = peek(r);
+			continue;
+		}
+		if (c == ']') {
+			r->pos++;
+			return 0;
+		}
+		if (c == -1 && bare)
+			return 1;
+		if (c == -1) {
+			set_error(r, r->base + r->pos,
+				  "the file ends after an event (truncated?); kept the %" PRIu64
+				  " complete events before it", r->inf->events);
+			r->inf->truncated = true;
+			return 2;
+		}
+		if (c == -2)
+			return 2;
+		set_error(r, r->base + r->pos, "expected ',' or ']' after an event");
+		return 2;
+	}
+}
+
+/* The end of the document: only whitespace may follow. */
+static void expect_end(reader *r)
+{
+	int c = peek(r);
+
+	if (c >= 0)
+		set_error(r, r->base + r->pos, "expected the end of the file after the trace");
+}
+
+/* The object form: keys, traceEvents among them. */
+static int read_object(reader *r)
+{
+	char keybuf[256];
+	bool seen_events = false;
+	int c, st;
+
+	r->pos++; /* '{' */
+	c = peek(r);
+	if (c == '}') {
+		r->pos++;
+		set_error(r, r->base + r->pos - 1, "expected \"traceEvents\" (an empty object is not a trace)");
+		return 2;
+	}
+	for (;;) {
+		jsonr_obj o;
+		size_t vend;
+		jsonw_sv key;
+
+		if (c == -1 || c == -2) {
+			if (c == -1) {
+				set_error(r, r->base + r->pos,
+					  "the file ends before the end of the trace object (truncated?)");
+				r->inf->truncated = true;
+			}
+			return 2;
+		}
+		if (c != '"') {
+			set_error(r, r->base + r->pos, "expected a key (a string) in the trace object");
+			return 2;
+		}
+		st = parse_value(r, &o, false, &vend);
+		if (st == -ENOMEM)
+			return st;
+		if (st != JSONR_OK)
+			return value_problem(r, st, &o, "a key");
+		if (vend - r->pos - 2 >= sizeof(keybuf)) {
+			key = (jsonw_sv){"(a long key)", 12};
+		} else {
+			size_t n = jsonr_unescape(keybuf, (jsonw_sv){r->buf + r->pos, vend - r->pos});
+
+			key = (jsonw_sv){keybuf, n};
+		}
+		r->pos = vend;
+		c = peek(r);
+		if (c != ':') {
+			if (c == -1) {
+				set_error(r, r->base + r->pos, "the file ends after a key (truncated?)");
+				r->inf->truncated = true;
+			} else if (c != -2) {
+				set_error(r, r->base + r->pos, "expected ':' after a key");
+			}
+			return 2;
+		}
+		r->pos++;
+		c = peek(r);
+		if (sv_is(key, "traceEvents")) {
+			if (c != '[') {
+				if (c == -1) {
+					set_error(r, r->base + r->pos, "the file ends after \"traceEvents\" (truncated?)");
+					r->inf->truncated = true;
+				} else {
+					set_error(r, r->base + r->pos, "expected '[' after \"traceEvents\"");
+				}
+				return 2;
+			}
+			r->pos++;
+			st = read_events(r, false);
+			if (st != 0)
+				return st;
+			seen_events = true;
+		} else if ((sv_is(key, "otherData") || sv_is(key, "viztracer_metadata")) && c == '{') {
+			st = parse_value(r, &o, false, &vend);
+			if (st == -ENOMEM)
+				return st;
+			if (st == R_TOOBIG) {
+				note_skipped(r, key);
+				st = skip_value(r);
+			} else if (st == JSONR_OK) {
+				read_meta(r, key, (jsonw_sv){r->buf + r->pos, vend - r->pos});
+				r->pos = vend;
+			}
+			if (st != JSONR_OK)
+				return value_problem(r, st, &o, "metadata");
+		} else {
+			if (c < 0) {
+				if (c == -1) {
+					set_error(r, r->base + r->pos, "the file ends after a key (truncated?)");
+					r->inf->truncated = true;
+				}
+				return 2;
+			}
+			/* displayTimeUnit is a viewer's hint, not data. */
+			if (!sv_is(key, "displayTimeUnit"))
+				note_skipped(r, key);
+			st = skip_value(r);
+			if (st == JSONR_ERR) {
+				set_error(r, r->base + r->pos, "expected a value");
+				return 2;
+			}
+			if (st != JSONR_OK) {
+				o.err_at = NULL;
+				return value_problem(r, st, &o, "a top-level value");
+			}
+		}
+		c = peek(r);
+		if (c == ',') {
+			r->pos++;
+			c = peek(r);
+			continue;
+		}
+		if (c == '}') {
+			r->pos++;
+			break;
+		}
+		if (c == -1) {
+			set_error(r, r->base + r->pos,
+				  "the file ends before the end of the trace object (truncated?)");
+			r->inf->truncated = true;
+		} else if (c != -2) {
+			set_error(r, r->base + r->pos, "expected ',' or '}' after a top-level value");
+		}
+		return 2;
+	}
+	if (!seen_events) {
+		set_error(r, r->base, "expected \"traceEvents\" (no events in this object)");
+		return 2;
+	}
+	expect_end(r);
+	return 0;
+}
+
+static void reader_release(reader *r)
+{
+	if (r->zinit)
+		inflateEnd(&r->z);
+	free(r->zin);
+	free(r->buf);
+	free(r->scratch);
+	free(r->fix);
+	free(r->str);
+	for (size_t i = 0; i < r->nstrpids; i++)
+		free(r->strpids[i].name);
+	free(r->strpids);
+}
+
+int reader_read_fd(int fd, const reader_opts *o, trace_sink *sink, reader_info *info)
+{
+	static const reader_opts none;
+	reader r = {.fd = fd, .o = o != NULL ? o : &none, .sink = sink, .inf = info};
+	ssize_t k;
+	int c, st = 0, err = 0;
+
+	memset(info, 0, sizeof(*info));
+	info->min_ts = INT64_MAX;
+	info->max_ts = INT64_MIN;
+	info->lost_events = -1;
+	r.chunk = r.o->chunk ? r.o->chunk : READER_CHUNK;
+	r.cap = r.chunk;
+	r.zin_cap = r.chunk < READER_ZIN ? r.chunk : READER_ZIN;
+	r.buf = malloc(r.cap + JSONR_PAD);
+	r.zin = malloc(r.zin_cap > 2 ? r.zin_cap : 2);
+	if (r.buf == NULL || r.zin == NULL) {
+		err = -ENOMEM;
+		goto out;
+	}
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+
+	/* gzip by content: the first two bytes. */
+	k = read_full(fd, r.zin, r.zin_cap > 2 ? r.zin_cap : 2);
+	if (k < 0) {
+		set_error(&r, 0, "read error: %s", strerror((int)-k));
+		goto out;
+	}
+	info->file_bytes = (uint64_t)k;
+	if (k >= 2 && r.zin[0] == 0x1f && r.zin[1] == 0x8b) {
+		r.gz = true;
+		info->gzip = true;
+		if (inflateInit2(&r.z, 15 + 16) != Z_OK) {
+			err = -ENOMEM;
+			goto out;
+		}
+		r.zinit = true;
+		r.z.next_in = r.zin;
+		r.z.avail_in = (uInt)k;
+	} else {
+		if ((size_t)k > r.cap) {
+			char *nb = realloc(r.buf, (size_t)k + JSONR_PAD);
+
+			if (nb == NULL) {
+				err = -ENOMEM;
+				goto out;
+			}
+			r.buf = nb;
+			r.cap = (size_t)k;
+		}
+		memcpy(r.buf, r.zin, (size_t)k);
+		r.len = (size_t)k;
+		if ((size_t)k < (r.zin_cap > 2 ? r.zin_cap : 2))
+			r.eof = true;
+		memset(r.buf + r.len, 0, JSONR_PAD);
+		info->bytes = r.len;
+	}
+
+	c = peek(&r);
+	/* A UTF-8 byte order mark is allowed before the document. */
+	if (c == 0xef && r.len - r.pos >= 3 && !memcmp(r.buf + r.pos, "\xef\xbb\xbf", 3)) {
+		r.pos += 3;
+		c = peek(&r);
+	}
+	if (c == -1) {
+		set_error(&r, 0, "empty file (expected a trace: '{' or '[')");
+		goto out;
+	}
+	if (c == -2)
+		goto out;
+	if (c == '[') {
+		info->array_form = true;
+		r.pos++;
+		st = read_events(&r, true);
+		if (st == 0)
+			expect_end(&r);
+	} else if (c == '{') {
+		st = read_object(&r);
+	} else {
+		set_error(&r, r.base + r.pos,
+			  "expected '{' or '[' (this is not a Chrome trace JSON file)");
+		goto out;
+	}
+	if (st < 0)
+		err = st;
+out:
+	if (r.sink_err < 0)
+		err = r.sink_err;
+	reader_release(&r);
+	return err;
+}
+
+/*
+ * An HDF5 trace (docs/HDF5_LAYOUT.md) is read by writing it as JSON into
+ * an unlinked temporary file and reading that: every input then goes
+ * through the one JSON path (pid remapping, --align, accounting, UTF-8
+ * checks), and memory stays flat. HDF5 inputs are rare and about ten
+ * times smaller than their JSON, so the extra pass over the disk is cheap.
+ * Returns an fd positioned at 0, or a negative errno.
+ */
+static int h5_as_json(const char *path)
+{
+	const char *tmpdir = getenv("TMPDIR");
+	model_trace *meta = model_new();
+	uint64_t processes = 0;
+	trace_sink *js = NULL;
+	int fd, err;
+
+	if (meta == NULL)
+		return -ENOMEM;
+	fd = open(tmpdir && *tmpdir ? tmpdir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		err = -errno;
+		goto fail_meta;
+	}
+	err = reader_h5_meta(path, meta, &processes);
+	if (err < 0)
+		goto fail_fd;
+	js = sink_json_new(fd, -1, &err);
+	if (js == NULL)
+		goto fail_fd;
+	sink_meta sm = {.model = meta, .processes = processes};
+	err = js->begin(js, &sm);
+	if (err == 0)
+		err = reader_h5_read(path, js, NULL);
+	if (err == 0)
+		err = js->end(js, &sm);
+	js->free(js);
+	if (err < 0)
+		goto fail_fd;
+	if (lseek(fd, 0, SEEK_SET) < 0) {
+		err = -errno;
+		goto fail_fd;
+	}
+	model_free(meta);
+	return fd;
+
+fail_fd:
+	close(fd);
+fail_meta:
+	model_free(meta);
+	return err;
+}
+
+int reader_read(const char *path, const reader_opts *o, trace_sink *sink, reader_info *info)
+{
+	bool h5 = reader_h5_is(path) == 1;
+	int fd, err;
+
+	if (h5) {
+		fd = h5_as_json(path);
+		if (fd < 0) {
+			memset(info, 0, sizeof(*info));
+			info->min_ts = INT64_MAX;
+			info->max_ts = INT64_MIN;
+			info->lost_events = -1;
+			snprintf(info->error, sizeof(info->error),
+				 "not a readable forktrace HDF5 trace: %s", strerror(-fd));
+			return fd == -ENOMEM ? fd : 0;
+		}
+	} else {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		int e = errno;
+
+		memset(info, 0, sizeof(*info));
+		info->min_ts = INT64_MAX;
+		info->max_ts = INT64_MIN;
+		info->lost_events = -1;
+		snprintf(info->error, sizeof(info->error), "cannot open: %s", strerror(e));
+		return 0;
+	}
+	err = reader_read_fd(fd, o, sink, info);
+	info->hdf5 = h5;
+	close(fd);
+	return err;
+}
+
+bool reader_sniff(const char *path)
+{
+	unsigned char b[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return false;
+	n = read_full(fd, b, sizeof(b));
+	close(fd);
+	if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b)
+		return true;
+	for (ssize_t i = 0; i < n; i++) {
+		if (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t')
+			continue;
+		return b[i] == '{' || b[i] == '[';
+	}
+	return false;
+}

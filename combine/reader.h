@@ -1,0 +1,99 @@
+/*
+ * reader - Chrome Trace Event JSON files (plain or gzip, object or array
+ * form) turned into a stream of sink events, in flat memory (internal to
+ * combine/).
+ *
+ * The file is read in fixed-size chunks (1 MiB; gzip is inflated chunk by
+ * chunk), and each event is scanned where it lies in the buffer and handed
+ * to the sink with raw = its exact text; only an event that straddles two
+ * chunks is moved (to the start of the buffer) before the next read. An
+ * event larger than READER_MAX_EVENT is refused as an error. Top-level
+ * keys other than traceEvents are skipped as they stream past, except the
+ * small metadata objects forktrace reads (otherData.forktrace,
+ * viztracer_metadata).
+ *
+ * The raw text of an event is rewritten only where forktrace must change
+ * it: its pid when the caller remaps it (and the main thread's tid, which
+ * equals the pid, and forktrace_process's args.parent), its ts when
+ * shift_ns != 0, and invalid UTF-8 or raw control characters in its
+ * strings (replaced by \ufffd / escaped, so the output stays valid JSON).
+ */
+#ifndef FT_COMBINE_READER_H
+#define FT_COMBINE_READER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sink.h"
+
+/* Read size; also the buffer's starting size. */
+#define READER_CHUNK (1u << 20)
+/* The largest event (or metadata object) accepted. */
+#define READER_MAX_EVENT (16u << 20)
+/* String pids of a file get ids from here on when nobody maps them. */
+#define READER_STRPID_BASE 4194304
+
+typedef struct reader_opts {
+	/* Added to every ts (--align); 0: ts text untouched. */
+	int64_t shift_ns;
+	/* The pid to write for a pid of this file: pid is the number, or,
+	 * for a pid that is a non-numeric string, name is that string
+	 * (unescaped, borrowed for the call) and pid the file-local id the
+	 * reader gave it. NULL: numbers unchanged, strings get
+	 * READER_STRPID_BASE + k. May emit events into the sink (it is
+	 * called before the event that made it). */
+	int64_t (*map_pid)(void *ctx, int64_t pid, const char *name);
+	void *map_ctx;
+	/* Called after each read with the bytes of the file read so far. */
+	void (*progress)(void *ctx, uint64_t file_bytes);
+	void *progress_ctx;
+	/* Read size; 0 means READER_CHUNK (tests use tiny ones). */
+	size_t chunk;
+} reader_opts;
+
+/* What reading one file found. */
+typedef struct reader_info {
+	uint64_t events;      /* events handed to the sink */
+	uint64_t bytes;       /* JSON bytes read (uncompressed) */
+	uint64_t file_bytes;  /* bytes read from the file */
+	uint64_t utf8_fixed;  /* events whose strings had to be repaired */
+	uint64_t utf8_offset; /* where the first of them starts */
+	uint64_t skipped_keys; /* top-level keys not carried over */
+	char skipped[160];     /* their names, comma-separated (cut) */
+	bool gzip;
+	bool hdf5;             /* an HDF5 trace, read through its JSON form */
+	bool array_form;       /* a bare array of events */
+	bool truncated;        /* the file ends early: events up to there kept */
+	/* Time span of the events, ns (after the shift): min ts, max ts+dur;
+	 * min_ts > max_ts when no event has a time. */
+	int64_t min_ts, max_ts;
+	/* Metadata found in the file. */
+	bool has_anchor;       /* (monotonic, realtime) pair */
+	int64_t anchor_mono_ns, anchor_real_ns;
+	char origin[64];       /* "forktrace run", "VizTracer 1.1.1", "" */
+	bool viztracer;
+	bool viztracer_overflow; /* VizTracer's ring buffer wrapped: early events lost */
+	int64_t lost_events;   /* otherData.forktrace.lost_events, -1: unknown */
+	/* The first problem (error or truncation), "" if none, and where. */
+	char error[256];
+	uint64_t error_offset;
+} reader_info;
+
+/*
+ * Reads the trace in fd (borrowed; name is for messages) and sends each
+ * event to sink (NULL: only fill info, e.g. for --align's first pass).
+ * Problems of the input (not a trace, corrupt gzip, truncation, syntax
+ * errors) end the reading of that file and are reported in info; events
+ * before them were sent. Returns 0, -ENOMEM, or the sink's first error.
+ */
+int reader_read_fd(int fd, const reader_opts *o, trace_sink *sink, reader_info *info);
+
+/* reader_read_fd on the file at path; a file that cannot be opened is an
+ * input problem (info->error), not a return code. */
+int reader_read(const char *path, const reader_opts *o, trace_sink *sink, reader_info *info);
+
+/* Whether the first bytes of a file look like a trace (gzip magic, or '{'
+ * or '[' after whitespace). For picking files in a directory. */
+bool reader_sniff(const char *path);
+
+#endif /* FT_COMBINE_READER_H */

@@ -1,0 +1,803 @@
+/* forktrace report page. Vanilla JS, no network. Every string from the
+ * trace reaches the DOM through textContent only (never innerHTML). */
+'use strict';
+(function () {
+const D = JSON.parse(document.getElementById('ft-data').textContent);
+const S = D.names;
+const M = D.meta;
+const $ = (id) => document.getElementById(id);
+
+/* ---- helpers -------------------------------------------------------- */
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+function fmtDur(ns) {
+  if (ns === null || ns === undefined || ns < 0 || !isFinite(ns)) return '?';
+  if (ns < 1e3) return ns.toFixed(0) + ' ns';
+  if (ns < 1e6) return (ns / 1e3).toPrecision(3) + ' \u00b5s';
+  if (ns < 1e9) return (ns / 1e6).toPrecision(3) + ' ms';
+  if (ns < 60e9) return (ns / 1e9).toPrecision(3) + ' s';
+  const m = Math.floor(ns / 60e9), s = Math.round((ns - m * 60e9) / 1e9);
+  if (m < 60) return m + 'm ' + s + 's';
+  return Math.floor(m / 60) + 'h ' + (m % 60) + 'm';
+}
+function fmtInt(n) { return (n === null || n === undefined) ? '?' : Number(n).toLocaleString('en-US'); }
+function hashStr(s) { let h = 2166136261; for (let i = 0; i < s.length; i++) { h ^= s.charCodeAt(i); h = Math.imul(h, 16777619); } return h >>> 0; }
+const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#b07aa1', '#76b7b2', '#edc948', '#ff9da7', '#9c755f',
+  '#5b8ff9', '#86bcb6', '#b6992d', '#8cd17d', '#d37295', '#a0cbe8', '#ffbe7d', '#79706e'];
+const colorOf = new Map();
+function color(name) {
+  let c = colorOf.get(name);
+  if (!c) { c = 'hsl(' + (hashStr(name) % 360) + ',45%,62%)'; colorOf.set(name, c); }
+  return c;
+}
+
+/* ---- data ----------------------------------------------------------- */
+const EXIT = ['unknown', 'code', 'signal', 'running'];
+const P = D.procs.map((r, i) => {
+  const p = {
+    i, pid: r[0], hpid: r[1], ppid: r[2], parent: r[3], name: S[r[4]] || ('pid ' + r[0]), label: S[r[5]] || '',
+    start: r[6], end: r[7], ek: r[8], ev: r[9], sig: S[r[10]] || '', spawn: S[r[11]] || '', inst: !!r[12],
+    lost: r[13], events: r[14], exe: S[r[15]] || '', cwd: S[r[16]] || '', sort: r[17], spawnTs: r[18],
+    spawnTid: r[19], record: !!r[20], argv: r[21].map((k) => S[k]), segs: [], threads: [], marks: [],
+    marksDropped: r[25], kids: [], depth: 0, collapsed: false, visible: true, slices: []
+  };
+  for (let k = 0; k < r[22].length; k += 4) p.segs.push({ s: r[22][k], e: r[22][k + 1], name: S[r[22][k + 2]] || p.name, inst: !!r[22][k + 3] });
+  for (let k = 0; k < r[23].length; k += 4) p.threads.push({ tid: r[23][k], name: S[r[23][k + 1]] || '', sort: r[23][k + 2], n: r[23][k + 3], slices: [] });
+  for (let k = 0; k < r[24].length; k += 4) p.marks.push({ tid: r[24][k], ts: r[24][k + 1], name: S[r[24][k + 2]], cat: S[r[24][k + 3]] });
+  if (p.start < 0) p.start = p.segs.length ? p.segs[0].s : 0;
+  if (p.end < p.start) p.end = Math.max(p.start, M.end);
+  p.failed = p.ek === 1 && p.ev !== 0;
+  p.killed = p.ek === 2;
+  p.running = p.ek === 3;
+  return p;
+});
+for (const r of D.slices) {
+  const p = P[r[0]];
+  let t = p.threads.find((x) => x.tid === r[1]);
+  if (!t) { t = { tid: r[1], name: '', sort: 1 << 30, n: r[2], slices: [] }; p.threads.push(t); }
+  t.total = r[2];
+  const d = r[3];
+  for (let k = 0; k < d.length; k += 3) t.slices.push({ s: d[k], d: d[k + 1], name: S[d[k + 2]] });
+}
+const STATS = [];
+for (let k = 0; k < D.stats.length; k += 6) {
+  const a = D.stats;
+  STATS.push({ p: a[k], name: S[a[k + 1]], calls: a[k + 2], total: a[k + 3], self: a[k + 4], max: a[k + 5] });
+}
+const OVERALL = [];
+for (let k = 0; k < D.overall.length; k += 6) {
+  const a = D.overall;
+  OVERALL.push({ name: S[a[k]], calls: a[k + 1], total: a[k + 2], self: a[k + 3], max: a[k + 4], procs: a[k + 5] });
+}
+const statsByProc = new Map();
+for (const s of STATS) { if (!statsByProc.has(s.p)) statsByProc.set(s.p, []); statsByProc.get(s.p).push(s); }
+
+/* Programs get palette colours by how many processes run them. */
+(function () {
+  const count = new Map();
+  for (const p of P) for (const s of (p.segs.length ? p.segs : [{ name: p.name }])) count.set(s.name, (count.get(s.name) || 0) + 1);
+  [...count.entries()].sort((a, b) => b[1] - a[1]).forEach(([n], k) => { if (k < PALETTE.length) colorOf.set(n, PALETTE[k]); });
+})();
+
+/* The tree: children under their parent, by start time. */
+const roots = [];
+for (const p of P) { if (p.parent >= 0 && p.parent < P.length && p.parent !== p.i) P[p.parent].kids.push(p); else roots.push(p); }
+const byStart = (a, b) => (a.start - b.start) || (a.sort - b.sort) || (a.pid - b.pid);
+roots.sort(byStart);
+for (const p of P) p.kids.sort(byStart);
+(function depths() {
+  const st = roots.map((p) => [p, 0]);
+  const seen = new Uint8Array(P.length);
+  while (st.length) { const [p, d] = st.pop(); if (seen[p.i]) continue; seen[p.i] = 1; p.depth = d; for (const c of p.kids) st.push([c, d + 1]); }
+})();
+/* Deep trees start collapsed below a few levels, so the page opens readable. */
+if (P.length > 400) for (const p of P) if (p.depth >= 3 && p.kids.length) p.collapsed = true;
+
+let T0 = 0, T1 = Math.max(1, M.end);
+for (const p of P) { if (p.end > T1) T1 = p.end; }
+
+/* ---- filters -------------------------------------------------------- */
+const F = { inc: null, exc: null, ranges: null };
+function parseRanges(s) {
+  s = s.trim(); if (!s) return null;
+  const out = [];
+  for (const part of s.split(',')) {
+    const m = /^\s*(\d*)\s*(-?)\s*(\d*)\s*$/.exec(part);
+    if (!m || (m[1] === '' && m[3] === '') ) throw new Error('bad range');
+    const lo = m[1] === '' ? 0 : +m[1];
+    const hi = m[2] ? (m[3] === '' ? Infinity : +m[3]) : lo;
+    if (hi < lo) throw new Error('bad range');
+    out.push([lo, hi]);
+  }
+  return out;
+}
+function nameOk(n) { return (!F.exc || !F.exc.test(n)) && (!F.inc || F.inc.test(n)); }
+function procOk(p) {
+  if (F.ranges && !F.ranges.some(([a, b]) => p.pid >= a && p.pid <= b)) return false;
+  if (F.exc && F.exc.test(p.name)) return false;
+  p.progMatch = !F.inc || F.inc.test(p.name) || F.inc.test(p.label);
+  if (p.progMatch) return true;
+  return (statsByProc.get(p.i) || []).some((s) => nameOk(s.name));
+}
+function sliceOk(p, n) { return (!F.exc || !F.exc.test(n)) && (p.progMatch || !F.inc || F.inc.test(n)); }
+function applyFilters() {
+  const inc = $('f-include'), exc = $('f-exclude'), pids = $('f-pids');
+  let ok = true;
+  for (const [box, key] of [[inc, 'inc'], [exc, 'exc']]) {
+    box.classList.remove('invalid');
+    try { F[key] = box.value.trim() ? new RegExp(box.value.trim()) : null; } catch (e) { box.classList.add('invalid'); ok = false; }
+  }
+  pids.classList.remove('invalid');
+  try { F.ranges = parseRanges(pids.value); } catch (e) { pids.classList.add('invalid'); ok = false; }
+  if (!ok) { $('f-status').textContent = 'invalid filter: nothing changed'; return; }
+  let n = 0;
+  for (const p of P) { p.visible = procOk(p); n += p.visible; }
+  $('f-status').textContent = 'showing ' + fmtInt(n) + ' of ' + fmtInt(P.length) + ' processes';
+  rebuildRows(); tl.draw(); drawConc(); renderTable();
+  if (selected && !selected.visible) closeDetail(); else if (selected) openDetail(selected);
+}
+
+/* ---- header --------------------------------------------------------- */
+/* The run's exit status; for files that do not carry it, the root's. */
+function exitCard() {
+  let v = M.exit_status;
+  let txt = v === null ? '?' : String(v);
+  if (v === null && roots.length === 1 && roots[0].ek === 1) { v = roots[0].ev; txt = v + ' (root)'; }
+  else if (v === null && roots.length === 1 && roots[0].ek === 2) { v = 128; txt = roots[0].sig || 'signal'; }
+  return ['Exit status', txt, v ? 'bad' : (v === 0 ? 'ok' : '')];
+}
+function header() {
+  const cmd = M.command && M.command.length ? M.command.join(' ') : (M.inputs.length ? 'forktrace report ' + M.inputs.join(' ') : '(unknown command)');
+  $('command').textContent = cmd;
+  const failed = P.filter((p) => p.failed).length, killed = P.filter((p) => p.killed).length;
+  const threads = M.threads;
+  const cards = [
+    ['Host', M.host || '?'],
+    ['Started', M.realtime_t0_ms ? new Date(M.realtime_t0_ms).toLocaleString() : '?'],
+    ['Wall time', fmtDur(M.end - M.start)],
+    ['Processes', fmtInt(M.processes) + (M.processes_shown !== M.processes ? ' (' + fmtInt(M.processes_shown) + ' shown)' : '')],
+    ['Threads', fmtInt(threads)],
+    ['Events', fmtInt(M.events)],
+    ['Lost events', fmtInt(M.lost_events), M.lost_events ? 'bad' : ''],
+    exitCard(),
+    ['Failed', fmtInt(failed), failed ? 'bad' : ''],
+    ['Killed', fmtInt(killed), killed ? 'bad' : '']
+  ];
+  const box = $('cards');
+  for (const [k, v, cls] of cards) {
+    const c = el('div', 'card' + (cls ? ' ' + cls : ''));
+    c.dataset.key = k.toLowerCase().replace(/ /g, '_');
+    c.appendChild(el('div', 'k', k)); c.appendChild(el('div', 'v', v));
+    box.appendChild(c);
+  }
+  const notes = $('notes');
+  if (M.slices > M.slices_shown) notes.appendChild(el('div', null, 'Regions/functions: the ' + fmtInt(M.slices_shown) + ' longest of ' + fmtInt(M.slices) + ' slices are drawn; the tables count all of them.'));
+  const f = M.filter;
+  if (f.include || f.exclude || f.pids) notes.appendChild(el('div', null, 'Embedded with filters: ' + [f.include && ('--include ' + f.include), f.exclude && ('--exclude ' + f.exclude), f.pids && ('--pids ' + f.pids)].filter(Boolean).join(', ')));
+  if (M.inputs.length) notes.appendChild(el('div', null, 'Inputs: ' + M.inputs.join(', ')));
+  $('footer').textContent = 'Written by forktrace ' + M.version + (M.origin ? ' (' + M.origin + ')' : '') + '. Times are relative to the start of the run.';
+}
+
+/* ---- time axis ------------------------------------------------------ */
+function niceStep(span, px, minPx) {
+  const raw = span * minPx / Math.max(1, px);
+  const p = Math.pow(10, Math.floor(Math.log10(Math.max(raw, 1e-9))));
+  for (const m of [1, 2, 5, 10]) if (m * p >= raw) return m * p;
+  return 10 * p;
+}
+function fmtTick(t, step) {
+  if (step >= 60e9) { const m = Math.floor(t / 60e9), s = Math.round((t - m * 60e9) / 1e9); return m + 'm' + (s ? s + 's' : ''); }
+  const units = [[1e9, 's'], [1e6, 'ms'], [1e3, '\u00b5s'], [1, 'ns']];
+  for (const [u, n] of units) if (step >= u) { const dec = Math.max(0, Math.min(3, -Math.floor(Math.log10(step / u) + 1e-9))); return (t / u).toFixed(dec) + ' ' + n; }
+  return t.toFixed(0) + ' ns';
+}
+
+/* A horizontal time view on a canvas: zoom with the wheel, pan by dragging. */
+class TimeView {
+  constructor(canvas, opts) {
+    this.c = canvas; this.ctx = canvas.getContext('2d'); this.o = opts;
+    this.t0 = opts.t0; this.t1 = opts.t1; this.scrollY = 0; this.gutter = opts.gutter || 0;
+    this.onchange = null;
+    const c = canvas;
+    c.addEventListener('wheel', (e) => {
+      e.preventDefault();
+      if (e.shiftKey || e.offsetX < this.gutter) { this.scroll(e.deltaY); return; }
+      const f = Math.exp(e.deltaY * (e.deltaMode === 1 ? 0.05 : 0.0015));
+      this.zoomAt(e.offsetX, f);
+    }, { passive: false });
+    let drag = null;
+    c.addEventListener('mousedown', (e) => { drag = { x: e.clientX, y: e.clientY, t0: this.t0, t1: this.t1, sy: this.scrollY, moved: false }; });
+    window.addEventListener('mousemove', (e) => {
+      if (!drag) return;
+      const dx = e.clientX - drag.x, dy = e.clientY - drag.y;
+      if (Math.abs(dx) + Math.abs(dy) > 3) { drag.moved = true; c.classList.add('dragging'); }
+      if (!drag.moved) return;
+      const w = this.plotW(), dt = -dx * (drag.t1 - drag.t0) / w;
+      this.t0 = drag.t0 + dt; this.t1 = drag.t1 + dt; this.scrollY = drag.sy; this.scroll(-dy, true);
+      this.changed();
+    });
+    window.addEventListener('mouseup', (e) => {
+      if (!drag) return;
+      const moved = drag.moved; drag = null; c.classList.remove('dragging');
+      if (!moved && this.o.click) { const r = c.getBoundingClientRect(); this.o.click(e.clientX - r.left, e.clientY - r.top); }
+    });
+    c.addEventListener('mousemove', (e) => { if (!drag && this.o.hover) this.o.hover(e.offsetX, e.offsetY, e); });
+    c.addEventListener('mouseleave', () => { if (this.o.hover) this.o.hover(-1, -1, null); });
+    new ResizeObserver(() => this.draw()).observe(c.parentElement);
+  }
+  plotW() { return Math.max(10, this.c.clientWidth - this.gutter); }
+  x(t) { return this.gutter + (t - this.t0) * this.plotW() / (this.t1 - this.t0); }
+  t(x) { return this.t0 + (x - this.gutter) * (this.t1 - this.t0) / this.plotW(); }
+  zoomAt(x, f) {
+    const t = this.t(Math.max(this.gutter, x));
+    let span = (this.t1 - this.t0) * f;
+    span = Math.max(100, Math.min(span, (this.o.t1 - this.o.t0) * 20));
+    const r = (t - this.t0) / (this.t1 - this.t0);
+    this.t0 = t - r * span; this.t1 = this.t0 + span;
+    this.changed();
+  }
+  scroll(dy, quiet) {
+    const max = Math.max(0, this.o.contentH() - (this.c.clientHeight - this.o.top));
+    this.scrollY = Math.max(0, Math.min(max, this.scrollY + dy));
+    if (!quiet) this.changed();
+  }
+  fit(t0, t1) { this.t0 = t0; this.t1 = Math.max(t1, t0 + 1000); this.changed(); }
+  changed() {
+    if (this.pending) return;
+    this.pending = true;
+    requestAnimationFrame(() => { this.pending = false; this.draw(); if (this.onchange) this.onchange(); });
+  }
+  size(h) {
+    const dpr = window.devicePixelRatio || 1, w = this.c.parentElement.clientWidth;
+    if (this.c.width !== Math.round(w * dpr) || this.c.height !== Math.round(h * dpr)) {
+      this.c.width = Math.round(w * dpr); this.c.height = Math.round(h * dpr); this.c.style.height = h + 'px';
+    }
+    this.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  }
+  axis(h) {
+    const ctx = this.ctx, w = this.c.clientWidth;
+    ctx.fillStyle = '#fafbfc'; ctx.fillRect(0, 0, w, h);
+    ctx.strokeStyle = '#e2e5ea'; ctx.beginPath(); ctx.moveTo(0, h - 0.5); ctx.lineTo(w, h - 0.5); ctx.stroke();
+    const step = niceStep(this.t1 - this.t0, this.plotW(), 90);
+    ctx.fillStyle = '#687083'; ctx.font = '11px system-ui, sans-serif'; ctx.textBaseline = 'middle';
+    const first = Math.ceil(this.t0 / step) * step;
+    const ticks = [];
+    for (let t = first; t <= this.t1 && ticks.length < 200; t += step) ticks.push(t);
+    for (const t of ticks) {
+      const x = Math.round(this.x(t)) + 0.5;
+      if (x < this.gutter) continue;
+      ctx.fillRect(x - 0.5, h - 5, 1, 5);
+      ctx.fillText(fmtTick(t, step), x + 3, h / 2);
+    }
+    return ticks;
+  }
+  grid(ticks, y0, y1) {
+    const ctx = this.ctx; ctx.fillStyle = 'rgba(0,0,0,0.045)';
+    for (const t of ticks) { const x = Math.round(this.x(t)); if (x >= this.gutter) ctx.fillRect(x, y0, 1, y1 - y0); }
+  }
+  draw() { this.o.draw(this); }
+}
+
+/* ---- process timeline ----------------------------------------------- */
+const ROW = 20, AXIS = 24, GUT = 230;
+let rows = [];
+let hoverP = null, selected = null;
+function rebuildRows() {
+  rows = [];
+  /* A hidden process's children move up to its nearest visible ancestor. */
+  const vkids = (p) => { const out = []; const st = p.kids.slice().reverse(); while (st.length) { const c = st.pop(); if (c.visible) out.push(c); else for (let k = c.kids.length - 1; k >= 0; k--) st.push(c.kids[k]); } return out.sort(byStart); };
+  const vroots = []; { const st = roots.slice().reverse(); while (st.length) { const c = st.pop(); if (c.visible) vroots.push(c); else for (let k = c.kids.length - 1; k >= 0; k--) st.push(c.kids[k]); } }
+  vroots.sort(byStart);
+  const st = vroots.slice().reverse().map((p) => [p, 0]);
+  while (st.length) {
+    const [p, d] = st.pop();
+    p.vdepth = d; p.vkids = vkids(p); p.row = rows.length; rows.push(p);
+    if (!p.collapsed) for (let k = p.vkids.length - 1; k >= 0; k--) st.push([p.vkids[k], d + 1]);
+  }
+  for (const p of P) if (!p.visible) p.row = -1;
+  markHidden();
+}
+function markHidden() {
+  const shown = new Uint8Array(P.length);
+  for (const p of rows) shown[p.i] = 1;
+  for (const p of P) p.shown = !!shown[p.i];
+}
+function procAtRow(y, view) { const r = Math.floor((y - AXIS + view.scrollY) / ROW); return r >= 0 && r < rows.length ? rows[r] : null; }
+
+function hatch(ctx) {
+  const c = document.createElement('canvas'); c.width = c.height = 6;
+  const g = c.getContext('2d'); g.strokeStyle = 'rgba(255,255,255,0.75)'; g.lineWidth = 1.5;
+  g.beginPath(); g.moveTo(0, 6); g.lineTo(6, 0); g.stroke();
+  return ctx.createPattern(c, 'repeat');
+}
+let HATCH = null;
+
+function drawTimeline(v) {
+  const ctx = v.ctx, w = v.c.clientWidth;
+  const h = Math.max(160, Math.min(560, AXIS + rows.length * ROW + 2));
+  v.size(h);
+  if (!HATCH) HATCH = hatch(ctx);
+  ctx.clearRect(0, 0, w, h);
+  ctx.fillStyle = '#fff'; ctx.fillRect(0, 0, w, h);
+  const first = Math.max(0, Math.floor(v.scrollY / ROW)), last = Math.min(rows.length, Math.ceil((v.scrollY + h - AXIS) / ROW));
+  ctx.save(); ctx.beginPath(); ctx.rect(0, AXIS, w, h - AXIS); ctx.clip();
+  ctx.font = '12px system-ui, sans-serif'; ctx.textBaseline = 'middle';
+  for (let r = first; r < last; r++) {
+    const p = rows[r], y = AXIS + r * ROW - v.scrollY;
+    if (p === selected) { ctx.fillStyle = '#e6eeff'; ctx.fillRect(0, y, w, ROW); }
+    else if (p === hoverP) { ctx.fillStyle = '#f2f6ff'; ctx.fillRect(0, y, w, ROW); }
+    else if (r % 2) { ctx.fillStyle = '#fafbfc'; ctx.fillRect(0, y, w, ROW); }
+  }
+  ctx.restore();
+  const ticks = v.axis(AXIS);
+  ctx.save(); ctx.beginPath(); ctx.rect(GUT, AXIS, w - GUT, h - AXIS); ctx.clip();
+  v.grid(ticks, AXIS, h);
+  for (let r = first; r < last; r++) {
+    const p = rows[r], y = AXIS + r * ROW - v.scrollY + 3, bh = ROW - 6;
+    const segs = p.segs.length ? p.segs : [{ s: p.start, e: p.end, name: p.name, inst: p.inst }];
+    const x0 = v.x(p.start), x1 = v.x(p.end);
+    if (x1 < GUT || x0 > w) continue;
+    for (let k = 0; k < segs.length; k++) {
+      const s = segs[k];
+      let a = v.x(s.s), b = v.x(s.e);
+      if (b < GUT || a > w) continue;
+      a = Math.max(a, GUT - 2); b = Math.min(b, w + 2);
+      const bw = Math.max(1.5, b - a);
+      ctx.fillStyle = color(s.name); ctx.fillRect(a, y, bw, bh);
+      if (!s.inst) { ctx.fillStyle = HATCH; ctx.fillRect(a, y, bw, bh); }
+      if (k > 0) { ctx.fillStyle = '#fff'; ctx.fillRect(a - 0.5, y - 1, 1.5, bh + 2); }
+      if (bw > 36) {
+        ctx.fillStyle = '#1d2330';
+        const label = s.name + (k === 0 && segs.length === 1 ? '' : '');
+        ctx.save(); ctx.beginPath(); ctx.rect(a, y, bw, bh); ctx.clip();
+        ctx.fillText(label, Math.max(a, GUT) + 4, y + bh / 2 + 0.5); ctx.restore();
+      }
+    }
+    if (p.failed || p.killed) {
+      ctx.strokeStyle = '#d23b3b'; ctx.lineWidth = 1.5;
+      ctx.strokeRect(Math.max(x0, GUT - 2), y - 0.5, Math.max(2, Math.min(x1, w + 2) - Math.max(x0, GUT - 2)), bh + 1);
+      ctx.lineWidth = 1;
+      const ex = Math.min(x1, w - 6) + 3;
+      ctx.fillStyle = '#d23b3b';
+      ctx.font = 'bold 11px system-ui, sans-serif';
+      ctx.fillText(p.killed ? '\u26a1 ' + (p.sig || 'signal ' + p.ev) : '\u2715 exit ' + p.ev, ex, y + bh / 2 + 0.5);
+      ctx.font = '12px system-ui, sans-serif';
+    } else if (p.running) {
+      ctx.fillStyle = '#c97a00'; ctx.fillText('\u2026 running', Math.min(x1, w - 60) + 3, y + bh / 2 + 0.5);
+    }
+    for (const m of p.marks) {
+      if (m.cat !== 'exec' && m.cat !== 'signal') continue;
+      const mx = v.x(m.ts);
+      if (mx < GUT || mx > w) continue;
+      ctx.fillStyle = '#d23b3b'; ctx.beginPath(); ctx.moveTo(mx, y - 2); ctx.lineTo(mx + 4, y + bh / 2); ctx.lineTo(mx, y + bh + 2); ctx.lineTo(mx - 4, y + bh / 2); ctx.fill();
+    }
+  }
+  /* Fork arrows of the hovered (or selected) process: from its parent, to its children. */
+  const fp = hoverP || selected;
+  if (fp) {
+    const arrows = [];
+    if (fp.parent >= 0 && P[fp.parent].shown) arrows.push([P[fp.parent], fp]);
+    for (const c of (fp.collapsed ? [] : fp.vkids || [])) if (c.shown && P[c.parent] === fp) arrows.push([fp, c]);
+    ctx.strokeStyle = '#1d2330'; ctx.fillStyle = '#1d2330'; ctx.lineWidth = 1.2;
+    for (const [a, b] of arrows) {
+      const t = b.spawnTs >= 0 ? b.spawnTs : b.start;
+      const xa = v.x(t), ya = AXIS + a.row * ROW - v.scrollY + ROW / 2;
+      const xb = v.x(b.start), yb = AXIS + b.row * ROW - v.scrollY + ROW / 2;
+      ctx.beginPath(); ctx.moveTo(xa, ya); ctx.bezierCurveTo(xa, (ya + yb) / 2, xb, (ya + yb) / 2, xb, yb - (yb > ya ? 6 : -6)); ctx.stroke();
+      const dir = yb > ya ? 1 : -1;
+      ctx.beginPath(); ctx.moveTo(xb, yb - dir * 2); ctx.lineTo(xb - 3.5, yb - dir * 8); ctx.lineTo(xb + 3.5, yb - dir * 8); ctx.fill();
+      ctx.beginPath(); ctx.arc(xa, ya, 2.5, 0, 6.3); ctx.fill();
+    }
+    ctx.lineWidth = 1;
+  }
+  ctx.restore();
+  /* The gutter: tree of names. */
+  ctx.save(); ctx.beginPath(); ctx.rect(0, AXIS, GUT, h - AXIS); ctx.clip();
+  ctx.fillStyle = 'rgba(255,255,255,0.0)';
+  for (let r = first; r < last; r++) {
+    const p = rows[r], y = AXIS + r * ROW - v.scrollY + ROW / 2, x = 6 + Math.min(p.vdepth, 14) * 12;
+    if (p.vkids.length) { ctx.fillStyle = '#687083'; ctx.font = '10px system-ui, sans-serif'; ctx.fillText(p.collapsed ? '\u25b6' : '\u25bc', x, y + 0.5); }
+    ctx.font = (p === selected ? 'bold ' : '') + '12px system-ui, sans-serif';
+    ctx.fillStyle = p.failed || p.killed ? '#d23b3b' : '#1d2330';
+    const txt = p.name + (p.collapsed && p.vkids.length ? ' (+' + countDesc(p) + ')' : '');
+    ctx.fillText(txt, x + 13, y + 0.5);
+    const tw = ctx.measureText(txt).width;
+    ctx.fillStyle = '#9aa3b5'; ctx.font = '11px system-ui, sans-serif';
+    ctx.fillText(String(p.pid), x + 18 + tw, y + 0.5);
+  }
+  ctx.restore();
+  ctx.fillStyle = '#e2e5ea'; ctx.fillRect(GUT - 1, 0, 1, h);
+  ctx.fillStyle = '#687083'; ctx.font = '11px system-ui, sans-serif'; ctx.textBaseline = 'middle';
+  ctx.fillStyle = '#fafbfc'; ctx.fillRect(0, 0, GUT - 1, AXIS - 1);
+  ctx.fillStyle = '#687083'; ctx.fillText(fmtInt(rows.length) + ' lanes', 8, AXIS / 2);
+  /* A scroll thumb when the lanes do not fit. */
+  const contentH = rows.length * ROW, viewH = h - AXIS;
+  if (contentH > viewH) {
+    const th = Math.max(20, viewH * viewH / contentH), ty = AXIS + (viewH - th) * v.scrollY / (contentH - viewH);
+    ctx.fillStyle = 'rgba(29,35,48,0.25)'; ctx.fillRect(w - 6, ty, 4, th);
+  }
+}
+function countDesc(p) { let n = 0; const st = [...p.vkids]; while (st.length) { const c = st.pop(); n++; for (const k of c.vkids || []) st.push(k); } return n; }
+
+const tipEl = $('tip');
+function showTip(x, y, lines) {
+  tipEl.replaceChildren();
+  for (const [cls, text] of lines) tipEl.appendChild(el('div', cls, text));
+  tipEl.hidden = false;
+  const r = tipEl.getBoundingClientRect();
+  tipEl.style.left = Math.min(x + 14, window.innerWidth - r.width - 8) + 'px';
+  tipEl.style.top = Math.min(y + 14, window.innerHeight - r.height - 8) + 'px';
+}
+function hideTip() { tipEl.hidden = true; }
+function exitText(p) {
+  if (p.ek === 1) return 'exit ' + p.ev;
+  if (p.ek === 2) return 'killed by ' + (p.sig || 'signal ' + p.ev);
+  if (p.ek === 3) return 'still running';
+  return 'exit unknown';
+}
+
+const tl = new TimeView($('timeline'), {
+  t0: T0, t1: T1, gutter: GUT, top: AXIS, contentH: () => rows.length * ROW,
+  draw: drawTimeline,
+  hover(x, y, e) {
+    const p = e && y > AXIS ? procAtRow(y, tl) : null;
+    if (p !== hoverP) { hoverP = p; tl.changed(); }
+    if (!p) { hideTip(); return; }
+    showTip(e.clientX, e.clientY, [
+      ['t', p.name + '  (pid ' + p.pid + ')'],
+      ['m', p.label || p.argv.join(' ')],
+      [p.failed || p.killed ? 'bad' : '', fmtDur(p.end - p.start) + ' \u00b7 ' + exitText(p) + (p.segs.length > 1 ? ' \u00b7 ' + p.segs.length + ' images' : '')],
+      ['m', 'started at ' + fmtTick(p.start, 1e3) + (p.spawn ? ' by ' + p.spawn : '')]
+    ]);
+  },
+  click(x, y) {
+    const p = y > AXIS ? procAtRow(y, tl) : null;
+    if (!p) return;
+    const tx = 6 + Math.min(p.vdepth, 14) * 12;
+    if (x < GUT && p.vkids.length && x >= tx - 4 && x <= tx + 12) { p.collapsed = !p.collapsed; rebuildRows(); tl.changed(); return; }
+    openDetail(p);
+  }
+});
+tl.onchange = () => drawConc();
+
+/* ---- legend --------------------------------------------------------- */
+function legend() {
+  const box = $('legend');
+  const top = [...colorOf.entries()].slice(0, PALETTE.length);
+  for (const [n, c] of top) {
+    const s = el('span'); const sw = el('span', 'sw'); sw.style.background = c; s.appendChild(sw); s.appendChild(document.createTextNode(n)); box.appendChild(s);
+  }
+  box.appendChild(el('span', 'mark', '\u2715 failed  \u26a1 killed'));
+  const hs = el('span', null, '\u2571 hatched: not instrumented');
+  box.appendChild(hs);
+}
+
+/* ---- process detail ------------------------------------------------- */
+let dv = null, dlanes = [];
+function layoutThread(t, p) {
+  const sl = t.slices.filter((s) => sliceOk(p, s.name)).sort((a, b) => (a.s - b.s) || (b.d - a.d));
+  const st = []; let maxD = 0;
+  for (const s of sl) {
+    while (st.length && st[st.length - 1] <= s.s) st.pop();
+    s.depth = st.length; if (s.depth > maxD) maxD = s.depth;
+    st.push(s.s + s.d);
+  }
+  return { t, sl, depth: sl.length ? maxD + 1 : 0 };
+}
+function openDetail(p) {
+  selected = p;
+  const sec = $('detail'); sec.hidden = false;
+  $('d-title').textContent = p.name + ' \u2014 pid ' + p.pid;
+  const dl = $('d-info'); dl.replaceChildren();
+  const add = (k, v, cls) => { dl.appendChild(el('dt', null, k)); const d = el('dd', cls); if (v instanceof Node) d.appendChild(v); else d.textContent = v; dl.appendChild(d); };
+  const av = el('div', 'argv mono'); for (const a of p.argv) av.appendChild(el('span', null, a));
+  add('argv', p.argv.length ? av : (p.label || '?'));
+  add('exe', p.exe || '?');
+  add('cwd', p.cwd || '?');
+  add('exit', exitText(p), p.failed || p.killed ? 'bad' : '');
+  add('duration', fmtDur(p.end - p.start));
+  add('start', fmtTick(p.start, 1e3) + ' after the run started');
+  add('pid', p.pid + (p.hpid !== p.pid ? ' (host pid ' + p.hpid + ')' : '') + (p.ppid >= 0 ? ', parent pid ' + p.ppid : ''));
+  add('created by', p.spawn || (p.parent >= 0 ? '?' : 'root of the tree'));
+  add('images', String(p.segs.length) + (p.segs.length > 1 ? ': ' + p.segs.map((s) => s.name).join(' \u2192 ') : ''));
+  add('instrumented', p.inst ? 'yes' : 'no');
+  add('threads', String(p.threads.length));
+  add('events', fmtInt(p.events) + (p.lost ? ', ' + fmtInt(p.lost) + ' lost' : ''));
+  if (p.kids.length) add('children', String(p.kids.length));
+  dlanes = p.threads.slice().sort((a, b) => (a.sort - b.sort) || (a.tid - b.tid)).map((t) => layoutThread(t, p));
+  const shown = dlanes.reduce((a, l) => a + l.sl.length, 0), total = dlanes.reduce((a, l) => a + (l.t.total || 0), 0);
+  $('d-threads-note').textContent = dlanes.length + ' thread' + (dlanes.length === 1 ? '' : 's') + (total ? ' \u00b7 ' + fmtInt(shown) + ' of ' + fmtInt(total) + ' slices drawn (the longest)' : ' \u00b7 no regions or functions recorded');
+  if (!dv) {
+    dv = new TimeView($('threads'), {
+      t0: p.start, t1: p.end, gutter: 150, top: AXIS, contentH: () => dContentH(), draw: drawThreads,
+      hover: hoverThreads, click() {}
+    });
+  }
+  dv.o.t0 = p.start; dv.o.t1 = Math.max(p.end, p.start + 1000);
+  dv.scrollY = 0;
+  const pad = (p.end - p.start) * 0.02;
+  dv.fit(p.start - pad, p.end + pad);
+  tl.changed();
+  if (curTab === 'functions' || curTab === 'processes') renderTable();
+}
+function closeDetail() { selected = null; $('detail').hidden = true; tl.changed(); if (curTab === 'functions') renderTable(); }
+const SLICE_H = 16, IMG_H = 20;
+function dContentH() { return IMG_H + 6 + dlanes.reduce((a, l) => a + Math.max(1, l.depth) * SLICE_H + 10, 0); }
+function drawThreads(v) {
+  const p = selected; if (!p) return;
+  const ctx = v.ctx, w = v.c.clientWidth;
+  const h = Math.max(120, Math.min(480, AXIS + dContentH() + 4));
+  v.size(h);
+  ctx.fillStyle = '#fff'; ctx.fillRect(0, 0, w, h);
+  const ticks = v.axis(AXIS);
+  ctx.save(); ctx.beginPath(); ctx.rect(0, AXIS, w, h - AXIS); ctx.clip();
+  ctx.translate(0, -v.scrollY);
+  v.grid(ticks, AXIS, AXIS + dContentH() + v.scrollY + h);
+  ctx.font = '11px system-ui, sans-serif'; ctx.textBaseline = 'middle';
+  let y = AXIS + 4;
+  const hits = [];
+  /* Images. */
+  ctx.fillStyle = '#687083'; ctx.fillText('images', 8, y + IMG_H / 2);
+  const segs = p.segs.length ? p.segs : [{ s: p.start, e: p.end, name: p.name, inst: p.inst }];
+  ctx.save(); ctx.beginPath(); ctx.rect(v.gutter, 0, w - v.gutter, 1e6); ctx.clip();
+  for (const s of segs) {
+    const a = v.x(s.s), b = v.x(s.e), bw = Math.max(1.5, b - a);
+    ctx.fillStyle = color(s.name); ctx.fillRect(a, y, bw, IMG_H - 4);
+    if (!s.inst) { ctx.fillStyle = HATCH; ctx.fillRect(a, y, bw, IMG_H - 4); }
+    if (bw > 30) { ctx.fillStyle = '#1d2330'; ctx.fillText(s.name, Math.max(a, v.gutter) + 4, y + (IMG_H - 4) / 2); }
+    hits.push([a, y, bw, IMG_H - 4, s.name + ' (image)', s.e - s.s]);
+  }
+  ctx.restore();
+  y += IMG_H + 2;
+  for (const l of dlanes) {
+    const lh = Math.max(1, l.depth) * SLICE_H + 10;
+    ctx.fillStyle = '#e2e5ea'; ctx.fillRect(0, y, w, 1);
+    ctx.fillStyle = '#1d2330';
+    ctx.fillText((l.t.name || 'thread') + ' ' + l.t.tid, 8, y + 12);
+    if (!l.sl.length) { ctx.fillStyle = '#9aa3b5'; ctx.fillText('no regions recorded', v.gutter + 6, y + 12); }
+    ctx.save(); ctx.beginPath(); ctx.rect(v.gutter, y, w - v.gutter, lh); ctx.clip();
+    const yTop = y + 5;
+    for (const s of l.sl) {
+      const a = v.x(s.s), b = v.x(s.s + s.d);
+      if (b < v.gutter || a > w) continue;
+      const sy = yTop + s.depth * SLICE_H, bw = Math.max(1, b - a);
+      ctx.fillStyle = color(s.name); ctx.fillRect(a, sy, bw, SLICE_H - 2);
+      if (bw > 28) { ctx.fillStyle = '#1d2330'; ctx.save(); ctx.beginPath(); ctx.rect(a, sy, bw, SLICE_H); ctx.clip(); ctx.fillText(s.name, Math.max(a, v.gutter) + 3, sy + (SLICE_H - 2) / 2); ctx.restore(); }
+      hits.push([a, sy, bw, SLICE_H - 2, s.name, s.d]);
+    }
+    for (const m of p.marks) {
+      if (m.tid !== l.t.tid) continue;
+      const mx = v.x(m.ts);
+      ctx.fillStyle = m.cat === 'exec' || m.cat === 'signal' ? '#d23b3b' : '#687083';
+      ctx.beginPath(); ctx.moveTo(mx, y + 1); ctx.lineTo(mx + 3.5, y + 6); ctx.lineTo(mx - 3.5, y + 6); ctx.fill();
+      hits.push([mx - 4, y, 8, 8, m.name + (m.cat ? ' [' + m.cat + ']' : ''), -1]);
+    }
+    ctx.restore();
+    y += lh;
+  }
+  ctx.restore();
+  ctx.fillStyle = '#e2e5ea'; ctx.fillRect(v.gutter - 1, AXIS, 1, h - AXIS);
+  v.hits = hits;
+}
+function hoverThreads(x, y, e) {
+  if (!e || !dv || !dv.hits) { hideTip(); return; }
+  const yy = y + dv.scrollY;
+  for (let k = dv.hits.length - 1; k >= 0; k--) {
+    const [a, b, w, h, name, d] = dv.hits[k];
+    if (x >= a && x <= a + Math.max(w, 3) && yy >= b && yy <= b + h) { showTip(e.clientX, e.clientY, [['t', name], ['m', d >= 0 ? fmtDur(d) : 'instant']]); return; }
+  }
+  hideTip();
+}
+
+/* ---- concurrency and counters --------------------------------------- */
+function linePlot(canvas, pts, t0, t1, opts) {
+  const dpr = window.devicePixelRatio || 1, w = canvas.parentElement.clientWidth, h = opts.h || 120;
+  canvas.width = Math.round(w * dpr); canvas.height = Math.round(h * dpr); canvas.style.height = h + 'px';
+  const ctx = canvas.getContext('2d'); ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  const L = 56, R = 10, Tp = 8, B = 20, pw = w - L - R, ph = h - Tp - B;
+  ctx.fillStyle = '#fff'; ctx.fillRect(0, 0, w, h);
+  let lo = Infinity, hi = -Infinity;
+  for (let k = 0; k < pts.length; k += 2) { const v = pts[k + 1]; if (v < lo) lo = v; if (v > hi) hi = v; }
+  if (!isFinite(lo)) { lo = 0; hi = 1; }
+  if (opts.zero) lo = Math.min(0, lo);
+  if (hi === lo) hi = lo + 1;
+  const X = (t) => L + (t - t0) * pw / (t1 - t0), Y = (v) => Tp + ph - (v - lo) * ph / (hi - lo);
+  ctx.font = '11px system-ui, sans-serif'; ctx.fillStyle = '#687083'; ctx.textBaseline = 'middle'; ctx.textAlign = 'right';
+  const vs = niceStep(hi - lo, ph, 28);
+  for (let v = Math.ceil(lo / vs) * vs; v <= hi; v += vs) { const y = Math.round(Y(v)) + 0.5; ctx.fillStyle = '#eef0f3'; ctx.fillRect(L, y, pw, 1); ctx.fillStyle = '#687083'; ctx.fillText(+v.toPrecision(6) + '', L - 6, y); }
+  ctx.textAlign = 'left';
+  const ts = niceStep(t1 - t0, pw, 90);
+  for (let t = Math.ceil(t0 / ts) * ts; t <= t1; t += ts) { const x = X(t); ctx.fillStyle = '#687083'; ctx.fillText(fmtTick(t, ts), x + 2, h - B / 2 + 2); ctx.fillRect(x, Tp + ph, 1, 4); }
+  ctx.save(); ctx.beginPath(); ctx.rect(L, 0, pw, h); ctx.clip();
+  ctx.beginPath();
+  let started = false, prevY = Y(lo);
+  for (let k = 0; k < pts.length; k += 2) {
+    const x = X(pts[k]), y = Y(pts[k + 1]);
+    if (!started) { ctx.moveTo(x, y); started = true; } else if (opts.step) { ctx.lineTo(x, prevY); ctx.lineTo(x, y); } else ctx.lineTo(x, y);
+    prevY = y;
+  }
+  if (opts.step && started) ctx.lineTo(L + pw, prevY);
+  ctx.strokeStyle = opts.color || '#2f6fdf'; ctx.lineWidth = 1.5; ctx.stroke();
+  if (opts.fill && started) { ctx.lineTo(L + pw, Y(lo)); ctx.lineTo(X(pts[0]), Y(lo)); ctx.closePath(); ctx.fillStyle = opts.fill; ctx.fill(); }
+  ctx.restore();
+}
+let concPts = null;
+function concurrency() {
+  const ev = [];
+  for (const p of P) if (p.visible) { ev.push([p.start, 1]); ev.push([p.end, -1]); }
+  ev.sort((a, b) => (a[0] - b[0]) || (a[1] - b[1]));
+  const pts = []; let n = 0;
+  for (let k = 0; k < ev.length; k++) {
+    n += ev[k][1];
+    if (k + 1 < ev.length && ev[k + 1][0] === ev[k][0]) continue;
+    pts.push(ev[k][0], n);
+  }
+  return pts;
+}
+function drawConc() {
+  if (!concPts) concPts = concurrency();
+  /* Only the points in view (plus one on each side) are drawn. */
+  const t0 = tl.t0, t1 = tl.t1, pts = [];
+  let prev = null;
+  for (let k = 0; k < concPts.length; k += 2) {
+    const t = concPts[k];
+    if (t < t0) { prev = k; continue; }
+    if (prev !== null) { pts.push(t0, concPts[prev + 1]); prev = null; }
+    pts.push(t, concPts[k + 1]);
+    if (t > t1) break;
+  }
+  if (prev !== null) pts.push(t0, concPts[prev + 1]);
+  linePlot($('conc'), pts, t0, t1, { step: true, zero: true, fill: 'rgba(47,111,223,0.12)', h: 110 });
+}
+function counters() {
+  const box = $('counters');
+  const list = D.counters.slice(0, 24);
+  for (const c of list) {
+    const p = P[c[0]];
+    const wrap = el('div');
+    wrap.appendChild(el('div', 'ctitle', S[c[1]] + ' \u2014 ' + p.name + ' ' + p.pid));
+    const cw = el('div', 'canvas-wrap plot'); const cv = el('canvas'); cw.appendChild(cv); wrap.appendChild(cw);
+    box.appendChild(wrap);
+    const pts = c[2].slice();
+    const pairs = []; for (let k = 0; k < pts.length; k += 2) pairs.push([pts[k], pts[k + 1]]);
+    pairs.sort((a, b) => a[0] - b[0]);
+    const flat = []; for (const q of pairs) flat.push(q[0], q[1]);
+    const t0 = Math.min(p.start, flat.length ? flat[0] : p.start), t1 = Math.max(p.end, flat.length ? flat[flat.length - 2] : p.end);
+    const draw = () => linePlot(cv, flat, t0, Math.max(t1, t0 + 1), { color: color(S[c[1]]), h: 100 });
+    new ResizeObserver(draw).observe(cw);
+  }
+  if (D.counters.length > list.length) box.appendChild(el('div', 'hint', (D.counters.length - list.length) + ' more counter series not drawn.'));
+}
+
+/* ---- tables --------------------------------------------------------- */
+let curTab = 'programs';
+const sortState = { programs: ['count', -1], processes: ['start', 1], functions: ['total', -1] };
+const LIMIT = 300;
+let showAll = false;
+function table(cols, data, key, onRow) {
+  const box = $('table'); box.replaceChildren();
+  const [sk, dir] = sortState[key];
+  const col = cols.find((c) => c.k === sk) || cols[0];
+  data.sort((a, b) => { const x = a[col.k], y = b[col.k]; return (typeof x === 'string' ? x.localeCompare(y) : (x - y)) * dir; });
+  const t = el('table'), thead = el('thead'), tr = el('tr');
+  for (const c of cols) {
+    const th = el('th', (c.num ? 'num' : '') + (c.k === sk ? ' sorted' : ''), c.h + (c.k === sk ? (dir > 0 ? ' \u25b2' : ' \u25bc') : ''));
+    th.dataset.k = c.k;
+    th.addEventListener('click', () => { sortState[key] = [c.k, c.k === sk ? -dir : (c.num ? -1 : 1)]; renderTable(); });
+    tr.appendChild(th);
+  }
+  thead.appendChild(tr); t.appendChild(thead);
+  const tb = el('tbody');
+  const n = showAll ? data.length : Math.min(LIMIT, data.length);
+  for (let r = 0; r < n; r++) {
+    const row = data[r], tr2 = el('tr', onRow ? 'clickable' : '');
+    if (row.p && row.p === selected) tr2.classList.add('selected');
+    for (const c of cols) {
+      const td = el('td', (c.num ? 'num' : '') + (c.cls ? ' ' + c.cls(row) : ''));
+      if (c.sw) { const sw = el('span', 'sw'); sw.style.background = color(row[c.k]); td.appendChild(sw); }
+      td.appendChild(document.createTextNode(c.f ? c.f(row[c.k], row) : row[c.k]));
+      if (c.title) td.title = c.title(row);
+      tr2.appendChild(td);
+    }
+    if (onRow) tr2.addEventListener('click', () => onRow(row));
+    tb.appendChild(tr2);
+  }
+  t.appendChild(tb); box.appendChild(t);
+  if (data.length > n) {
+    const b = el('button', 'ghost more', 'Show all ' + fmtInt(data.length) + ' rows');
+    b.addEventListener('click', () => { showAll = true; renderTable(); });
+    box.appendChild(b);
+  }
+  if (!data.length) box.appendChild(el('div', 'hint', key === 'functions' ? 'No regions or functions in this trace (instrument code with forktrace.h, or combine traces that have them).' : 'Nothing matches the filters.'));
+}
+function renderTable() {
+  $('fn-scope-l').hidden = curTab !== 'functions';
+  const vis = P.filter((p) => p.visible);
+  if (curTab === 'programs') {
+    const g = new Map();
+    for (const p of vis) {
+      let r = g.get(p.name);
+      if (!r) { r = { name: p.name, count: 0, total: 0, max: 0, failed: 0, killed: 0 }; g.set(p.name, r); }
+      const d = p.end - p.start; r.count++; r.total += d; if (d > r.max) r.max = d; r.failed += p.failed; r.killed += p.killed;
+    }
+    const data = [...g.values()]; for (const r of data) { r.mean = r.total / r.count; r.bad = r.failed + r.killed; }
+    table([
+      { k: 'name', h: 'Program', sw: true }, { k: 'count', h: 'Processes', num: true, f: fmtInt },
+      { k: 'total', h: 'Total wall', num: true, f: fmtDur }, { k: 'mean', h: 'Mean', num: true, f: fmtDur },
+      { k: 'max', h: 'Max', num: true, f: fmtDur },
+      { k: 'bad', h: 'Failed / killed', num: true, f: (v, r) => v ? r.failed + ' / ' + r.killed : '\u2013', cls: (r) => r.bad ? 'bad' : '' }
+    ], data, 'programs', (r) => { $('f-include').value = '^' + r.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$'; applyFilters(); });
+  } else if (curTab === 'processes') {
+    const data = vis.map((p) => ({ p, pid: p.pid, name: p.name, cmd: p.label || p.argv.join(' '), start: p.start, dur: p.end - p.start, exit: exitText(p), threads: p.threads.length, events: p.events, bad: p.failed || p.killed }));
+    table([
+      { k: 'pid', h: 'PID', num: true }, { k: 'name', h: 'Program', sw: true }, { k: 'cmd', h: 'Command', cls: () => 'cmd mono', title: (r) => r.cmd },
+      { k: 'start', h: 'Start', num: true, f: (v) => fmtTick(v, 1e3) }, { k: 'dur', h: 'Duration', num: true, f: fmtDur },
+      { k: 'exit', h: 'Exit', cls: (r) => r.bad ? 'bad' : '' }, { k: 'threads', h: 'Threads', num: true }, { k: 'events', h: 'Events', num: true, f: fmtInt }
+    ], data, 'processes', (r) => { openDetail(r.p); scrollToRow(r.p); });
+  } else {
+    const scope = $('fn-scope').value;
+    let data;
+    if (scope === 'sel' && selected) {
+      data = (statsByProc.get(selected.i) || []).filter((s) => sliceOk(selected, s.name)).map((s) => ({ ...s, procs: 1 }));
+    } else if (!F.inc && !F.exc && !F.ranges) {
+      data = OVERALL.map((s) => ({ ...s }));
+    } else {
+      const g = new Map();
+      for (const s of STATS) {
+        const p = P[s.p]; if (!p.visible || !sliceOk(p, s.name)) continue;
+        let r = g.get(s.name); if (!r) { r = { name: s.name, calls: 0, total: 0, self: 0, max: 0, procs: 0 }; g.set(s.name, r); }
+        r.calls += s.calls; r.total += s.total; r.self += s.self; if (s.max > r.max) r.max = s.max; r.procs++;
+      }
+      data = [...g.values()];
+    }
+    for (const r of data) r.mean = r.calls ? r.total / r.calls : 0;
+    table([
+      { k: 'name', h: 'Region / function', sw: true, cls: () => 'mono' }, { k: 'calls', h: 'Calls', num: true, f: fmtInt },
+      { k: 'total', h: 'Total', num: true, f: fmtDur }, { k: 'self', h: 'Self', num: true, f: fmtDur },
+      { k: 'mean', h: 'Mean', num: true, f: fmtDur }, { k: 'max', h: 'Max', num: true, f: fmtDur },
+      { k: 'procs', h: 'Processes', num: true, f: fmtInt }
+    ], data, 'functions', null);
+  }
+}
+function scrollToRow(p) {
+  /* Open its ancestors, then bring its lane into view. */
+  let q = p; while (q.parent >= 0) { q = P[q.parent]; if (q.collapsed) q.collapsed = false; }
+  rebuildRows();
+  if (p.row >= 0) { tl.scrollY = 0; tl.scroll(p.row * ROW - 100, true); }
+  tl.changed();
+  $('timeline').scrollIntoView({ block: 'nearest' });
+}
+
+/* ---- wiring --------------------------------------------------------- */
+for (const b of document.querySelectorAll('#tabs .tab')) {
+  b.addEventListener('click', () => {
+    for (const x of document.querySelectorAll('#tabs .tab')) x.classList.toggle('active', x === b);
+    curTab = b.dataset.tab; showAll = false; renderTable();
+  });
+}
+$('fn-scope').addEventListener('change', renderTable);
+$('f-apply').addEventListener('click', () => { concPts = null; applyFilters(); });
+$('f-reset').addEventListener('click', () => { $('f-include').value = ''; $('f-exclude').value = ''; $('f-pids').value = ''; concPts = null; applyFilters(); });
+for (const id of ['f-include', 'f-exclude', 'f-pids']) $(id).addEventListener('keydown', (e) => { if (e.key === 'Enter') { concPts = null; applyFilters(); } });
+$('d-close').addEventListener('click', closeDetail);
+$('tl-fit').addEventListener('click', () => tl.fit(T0, T1));
+$('tl-expand').addEventListener('click', () => { for (const p of P) p.collapsed = false; rebuildRows(); tl.changed(); });
+
+header();
+legend();
+for (const p of P) p.visible = true;
+const f = M.filter;
+if (f.include) $('f-include').value = f.include;
+if (f.exclude) $('f-exclude').value = f.exclude;
+if (f.pids) $('f-pids').value = f.pids;
+applyFilters();
+tl.fit(T0 - (T1 - T0) * 0.01, T1 + (T1 - T0) * 0.01);
+counters();
+/* For tests and for the curious: the page's own view of the data. */
+window.forktraceReport = { data: D, procs: P, rows: () => rows, timeline: tl, open: openDetail, apply: applyFilters };
+document.body.dataset.ready = '1';
+})();

@@ -1,0 +1,1931 @@
+/*
+ * sink_h5.c - the HDF5 writer as a sink (layout: docs/HDF5_LAYOUT.md).
+ *
+ * Events arrive interleaved across processes. Each process buffers its
+ * rows column by column and appends them to its extendable, chunked,
+ * deflate-compressed datasets (H5Dset_extent + a hyperslab write) when
+ * H5W_FLUSH_ROWS rows are buffered, so steady appends are whole chunks.
+ * All buffers (event rows, args text, region times) count against one
+ * budget, H5W_BUDGET: past it the largest buffers are written out and
+ * freed until half of it is left, so memory stays flat whatever the
+ * number of events or processes. What is kept for the whole run is per
+ * process, per thread and per name: the process records, thread names,
+ * the open B slices of each thread, the region names, and the interned
+ * strings (themselves capped, H5W_INTERN_MAX: past it new strings get an
+ * id each without deduplication).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <hdf5.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "h5.h"
+#include "jsonscan.h"
+
+/* Rows per chunk of the event datasets, and rows buffered per process
+ * before a write (a multiple of the chunk, so writes fill whole chunks). */
+#define H5W_CHUNK_ROWS 4096
+#define H5W_FLUSH_ROWS (4 * H5W_CHUNK_ROWS)
+/* Bytes of args text buffered per process before a write. */
+#define H5W_FLUSH_BLOB (4u << 20)
+#define H5W_BLOB_CHUNK (64u * 1024u)
+/* Region times per chunk and per write. */
+#define H5W_REGION_CHUNK 4096
+#define H5W_REGION_FLUSH 16384
+/* Strings per chunk of /strings and per write. */
+#define H5W_STRING_CHUNK 4096
+/* All buffers together; past it the largest are written out. */
+#define H5W_BUDGET (32u << 20)
+/* Bytes of interned strings (with their table) kept for deduplication. */
+#define H5W_INTERN_MAX (8u << 20)
+/* Deepest B nesting per thread matched into regions. */
+#define H5W_MAX_STACK 4096
+#define H5W_DEFAULT_LEVEL 4
+/* Most of HDF5's metadata cache, in bytes of the entries on disk. */
+#define H5W_MDC_MAX (2u << 20)
+/* "No string": id 0 of /strings is "" and stands for an absent name/cat. */
+#define H5W_NO_STRING 0
+
+/* The event columns: name, file type, memory type, bytes per row. */
+enum {
+	C_TS,
+	C_DUR,
+	C_NAME,
+	C_CAT,
+	C_TID,
+	C_PH,
+	C_SCOPE,
+	C_FLAGS,
+	C_ID,
+	C_ARGS_OFF,
+	C_ARGS_LEN,
+	C_EXTRA_OFF,
+	C_EXTRA_LEN,
+	NCOLS
+};
+
+enum h5w_kind { K_I64, K_U64, K_U32, K_U8 };
+
+static const struct {
+	const char *name;
+	enum h5w_kind kind;
+	size_t size;
+} cols[NCOLS] = {
+    [C_TS] = {"ts_ns", K_I64, 8},
+    [C_DUR] = {"dur_ns", K_I64, 8},
+    [C_NAME] = {"name_id", K_U32, 4},
+    [C_CAT] = {"cat_id", K_U32, 4},
+    [C_TID] = {"tid", K_I64, 8},
+    [C_PH] = {"ph", K_U8, 1},
+    [C_SCOPE] = {"scope", K_U8, 1},
+    [C_FLAGS] = {"flags", K_U8, 1},
+    [C_ID] = {"id", K_U64, 8},
+    [C_ARGS_OFF] = {"args_offset", K_U64, 8},
+    [C_ARGS_LEN] = {"args_length", K_U32, 4},
+    [C_EXTRA_OFF] = {"extra_offset", K_U64, 8},
+    [C_EXTRA_LEN] = {"extra_length", K_U32, 4},
+};
+
+#define ROW_BYTES (8 + 8 + 4 + 4 + 8 + 1 + 1 + 1 + 8 + 8 + 4 + 8 + 4)
+
+static hid_t file_type(enum h5w_kind k)
+{
+	switch (k) {
+	case K_I64:
+		return H5T_STD_I64LE;
+	case K_U64:
+		return H5T_STD_U64LE;
+	case K_U32:
+		return H5T_STD_U32LE;
+	default:
+		return H5T_STD_U8LE;
+	}
+}
+
+static hid_t mem_type(enum h5w_kind k)
+{
+	switch (k) {
+	case K_I64:
+		return H5T_NATIVE_INT64;
+	case K_U64:
+		return H5T_NATIVE_UINT64;
+	case K_U32:
+		return H5T_NATIVE_UINT32;
+	default:
+		return H5T_NATIVE_UINT8;
+	}
+}
+
+/* An int64 -> uint32 map, open addressing (pids, tids). */
+typedef struct h5w_imap {
+	int64_t *keys;
+	uint32_t *vals; /* UINT32_MAX: empty slot */
+	size_t cap, n;
+} h5w_imap;
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static uint32_t imap_get(const h5w_imap *m, int64_t key)
+{
+	size_t i;
+
+	if (m->cap == 0)
+		return UINT32_MAX;
+	for (i = mix64((uint64_t)key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		if (m->vals[i] == UINT32_MAX)
+			return UINT32_MAX;
+		if (m->keys[i] == key)
+			return m->vals[i];
+	}
+}
+
+static int imap_put(h5w_imap *m, int64_t key, uint32_t val)
+{
+	size_t i;
+
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t ncap = m->cap ? m->cap * 2 : 16;
+		h5w_imap nm = {.cap = ncap};
+
+		nm.keys = malloc(ncap * sizeof(*nm.keys));
+		nm.vals = malloc(ncap * sizeof(*nm.vals));
+		if (nm.keys == NULL || nm.vals == NULL) {
+			free(nm.keys);
+			free(nm.vals);
+			return -ENOMEM;
+		}
+		memset(nm.vals, 0xff, ncap * sizeof(*nm.vals));
+		for (i = 0; i < m->cap; i++)
+			if (m->vals[i] != UINT32_MAX)
+				imap_put(&nm, m->keys[i], m->vals[i]);
+		free(m->keys);
+		free(m->vals);
+		*m = nm;
+	}
+	for (i = mix64((uint64_t)key) & (m->cap - 1); m->vals[i] != UINT32_MAX;
+	     i = (i + 1) & (m->cap - 1))
+		;
+	m->keys[i] = key;
+	m->vals[i] = val;
+	m->n++;
+	return 0;
+}
+
+static void imap_free(h5w_imap *m)
+{
+	free(m->keys);
+	free(m->vals);
+}
+
+static uint64_t hash_str(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h | 1; /* 0 marks an empty slot */
+}
+
+/* A string -> uint32 map (interned strings, region names). Owns the
+ * strings (NUL-terminated copies). */
+typedef struct h5w_smap {
+	uint64_t *hashes; /* 0: empty */
+	char **strs;
+	uint32_t *lens;
+	uint32_t *vals;
+	size_t cap, n;
+} h5w_smap;
+
+static uint32_t smap_get(const h5w_smap *m, const char *s, size_t n, uint64_t h)
+{
+	if (m->cap == 0)
+		return UINT32_MAX;
+	for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		if (m->hashes[i] == 0)
+			return UINT32_MAX;
+		if (m->hashes[i] == h && m->lens[i] == n && memcmp(m->strs[i], s, n) == 0)
+			return m->vals[i];
+	}
+}
+
+static void smap_slot(h5w_smap *m, uint64_t h, char *str, uint32_t len, uint32_t val)
+{
+	size_t i;
+
+	for (i = h & (m->cap - 1); m->hashes[i] != 0; i = (i + 1) & (m->cap - 1))
+		;
+	m->hashes[i] = h;
+	m->strs[i] = str;
+	m->lens[i] = len;
+	m->vals[i] = val;
+	m->n++;
+}
+
+/* Inserts a copy of s; returns the copy (owned by m) or NULL. */
+static const char *smap_put(h5w_smap *m, const char *s, size_t n, uint64_t h, uint32_t val)
+{
+	char *copy;
+
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t ncap = m->cap ? m->cap * 2 : 64;
+		h5w_smap nm = {.cap = ncap};
+
+		nm.hashes = calloc(ncap, sizeof(*nm.hashes));
+		nm.strs = malloc(ncap * sizeof(*nm.strs));
+		nm.lens = malloc(ncap * sizeof(*nm.lens));
+		nm.vals = malloc(ncap * sizeof(*nm.vals));
+		if (nm.hashes == NULL || nm.strs == NULL || nm.lens == NULL || nm.vals == NULL) {
+			free(nm.hashes);
+			free(nm.strs);
+			free(nm.lens);
+			free(nm.vals);
+			return NULL;
+		}
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->hashes[i] != 0)
+				smap_slot(&nm, m->hashes[i], m->strs[i], m->lens[i], m->vals[i]);
+		free(m->hashes);
+		free(m->strs);
+		free(m->lens);
+		free(m->vals);
+		*m = nm;
+	}
+	copy = malloc(n + 1);
+	if (copy == NULL)
+		return NULL;
+	memcpy(copy, s, n);
+	copy[n] = '\0';
+	smap_slot(m, h, copy, (uint32_t)n, val);
+	return copy;
+}
+
+static void smap_free(h5w_smap *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->hashes[i] != 0)
+			free(m->strs[i]);
+	free(m->hashes);
+	free(m->strs);
+	free(m->lens);
+	free(m->vals);
+}
+
+/* Start and end times of one region name in one process. */
+typedef struct h5w_region {
+	char *name;
+	int64_t *starts, *ends;
+	size_t n, cap;
+	uint64_t written;
+} h5w_region;
+
+typedef struct h5w_open {
+	int64_t ts;
+	uint32_t region;
+} h5w_open;
+
+typedef struct h5w_thread {
+	int64_t tid;
+	char *name;
+	int64_t sort_index; /* -1: none */
+	h5w_open *stack;    /* open B slices, innermost last */
+	size_t depth, cap;
+	uint64_t too_deep; /* B beyond H5W_MAX_STACK, not matched */
+} h5w_thread;
+
+typedef struct h5w_proc {
+	int64_t pid; /* trace pid */
+	/* The record: from forktrace_process, else what was seen. */
+	bool has_record;
+	int64_t host_pid, ppid, parent;
+	uint64_t start_ticks;
+	char *name, *argv, *exe, *cwd, *spawn, *exit_kind, *labels;
+	int32_t exit_code, exit_signal;
+	bool instrumented;
+	uint64_t images, lost_events;
+	int64_t start_ns, end_ns;
+	int64_t sort_index;
+	int64_t seen_min, seen_max; /* span of the event times */
+
+	/* Buffered rows, column by column, and the args text. */
+	void *col[NCOLS];
+	size_t n, cap;
+	char *blob;
+	size_t blob_len, blob_cap;
+	uint64_t rows_written, blob_written;
+	bool have_group, have_dsets;
+
+	h5w_thread *threads;
+	size_t nthreads, threads_cap;
+	h5w_imap tids;
+	uint32_t last_thread;
+
+	h5w_region *regions;
+	size_t nregions, regions_cap;
+	h5w_smap region_ids;
+	bool have_regions_group;
+
+	size_t mem; /* bytes of buffers counted against the budget */
+} h5w_proc;
+
+typedef struct h5_sink {
+	trace_sink base;
+	hid_t file, events_grp, strings;
+	hid_t vlen_str; /* variable-length UTF-8 string type */
+	hid_t bool_type;
+	unsigned level;
+	char *path; /* to stat the size at the end */
+	int fd;	    /* -1, or the borrowed fd (fstat at the end) */
+
+	h5w_proc **procs;
+	size_t nprocs, procs_cap;
+	h5w_imap pids;
+	uint32_t last_proc;
+
+	/* Interning: ids are rows of /strings. */
+	h5w_smap interned;
+	size_t intern_mem;
+	uint32_t next_id;
+	/* Strings with an id, not yet written (pointers into interned, or
+	 * owned copies past H5W_INTERN_MAX, freed after the write). */
+	const char **pending;
+	bool *pending_owned;
+	size_t npending;
+	uint64_t strings_written;
+
+	size_t mem;
+	size_t budget; /* H5W_BUDGET unless sink_h5_set_budget */
+	uint64_t events;
+	int err;
+} h5_sink;
+
+/* ---- HDF5 helpers. Each returns 0 or -EIO. */
+
+static hid_t make_dset(hid_t loc, const char *name, hid_t ftype, hsize_t chunk, unsigned level,
+		       bool shuffle)
+{
+	hsize_t dims = 0, maxdims = H5S_UNLIMITED;
+	hid_t space, dcpl, d = H5I_INVALID_HID;
+
+	space = H5Screate_simple(1, &dims, &maxdims);
+	if (space < 0)
+		return H5I_INVALID_HID;
+	dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	if (dcpl < 0)
+		goto close_space;
+	if (H5Pset_chunk(dcpl, 1, &chunk) < 0)
+		goto close_dcpl;
+	/* Shuffle first: the bytes of similar integers group, and deflate
+	 * finds them (timestamps compress several times better). */
+	if (shuffle && H5Pset_shuffle(dcpl) < 0)
+		goto close_dcpl;
+	if (H5Pset_deflate(dcpl, level) < 0)
+		goto close_dcpl;
+	d = H5Dcreate2(loc, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+close_dcpl:
+	H5Pclose(dcpl);
+close_space:
+	H5Sclose(space);
+	return d;
+}
+
+/*
+ * The chunk of a dataset whose first write has n elements: n rounded up to
+ * a power of two, between min and max. A process that ends with a few
+ * events gets small chunks (a whole chunk is filled, compressed and
+ * written even for one row: with thousands of short processes that was
+ * most of the time and of the file); a busy one gets max-sized chunks,
+ * which its FLUSH-sized writes fill exactly.
+ */
+static hsize_t chunk_for(uint64_t n, hsize_t min, hsize_t max)
+{
+	hsize_t c = min;
+
+	while (c < n && c < max)
+		c *= 2;
+	return c;
+}
+
+/* Appends n elements of buf (memory type mtype) to the 1-D dataset d
+ * which has old elements. */
+static int append_to(hid_t d, hid_t mtype, hsize_t old, hsize_t n, const void *buf)
+{
+	hsize_t size = old + n;
+	hid_t fspace, mspace;
+	int err = -EIO;
+
+	if (n == 0)
+		return 0;
+	if (H5Dset_extent(d, &size) < 0)
+		return -EIO;
+	fspace = H5Dget_space(d);
+	if (fspace < 0)
+		return -EIO;
+	mspace = H5Screate_simple(1, &n, NULL);
+	if (mspace < 0)
+		goto close_fspace;
+	if (H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &old, NULL, &n, NULL) < 0)
+		goto close_mspace;
+	if (H5Dwrite(d, mtype, mspace, fspace, H5P_DEFAULT, buf) < 0)
+		goto close_mspace;
+	err = 0;
+close_mspace:
+	H5Sclose(mspace);
+close_fspace:
+	H5Sclose(fspace);
+	return err;
+}
+
+/* Opens loc/name and appends to it. */
+static int append_named(hid_t loc, const char *name, hid_t mtype, hsize_t old, hsize_t n,
+			const void *buf)
+{
+	hid_t d;
+	int err;
+
+	if (n == 0)
+		return 0;
+	d = H5Dopen2(loc, name, H5P_DEFAULT);
+	if (d < 0)
+		return -EIO;
+	err = append_to(d, mtype, old, n, buf);
+	if (H5Dclose(d) < 0 && err == 0)
+		err = -EIO;
+	return err;
+}
+
+static int attr_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, hid_t space,
+		      const void *buf)
+{
+	hid_t a;
+	int err = 0;
+
+	if (H5Aexists(loc, name) > 0)
+		H5Adelete(loc, name);
+	a = H5Acreate2(loc, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
+	if (a < 0)
+		return -EIO;
+	if (H5Awrite(a, mtype, buf) < 0)
+		err = -EIO;
+	if (H5Aclose(a) < 0 && err == 0)
+		err = -EIO;
+	return err;
+}
+
+static int attr_i64(hid_t loc, const char *name, int64_t v)
+{
+	hid_t space = H5Screate(H5S_SCALAR);
+	int err;
+
+	if (space < 0)
+		return -EIO;
+	err = attr_write(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, space, &v);
+	H5Sclose(space);
+	return err;
+}
+
+static int attr_u64(hid_t loc, const char *name, uint64_t v)
+{
+	hid_t space = H5Screate(H5S_SCALAR);
+	int err;
+
+	if (space < 0)
+		return -EIO;
+	err = attr_write(loc, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, space, &v);
+	H5Sclose(space);
+	return err;
+}
+
+static int attr_str(h5_sink *hs, hid_t loc, const char *name, const char *v)
+{
+	hid_t space = H5Screate(H5S_SCALAR);
+	const char *s = v != NULL ? v : "";
+	int err;
+
+	if (space < 0)
+		return -EIO;
+	err = attr_write(loc, name, hs->vlen_str, hs->vlen_str, space, &s);
+	H5Sclose(space);
+	return err;
+}
+
+/* A 1-D array attribute of n strings (NULL entries written as ""). */
+static int attr_strv(h5_sink *hs, hid_t loc, const char *name, const char *const *v, size_t n)
+{
+	hsize_t dims = n;
+	const char **copy;
+	hid_t space;
+	int err = -EIO;
+
+	copy = calloc(n ? n : 1, sizeof(*copy));
+	if (copy == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		copy[i] = v[i] != NULL ? v[i] : "";
+	space = H5Screate_simple(1, &dims, NULL);
+	if (space >= 0) {
+		err = attr_write(loc, name, hs->vlen_str, hs->vlen_str, space, copy);
+		H5Sclose(space);
+	}
+	free(copy);
+	return err;
+}
+
+static int attr_i64v(hid_t loc, const char *name, const int64_t *v, size_t n)
+{
+	hsize_t dims = n;
+	hid_t space = H5Screate_simple(1, &dims, NULL);
+	int err;
+
+	if (space < 0)
+		return -EIO;
+	err = attr_write(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, space, v);
+	H5Sclose(space);
+	return err;
+}
+
+/* ---- strings */
+
+static int flush_strings(h5_sink *hs)
+{
+	int err;
+
+	if (hs->npending == 0)
+		return 0;
+	err = append_to(hs->strings, hs->vlen_str, hs->strings_written, hs->npending, hs->pending);
+	for (size_t i = 0; i < hs->npending; i++)
+		if (hs->pending_owned[i])
+			free((char *)hs->pending[i]);
+	hs->strings_written += hs->npending;
+	hs->npending = 0;
+	return err;
+}
+
+/* Gives str (owned: a copy past the intern cap) the next id. */
+static int add_pending(h5_sink *hs, const char *str, bool owned)
+{
+	int err;
+
+	if (hs->npending == H5W_STRING_CHUNK) {
+		err = flush_strings(hs);
+		if (err < 0) {
+			if (owned)
+				free((char *)str);
+			return err;
+		}
+	}
+	hs->pending[hs->npending] = str;
+	hs->pending_owned[hs->npending] = owned;
+	hs->npending++;
+	return 0;
+}
+
+/* The id of string s in /strings, or UINT32_MAX on error (hs->err set).
+ * Absent strings (p == NULL) are H5W_NO_STRING. */
+static uint32_t intern(h5_sink *hs, jsonw_sv s)
+{
+	uint64_t h;
+	uint32_t id;
+	const char *copy;
+	int err;
+
+	if (s.p == NULL)
+		return H5W_NO_STRING;
+	h = hash_str(s.p, s.n);
+	id = smap_get(&hs->interned, s.p, s.n, h);
+	if (id != UINT32_MAX)
+		return id;
+	if (hs->next_id == UINT32_MAX - 1 || s.n > UINT32_MAX) {
+		hs->err = -EOVERFLOW;
+		return UINT32_MAX;
+	}
+	id = hs->next_id;
+	if (hs->intern_mem < H5W_INTERN_MAX) {
+		copy = smap_put(&hs->interned, s.p, s.n, h, id);
+		if (copy == NULL)
+			goto nomem;
+		hs->intern_mem += s.n + 1 + 32;
+		err = add_pending(hs, copy, false);
+	} else {
+		char *own = strndup(s.p, s.n);
+
+		if (own == NULL)
+			goto nomem;
+		err = add_pending(hs, own, true);
+	}
+	if (err < 0) {
+		hs->err = err;
+		return UINT32_MAX;
+	}
+	hs->next_id++;
+	return id;
+nomem:
+	hs->err = -ENOMEM;
+	return UINT32_MAX;
+}
+
+/* ---- processes */
+
+static h5w_proc *proc_get(h5_sink *hs, int64_t pid)
+{
+	uint32_t i;
+	h5w_proc *p;
+
+	if (hs->nprocs > 0 && hs->procs[hs->last_proc]->pid == pid)
+		return hs->procs[hs->last_proc];
+	i = imap_get(&hs->pids, pid);
+	if (i != UINT32_MAX) {
+		hs->last_proc = i;
+		return hs->procs[i];
+	}
+	if (hs->nprocs == hs->procs_cap) {
+		size_t ncap = hs->procs_cap ? hs->procs_cap * 2 : 64;
+		h5w_proc **np = realloc(hs->procs, ncap * sizeof(*np));
+
+		if (np == NULL)
+			return NULL;
+		hs->procs = np;
+		hs->procs_cap = ncap;
+	}
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	p->pid = pid;
+	p->host_pid = pid;
+	p->ppid = -1;
+	p->parent = -1;
+	p->start_ns = -1;
+	p->end_ns = -1;
+	p->sort_index = -1;
+	p->exit_code = -1;
+	p->seen_min = INT64_MAX;
+	p->seen_max = INT64_MIN;
+	if (imap_put(&hs->pids, pid, (uint32_t)hs->nprocs) < 0) {
+		free(p);
+		return NULL;
+	}
+	hs->last_proc = (uint32_t)hs->nprocs;
+	hs->procs[hs->nprocs++] = p;
+	return p;
+}
+
+static void proc_free(h5w_proc *p)
+{
+	for (int c = 0; c < NCOLS; c++)
+		free(p->col[c]);
+	free(p->blob);
+	for (size_t i = 0; i < p->nthreads; i++) {
+		free(p->threads[i].name);
+		free(p->threads[i].stack);
+	}
+	free(p->threads);
+	imap_free(&p->tids);
+	for (size_t i = 0; i < p->nregions; i++) {
+		free(p->regions[i].starts);
+		free(p->regions[i].ends);
+	}
+	free(p->regions);
+	smap_free(&p->region_ids); /* owns the region names */
+	free(p->name);
+	free(p->argv);
+	free(p->exe);
+	free(p->cwd);
+	free(p->spawn);
+	free(p->exit_kind);
+	free(p->labels);
+	free(p);
+}
+
+static h5w_thread *thread_get(h5w_proc *p, int64_t tid)
+{
+	uint32_t i;
+	h5w_thread *t;
+
+	if (p->nthreads > 0 && p->threads[p->last_thread].tid == tid)
+		return &p->threads[p->last_thread];
+	i = imap_get(&p->tids, tid);
+	if (i != UINT32_MAX) {
+		p->last_thread = i;
+		return &p->threads[i];
+	}
+	if (p->nthreads == p->threads_cap) {
+		size_t ncap = p->threads_cap ? p->threads_cap * 2 : 4;
+		h5w_thread *nt = realloc(p->threads, ncap * sizeof(*nt));
+
+		if (nt == NULL)
+			return NULL;
+		p->threads = nt;
+		p->threads_cap = ncap;
+	}
+	if (imap_put(&p->tids, tid, (uint32_t)p->nthreads) < 0)
+		return NULL;
+	t = &p->threads[p->nthreads];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	t->sort_index = -1;
+	p->last_thread = (uint32_t)p->nthreads++;
+	return t;
+}
+
+static int proc_group_name(const h5w_proc *p, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%" PRId64, p->pid);
+
+	return n > 0 && (size_t)n < size ? 0 : -EINVAL;
+}
+
+/* Opens (creating on first use) the group /events/<pid>. */
+static hid_t proc_group(h5_sink *hs, h5w_proc *p)
+{
+	char name[32];
+	hid_t g;
+
+	if (proc_group_name(p, name, sizeof(name)) < 0)
+		return H5I_INVALID_HID;
+	if (p->have_group)
+		return H5Gopen2(hs->events_grp, name, H5P_DEFAULT);
+	g = H5Gcreate2(hs->events_grp, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	if (g >= 0)
+		p->have_group = true;
+	return g;
+}
+
+/* ---- regions */
+
+/*
+ * An HDF5 link name for a region name: '/' cannot be in one, and "." or
+ * ".." would not name a new group, so '/', '%' and a leading '.' are
+ * percent-encoded (and "" is "%00"); the real name is the group's "name"
+ * attribute. Returns a malloc'd string or NULL.
+ */
+static char *region_link_name(const char *name)
+{
+	size_t n = strlen(name), k = 0;
+	char *out = malloc(3 * n + 4);
+
+	if (out == NULL)
+		return NULL;
+	if (n == 0) {
+		memcpy(out, "%00", 4);
+		return out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (c == '/' || c == '%' || (i == 0 && c == '.')) {
+			snprintf(out + k, 4, "%%%02X", c);
+			k += 3;
+		} else {
+			out[k++] = (char)c;
+		}
+	}
+	out[k] = '\0';
+	return out;
+}
+
+static int region_flush(h5_sink *hs, h5w_proc *p, hid_t pg, h5w_region *r, bool release)
+{
+	hid_t rg, grp, d;
+	char *link;
+	int err = 0;
+
+	if (r->n > 0) {
+		if (!p->have_regions_group) {
+			rg = H5Gcreate2(pg, "regions", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+			if (rg >= 0)
+				p->have_regions_group = true;
+		} else {
+			rg = H5Gopen2(pg, "regions", H5P_DEFAULT);
+		}
+		if (rg < 0)
+			return -EIO;
+		link = region_link_name(r->name);
+		if (link == NULL) {
+			H5Gclose(rg);
+			return -ENOMEM;
+		}
+		if (r->written == 0) {
+			err = -EIO;
+			grp = H5Gcreate2(rg, link, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+			if (grp >= 0) {
+				err = attr_str(hs, grp, "name", r->name);
+				for (int i = 0; i < 2 && err == 0; i++) {
+					d = make_dset(grp, i == 0 ? "start_times" : "end_times",
+						      H5T_STD_I64LE,
+						      chunk_for(r->n, 64, H5W_REGION_CHUNK),
+						      hs->level, true);
+					if (d < 0)
+						err = -EIO;
+					else
+						H5Dclose(d);
+				}
+			}
+		} else {
+			grp = H5Gopen2(rg, link, H5P_DEFAULT);
+			err = grp < 0 ? -EIO : 0;
+		}
+		free(link);
+		if (err == 0)
+			err = append_named(grp, "start_times", H5T_NATIVE_INT64, r->written, r->n,
+					   r->starts);
+		if (err == 0)
+			err = append_named(grp, "end_times", H5T_NATIVE_INT64, r->written, r->n,
+					   r->ends);
+		if (grp >= 0)
+			H5Gclose(grp);
+		H5Gclose(rg);
+		if (err < 0)
+			return err;
+		r->written += r->n;
+		r->n = 0;
+	}
+	if (release && r->cap > 0) {
+		size_t bytes = r->cap * 2 * sizeof(int64_t);
+
+		free(r->starts);
+		free(r->ends);
+		r->starts = r->ends = NULL;
+		r->cap = 0;
+		p->mem -= bytes;
+		hs->mem -= bytes;
+	}
+	return 0;
+}
+
+/* The region of this name in p, created on first use; NULL on error. */
+static h5w_region *region_get(h5w_proc *p, jsonw_sv name, uint32_t *index)
+{
+	const char *s = name.p != NULL ? name.p : "";
+	size_t n = name.p != NULL ? name.n : 0;
+	uint64_t h = hash_str(s, n);
+	uint32_t i = smap_get(&p->region_ids, s, n, h);
+	h5w_region *r;
+
+	if (i != UINT32_MAX) {
+		*index = i;
+		return &p->regions[i];
+	}
+	if (p->nregions == p->regions_cap) {
+		size_t ncap = p->regions_cap ? p->regions_cap * 2 : 8;
+		h5w_region *nr = realloc(p->regions, ncap * sizeof(*nr));
+
+		if (nr == NULL)
+			return NULL;
+		p->regions = nr;
+		p->regions_cap = ncap;
+	}
+	r = &p->regions[p->nregions];
+	memset(r, 0, sizeof(*r));
+	r->name = (char *)smap_put(&p->region_ids, s, n, h, (uint32_t)p->nregions);
+	if (r->name == NULL)
+		return NULL;
+	*index = (uint32_t)p->nregions++;
+	return r;
+}
+
+static int flush_proc(h5_sink *hs, h5w_proc *p, bool release);
+
+/* Records one region occurrence [start, end]. */
+static int region_add(h5_sink *hs, h5w_proc *p, uint32_t index, int64_t start, int64_t end)
+{
+	h5w_region *r = &p->regions[index];
+
+	if (r->n == r->cap) {
+		size_t ncap = r->cap ? r->cap * 2 : 4;
+		int64_t *ns, *ne;
+
+		if (r->n >= H5W_REGION_FLUSH) {
+			hid_t pg = proc_group(hs, p);
+			int err;
+
+			if (pg < 0)
+				return -EIO;
+			err = region_flush(hs, p, pg, r, false);
+			H5Gclose(pg);
+			if (err < 0)
+				return err;
+		} else {
+			ns = realloc(r->starts, ncap * sizeof(*ns));
+			if (ns == NULL)
+				return -ENOMEM;
+			r->starts = ns;
+			ne = realloc(r->ends, ncap * sizeof(*ne));
+			if (ne == NULL)
+				return -ENOMEM;
+			r->ends = ne;
+			p->mem += (ncap - r->cap) * 2 * sizeof(int64_t);
+			hs->mem += (ncap - r->cap) * 2 * sizeof(int64_t);
+			r->cap = ncap;
+		}
+	}
+	r->starts[r->n] = start;
+	r->ends[r->n] = end;
+	r->n++;
+	return 0;
+}
+
+/* X slices and B/E pairs (matched per thread, innermost first) become
+ * region occurrences. */
+static int track_region(h5_sink *hs, h5w_proc *p, const jsonw_event *ev)
+{
+	h5w_thread *t;
+	uint32_t idx;
+
+	if (ev->ts_ns == JSONW_NO_TIME)
+		return 0;
+	switch (ev->ph) {
+	case 'X': {
+		int64_t dur = ev->dur_ns != JSONW_NO_TIME && ev->dur_ns > 0 ? ev->dur_ns : 0;
+
+		if (region_get(p, ev->name, &idx) == NULL)
+			return -ENOMEM;
+		return region_add(hs, p, idx, ev->ts_ns, ev->ts_ns + dur);
+	}
+	case 'B':
+		t = thread_get(p, ev->tid);
+		if (t == NULL)
+			return -ENOMEM;
+		if (t->depth >= H5W_MAX_STACK) {
+			t->too_deep++;
+			return 0;
+		}
+		if (region_get(p, ev->name, &idx) == NULL)
+			return -ENOMEM;
+		if (t->depth == t->cap) {
+			size_t ncap = t->cap ? t->cap * 2 : 8;
+			h5w_open *ns = realloc(t->stack, ncap * sizeof(*ns));
+
+			if (ns == NULL)
+				return -ENOMEM;
+			t->stack = ns;
+			t->cap = ncap;
+		}
+		t->stack[t->depth++] = (h5w_open){ev->ts_ns, idx};
+		return 0;
+	case 'E':
+		t = thread_get(p, ev->tid);
+		if (t == NULL)
+			return -ENOMEM;
+		if (t->too_deep > 0) {
+			t->too_deep--;
+			return 0;
+		}
+		if (t->depth == 0)
+			return 0; /* an E without its B: nothing to pair */
+		t->depth--;
+		return region_add(hs, p, t->stack[t->depth].region, t->stack[t->depth].ts,
+				  ev->ts_ns);
+	default:
+		return 0;
+	}
+}
+
+/* ---- event rows */
+
+static int flush_rows(h5_sink *hs, h5w_proc *p, hid_t pg)
+{
+	int err = 0;
+
+	if (!p->have_dsets && (p->n > 0 || p->blob_len > 0)) {
+		for (int c = 0; c < NCOLS; c++) {
+			hid_t d = make_dset(pg, cols[c].name, file_type(cols[c].kind),
+					    chunk_for(p->n, 64, H5W_CHUNK_ROWS), hs->level,
+					    cols[c].size > 1);
+			if (d < 0)
+				return -EIO;
+			H5Dclose(d);
+		}
+		hid_t d = make_dset(pg, "args", H5T_STD_U8LE,
+				    chunk_for(p->blob_len, 1024, H5W_BLOB_CHUNK), hs->level, false);
+		if (d < 0)
+			return -EIO;
+		H5Dclose(d);
+		p->have_dsets = true;
+	}
+	for (int c = 0; c < NCOLS && err == 0; c++)
+		err = append_named(pg, cols[c].name, mem_type(cols[c].kind), p->rows_written, p->n,
+				   p->col[c]);
+	if (err == 0)
+		err = append_named(pg, "args", H5T_NATIVE_UINT8, p->blob_written, p->blob_len,
+				   p->blob);
+	if (err < 0)
+		return err;
+	p->rows_written += p->n;
+	p->blob_written += p->blob_len;
+	p->n = 0;
+	p->blob_len = 0;
+	return 0;
+}
+
+/* Writes out p's buffered rows and region times; release also frees the
+ * buffers (a budget flush), else they are kept for the next rows. */
+static int flush_proc(h5_sink *hs, h5w_proc *p, bool release)
+{
+	hid_t pg;
+	int err;
+
+	pg = proc_group(hs, p);
+	if (pg < 0)
+		return -EIO;
+	err = flush_rows(hs, p, pg);
+	for (size_t i = 0; i < p->nregions && err == 0; i++)
+		err = region_flush(hs, p, pg, &p->regions[i], release);
+	if (H5Gclose(pg) < 0 && err == 0)
+		err = -EIO;
+	if (err == 0 && release) {
+		size_t bytes = p->cap * ROW_BYTES + p->blob_cap;
+
+		for (int c = 0; c < NCOLS; c++) {
+			free(p->col[c]);
+			p->col[c] = NULL;
+		}
+		free(p->blob);
+		p->blob = NULL;
+		p->cap = 0;
+		p->blob_cap = 0;
+		p->mem -= bytes;
+		hs->mem -= bytes;
+	}
+	return err;
+}
+
+static int cmp_mem_desc(const void *a, const void *b)
+{
+	const h5w_proc *x = *(h5w_proc *const *)a, *y = *(h5w_proc *const *)b;
+
+	return x->mem < y->mem ? 1 : x->mem > y->mem ? -1 : 0;
+}
+
+/*
+ * Over budget: write out and free the largest buffers until half the
+ * budget is left. One sort per round, and a round frees at least half the
+ * budget, so the cost stays linear in the input.
+ */
+static int enforce_budget(h5_sink *hs)
+{
+	h5w_proc **order;
+	size_t n = 0;
+	int err = 0;
+
+	if (hs->mem <= hs->budget)
+		return 0;
+	order = malloc(hs->nprocs * sizeof(*order));
+	if (order == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < hs->nprocs; i++)
+		if (hs->procs[i]->mem > 0)
+			order[n++] = hs->procs[i];
+	qsort(order, n, sizeof(*order), cmp_mem_desc);
+	for (size_t i = 0; i < n && hs->mem > hs->budget / 2 && err == 0; i++)
+		err = flush_proc(hs, order[i], true);
+	free(order);
+	return err;
+}
+
+static int reserve_row(h5_sink *hs, h5w_proc *p)
+{
+	size_t ncap;
+
+	if (p->n >= H5W_FLUSH_ROWS) {
+		int err = flush_proc(hs, p, false);
+
+		if (err < 0)
+			return err;
+	}
+	if (p->n < p->cap)
+		return 0;
+	ncap = p->cap ? p->cap * 2 : 8;
+	for (int c = 0; c < NCOLS; c++) {
+		void *nc = realloc(p->col[c], ncap * cols[c].size);
+
+		if (nc == NULL)
+			return -ENOMEM;
+		p->col[c] = nc;
+	}
+	p->mem += (ncap - p->cap) * ROW_BYTES;
+	hs->mem += (ncap - p->cap) * ROW_BYTES;
+	p->cap = ncap;
+	return 0;
+}
+
+/* Appends text to p's args text; *off gets its offset in the dataset. */
+static int blob_put(h5_sink *hs, h5w_proc *p, const char *s, size_t n, uint64_t *off)
+{
+	if (p->blob_len > 0 && p->blob_len + n > H5W_FLUSH_BLOB) {
+		int err = flush_proc(hs, p, false);
+
+		if (err < 0)
+			return err;
+	}
+	if (p->blob_len + n > p->blob_cap) {
+		size_t ncap = p->blob_cap ? p->blob_cap : 256;
+		char *nb;
+
+		while (ncap < p->blob_len + n)
+			ncap *= 2;
+		nb = realloc(p->blob, ncap);
+		if (nb == NULL)
+			return -ENOMEM;
+		p->blob = nb;
+		p->mem += ncap - p->blob_cap;
+		hs->mem += ncap - p->blob_cap;
+		p->blob_cap = ncap;
+	}
+	memcpy(p->blob + p->blob_len, s, n);
+	*off = p->blob_written + p->blob_len;
+	p->blob_len += n;
+	return 0;
+}
+
+static bool known_key(const jscan_val *k)
+{
+	static const char *const keys[] = {"ph", "name", "cat", "pid", "tid", "ts",
+					   "dur", "s", "id", "bp", "args"};
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (jscan_str_eq(k, keys[i]))
+			return true;
+	return false;
+}
+
+/*
+ * The keys of a raw input event that the columns do not hold (Chrome's
+ * tts, tdur, sf, stack, VizTracer's own...), as one JSON object text
+ * appended to the args text, so a round trip loses nothing. Nothing is
+ * written when there are none or raw is not a valid object.
+ */
+static int put_extra(h5_sink *hs, h5w_proc *p, jsonw_sv raw, uint64_t *off, uint32_t *len)
+{
+	jscan_val obj, k, v;
+	jscan_iter it;
+	uint64_t start = 0, o;
+	size_t total = 0;
+	int err;
+
+	*off = 0;
+	*len = 0;
+	if (jscan_parse(raw, &obj) < 0 || obj.type != JSCAN_OBJECT)
+		return 0;
+	jscan_iter_init(&it, &obj);
+	while (jscan_next_member(&it, &k, &v)) {
+		if (known_key(&k))
+			continue;
+		/* Keep the pieces contiguous: flush first if they may not fit. */
+		if (total == 0 && p->blob_len + raw.n + 2 > H5W_FLUSH_BLOB && p->blob_len > 0) {
+			err = flush_proc(hs, p, false);
+			if (err < 0)
+				return err;
+		}
+		err = blob_put(hs, p, total == 0 ? "{" : ",", 1, &o);
+		if (err == 0 && total == 0)
+			start = o;
+		if (err == 0)
+			err = blob_put(hs, p, k.text.p, k.text.n, &o);
+		if (err == 0)
+			err = blob_put(hs, p, ":", 1, &o);
+		if (err == 0)
+			err = blob_put(hs, p, v.text.p, v.text.n, &o);
+		if (err < 0)
+			return err;
+		total += 2 + k.text.n + v.text.n;
+	}
+	if (total == 0)
+		return 0;
+	err = blob_put(hs, p, "}", 1, &o);
+	if (err < 0)
+		return err;
+	*off = start;
+	*len = (uint32_t)(total + 1);
+	return 0;
+}
+
+/* ---- metadata events: the process and thread tables */
+
+static char *dup_sv(const jscan_val *v)
+{
+	return v->type == JSCAN_STRING ? jscan_strdup(v, NULL) : NULL;
+}
+
+static void set_str(char **dst, char *s)
+{
+	if (s == NULL)
+		return;
+	free(*dst);
+	*dst = s;
+}
+
+static void get_i64(const jscan_val *obj, const char *key, int64_t *out)
+{
+	jscan_val v;
+	int64_t x;
+
+	if (jscan_get(obj, key, &v) && jscan_i64(&v, &x) == 0)
+		*out = x;
+}
+
+/* argv as one string, arguments joined by single spaces. */
+static char *join_argv(const jscan_val *arr)
+{
+	jscan_iter it;
+	jscan_val v;
+	size_t len = 0, n;
+	char *out = NULL, *arg;
+
+	if (arr->type != JSCAN_ARRAY)
+		return NULL;
+	jscan_iter_init(&it, arr);
+	while (jscan_next_elem(&it, &v)) {
+		char *grown;
+
+		arg = jscan_strdup(&v, &n);
+		if (arg == NULL)
+			continue;
+		grown = realloc(out, len + n + 2);
+		if (grown == NULL) {
+			free(arg);
+			break;
+		}
+		out = grown;
+		if (len > 0)
+			out[len++] = ' ';
+		memcpy(out + len, arg, n);
+		len += n;
+		out[len] = '\0';
+		free(arg);
+	}
+	return out != NULL ? out : strdup("");
+}
+
+/* forktrace_process args (docs/TRACE_FORMAT.md) into p's record. */
+static void read_process_record(h5w_proc *p, const jscan_val *a)
+{
+	jscan_val v, x;
+	int64_t i;
+
+	p->has_record = true;
+	get_i64(a, "pid", &p->host_pid);
+	get_i64(a, "ppid", &p->ppid);
+	get_i64(a, "parent", &p->parent);
+	i = 0;
+	get_i64(a, "start_ticks", &i);
+	p->start_ticks = (uint64_t)i;
+	get_i64(a, "start_ns", &p->start_ns);
+	get_i64(a, "end_ns", &p->end_ns);
+	if (jscan_get(a, "name", &v))
+		set_str(&p->name, dup_sv(&v));
+	if (jscan_get(a, "exe", &v))
+		set_str(&p->exe, dup_sv(&v));
+	if (jscan_get(a, "cwd", &v))
+		set_str(&p->cwd, dup_sv(&v));
+	if (jscan_get(a, "spawn", &v))
+		set_str(&p->spawn, dup_sv(&v));
+	if (jscan_get(a, "argv", &v))
+		set_str(&p->argv, join_argv(&v));
+	if (jscan_get(a, "exit", &v) && v.type == JSCAN_OBJECT) {
+		if (jscan_get(&v, "kind", &x))
+			set_str(&p->exit_kind, dup_sv(&x));
+		i = -1;
+		get_i64(&v, "code", &i);
+		p->exit_code = (int32_t)i;
+		i = 0;
+		get_i64(&v, "signal", &i);
+		p->exit_signal = (int32_t)i;
+	}
+	p->instrumented = jscan_get(a, "instrumented", &v) && v.type == JSCAN_TRUE;
+	i = 0;
+	get_i64(a, "images", &i);
+	p->images = (uint64_t)i;
+	i = 0;
+	get_i64(a, "lost_events", &i);
+	p->lost_events = (uint64_t)i;
+}
+
+/* The M events that name processes and threads. Malformed args are
+ * stored as they are and otherwise ignored. */
+static int read_meta_event(h5w_proc *p, const jsonw_event *ev)
+{
+	jscan_val a, v;
+	h5w_thread *t;
+	int64_t i;
+
+	if (ev->name.p == NULL || jscan_parse(ev->args, &a) < 0 || a.type != JSCAN_OBJECT)
+		return 0;
+#define IS(lit) (ev->name.n == sizeof(lit) - 1 && memcmp(ev->name.p, lit, ev->name.n) == 0)
+	if (IS("forktrace_process")) {
+		read_process_record(p, &a);
+	} else if (IS("process_name")) {
+		if (!p->has_record && jscan_get(&a, "name", &v))
+			set_str(&p->name, dup_sv(&v));
+	} else if (IS("process_labels")) {
+		if (jscan_get(&a, "labels", &v))
+			set_str(&p->labels, dup_sv(&v));
+	} else if (IS("process_sort_index")) {
+		get_i64(&a, "sort_index", &p->sort_index);
+	} else if (IS("thread_name") || IS("thread_sort_index")) {
+		t = thread_get(p, ev->tid);
+		if (t == NULL)
+			return -ENOMEM;
+		if (IS("thread_name") && jscan_get(&a, "name", &v))
+			set_str(&t->name, dup_sv(&v));
+		if (IS("thread_sort_index")) {
+			i = -1;
+			get_i64(&a, "sort_index", &i);
+			t->sort_index = i;
+		}
+	}
+#undef IS
+	return 0;
+}
+
+/* ---- the sink */
+
+static int h5w_begin(trace_sink *s, const sink_meta *meta)
+{
+	(void)s;
+	(void)meta;
+	return 0;
+}
+
+static int h5w_event(trace_sink *s, const sink_event *e)
+{
+	h5_sink *hs = (h5_sink *)s;
+	const jsonw_event *ev = &e->ev;
+	uint32_t name_id, cat_id, extra_len = 0;
+	uint64_t args_off = 0, extra_off = 0;
+	size_t args_len = 0, r;
+	h5w_proc *p;
+	int err;
+
+	if (hs->err != 0)
+		return hs->err;
+	p = proc_get(hs, ev->pid);
+	if (p == NULL)
+		return hs->err = -ENOMEM;
+	name_id = intern(hs, ev->name.p != NULL ? ev->name : jsonw_sv_c(""));
+	cat_id = intern(hs, ev->cat);
+	if (hs->err != 0)
+		return hs->err;
+	err = reserve_row(hs, p);
+	if (err == 0 && ev->args.p != NULL && ev->args.n > 0) {
+		if (ev->args.n > UINT32_MAX)
+			err = -EOVERFLOW;
+		else
+			err = blob_put(hs, p, ev->args.p, ev->args.n, &args_off);
+		args_len = ev->args.n;
+	}
+	if (err == 0 && e->raw.p != NULL)
+		err = put_extra(hs, p, e->raw, &extra_off, &extra_len);
+	if (err < 0)
+		return hs->err = err;
+
+	r = p->n++;
+	((int64_t *)p->col[C_TS])[r] = ev->ts_ns;
+	((int64_t *)p->col[C_DUR])[r] = ev->dur_ns == JSONW_NO_TIME ? -1 : ev->dur_ns;
+	((uint32_t *)p->col[C_NAME])[r] = name_id;
+	((uint32_t *)p->col[C_CAT])[r] = cat_id;
+	((int64_t *)p->col[C_TID])[r] = ev->tid;
+	((uint8_t *)p->col[C_PH])[r] = (uint8_t)ev->ph;
+	((uint8_t *)p->col[C_SCOPE])[r] = (uint8_t)ev->scope;
+	((uint8_t *)p->col[C_FLAGS])[r] = (uint8_t)((ev->has_id ? 1 : 0) | (ev->bind_enclosing ? 2 : 0));
+	((uint64_t *)p->col[C_ID])[r] = ev->has_id ? ev->id : 0;
+	((uint64_t *)p->col[C_ARGS_OFF])[r] = args_off;
+	((uint32_t *)p->col[C_ARGS_LEN])[r] = (uint32_t)args_len;
+	((uint64_t *)p->col[C_EXTRA_OFF])[r] = extra_off;
+	((uint32_t *)p->col[C_EXTRA_LEN])[r] = extra_len;
+	hs->events++;
+
+	if (ev->ph == 'M') {
+		err = read_meta_event(p, ev);
+	} else {
+		if (ev->ts_ns != JSONW_NO_TIME) {
+			int64_t end = ev->ts_ns;
+
+			if (ev->dur_ns != JSONW_NO_TIME && ev->dur_ns > 0)
+				end += ev->dur_ns;
+			if (ev->ts_ns < p->seen_min)
+				p->seen_min = ev->ts_ns;
+			if (end > p->seen_max)
+				p->seen_max = end;
+		}
+		if (thread_get(p, ev->tid) == NULL)
+			err = -ENOMEM;
+		if (err == 0)
+			err = track_region(hs, p, ev);
+	}
+	if (err == 0)
+		err = enforce_budget(hs);
+	if (err < 0)
+		hs->err = err;
+	return err;
+}
+
+/* One row of /processes in memory. */
+typedef struct h5w_prow {
+	int64_t pid, host_pid, ppid, parent;
+	uint64_t start_ticks;
+	const char *name, *argv, *exe, *cwd, *spawn, *labels;
+	int64_t start_ns, end_ns;
+	const char *exit_kind;
+	int32_t exit_code, exit_signal;
+	uint8_t instrumented;
+	uint64_t images, lost_events, events;
+	int64_t sort_index;
+} h5w_prow;
+
+typedef struct h5w_trow {
+	int64_t pid, tid;
+	const char *name;
+	int64_t sort_index;
+} h5w_trow;
+
+#define TABLE_BLOCK 4096
+
+static const char *or_empty(const char *s)
+{
+	return s != NULL ? s : "";
+}
+
+static hid_t processes_type(h5_sink *hs)
+{
+	hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(h5w_prow));
+
+	if (t < 0)
+		return t;
+#define M(field, type) H5Tinsert(t, #field, HOFFSET(h5w_prow, field), type)
+	M(pid, H5T_NATIVE_INT64);
+	M(host_pid, H5T_NATIVE_INT64);
+	M(ppid, H5T_NATIVE_INT64);
+	M(parent, H5T_NATIVE_INT64);
+	M(start_ticks, H5T_NATIVE_UINT64);
+	M(name, hs->vlen_str);
+	M(argv, hs->vlen_str);
+	M(exe, hs->vlen_str);
+	M(cwd, hs->vlen_str);
+	M(spawn, hs->vlen_str);
+	M(labels, hs->vlen_str);
+	M(start_ns, H5T_NATIVE_INT64);
+	M(end_ns, H5T_NATIVE_INT64);
+	M(exit_kind, hs->vlen_str);
+	M(exit_code, H5T_NATIVE_INT32);
+	M(exit_signal, H5T_NATIVE_INT32);
+	M(instrumented, hs->bool_type);
+	M(images, H5T_NATIVE_UINT64);
+	M(lost_events, H5T_NATIVE_UINT64);
+	M(events, H5T_NATIVE_UINT64);
+	M(sort_index, H5T_NATIVE_INT64);
+#undef M
+	return t;
+}
+
+static hid_t threads_type(h5_sink *hs)
+{
+	hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(h5w_trow));
+
+	if (t < 0)
+		return t;
+	H5Tinsert(t, "pid", HOFFSET(h5w_trow, pid), H5T_NATIVE_INT64);
+	H5Tinsert(t, "tid", HOFFSET(h5w_trow, tid), H5T_NATIVE_INT64);
+	H5Tinsert(t, "name", HOFFSET(h5w_trow, name), hs->vlen_str);
+	H5Tinsert(t, "sort_index", HOFFSET(h5w_trow, sort_index), H5T_NATIVE_INT64);
+	return t;
+}
+
+/* Creates a table dataset of compound type mtype (stored packed). */
+static hid_t make_table(h5_sink *hs, const char *name, hid_t mtype, hsize_t chunk)
+{
+	hid_t ftype = H5Tcopy(mtype), d;
+
+	if (ftype < 0)
+		return H5I_INVALID_HID;
+	if (H5Tpack(ftype) < 0) {
+		H5Tclose(ftype);
+		return H5I_INVALID_HID;
+	}
+	d = make_dset(hs->file, name, ftype, chunk, hs->level, false);
+	H5Tclose(ftype);
+	return d;
+}
+
+static void fill_prow(h5w_prow *row, const h5w_proc *p)
+{
+	*row = (h5w_prow){
+	    .pid = p->pid,
+	    .host_pid = p->host_pid,
+	    .ppid = p->ppid,
+	    .parent = p->parent,
+	    .start_ticks = p->start_ticks,
+	    .name = or_empty(p->name),
+	    .argv = or_empty(p->argv),
+	    .exe = or_empty(p->exe),
+	    .cwd = or_empty(p->cwd),
+	    .spawn = or_empty(p->spawn),
+	    .labels = or_empty(p->labels),
+	    .start_ns = p->start_ns,
+	    .end_ns = p->end_ns,
+	    .exit_kind = p->exit_kind != NULL ? p->exit_kind : "unknown",
+	    .exit_code = p->exit_code,
+	    .exit_signal = p->exit_signal,
+	    .instrumented = p->instrumented,
+	    .images = p->images,
+	    .lost_events = p->lost_events,
+	    .events = p->rows_written + p->n,
+	    .sort_index = p->sort_index,
+	};
+	/* A process without a forktrace record (VizTracer): its span is
+	 * what its events cover. */
+	if (!p->has_record && p->seen_min <= p->seen_max) {
+		row->start_ns = p->seen_min;
+		row->end_ns = p->seen_max;
+	}
+}
+
+static int write_processes(h5_sink *hs)
+{
+	h5w_prow *rows;
+	hid_t mtype, d;
+	uint64_t done = 0;
+	int err = -EIO;
+
+	rows = malloc(TABLE_BLOCK * sizeof(*rows));
+	if (rows == NULL)
+		return -ENOMEM;
+	mtype = processes_type(hs);
+	if (mtype < 0)
+		goto free_rows;
+	d = make_table(hs, "processes", mtype, 256);
+	if (d < 0)
+		goto close_type;
+	err = 0;
+	while (done < hs->nprocs && err == 0) {
+		size_t k = 0;
+
+		for (; k < TABLE_BLOCK && done + k < hs->nprocs; k++)
+			fill_prow(&rows[k], hs->procs[done + k]);
+		err = append_to(d, mtype, done, k, rows);
+		done += k;
+	}
+	if (H5Dclose(d) < 0 && err == 0)
+		err = -EIO;
+close_type:
+	H5Tclose(mtype);
+free_rows:
+	free(rows);
+	return err;
+}
+
+static int write_threads(h5_sink *hs)
+{
+	h5w_trow *rows;
+	hid_t mtype, d;
+	uint64_t done = 0;
+	size_t k = 0;
+	int err = -EIO;
+
+	rows = malloc(TABLE_BLOCK * sizeof(*rows));
+	if (rows == NULL)
+		return -ENOMEM;
+	mtype = threads_type(hs);
+	if (mtype < 0)
+		goto free_rows;
+	d = make_table(hs, "threads", mtype, 1024);
+	if (d < 0)
+		goto close_type;
+	err = 0;
+	for (size_t i = 0; i < hs->nprocs && err == 0; i++) {
+		const h5w_proc *p = hs->procs[i];
+
+		for (size_t j = 0; j < p->nthreads && err == 0; j++) {
+			rows[k++] = (h5w_trow){p->pid, p->threads[j].tid,
+					       or_empty(p->threads[j].name),
+					       p->threads[j].sort_index};
+			if (k == TABLE_BLOCK) {
+				err = append_to(d, mtype, done, k, rows);
+				done += k;
+				k = 0;
+			}
+		}
+	}
+	if (err == 0)
+		err = append_to(d, mtype, done, k, rows);
+	if (H5Dclose(d) < 0 && err == 0)
+		err = -EIO;
+close_type:
+	H5Tclose(mtype);
+free_rows:
+	free(rows);
+	return err;
+}
+
+static int write_root_attrs(h5_sink *hs, const sink_meta *meta)
+{
+	const model_trace *t = meta != NULL ? meta->model : NULL;
+	hid_t root = hs->file;
+	size_t ncmd = 0, nin = 0;
+	int err = 0;
+
+	err = attr_str(hs, root, "format", H5_LAYOUT_NAME);
+	if (err == 0)
+		err = attr_i64(root, "format_version", H5_LAYOUT_VERSION);
+	if (err == 0)
+		err = attr_str(hs, root, "version", FT_VERSION_STRING);
+	if (err == 0)
+		err = attr_str(hs, root, "origin", t != NULL ? t->origin : NULL);
+	if (err == 0)
+		err = attr_str(hs, root, "host", t != NULL ? t->host : NULL);
+	if (t != NULL && t->command != NULL)
+		while (t->command[ncmd] != NULL)
+			ncmd++;
+	/* No command (a combine) is no attribute, not an empty list. */
+	if (err == 0 && t != NULL && t->command != NULL)
+		err = attr_strv(hs, root, "command", t->command, ncmd);
+	if (err == 0)
+		err = attr_i64(root, "anchor_monotonic_ns", t != NULL ? t->anchor_mono_ns : -1);
+	if (err == 0)
+		err = attr_i64(root, "anchor_realtime_ns", t != NULL ? t->anchor_real_ns : -1);
+	if (err == 0)
+		err = attr_i64(root, "start_ns", t != NULL ? t->start_ns : -1);
+	if (err == 0)
+		err = attr_i64(root, "end_ns", t != NULL ? t->end_ns : -1);
+	if (err == 0)
+		err = attr_i64(root, "exit_status", t != NULL ? t->exit_status : 0);
+	if (err == 0)
+		err = attr_u64(root, "processes", meta != NULL && meta->processes > 0
+						      ? meta->processes
+						      : hs->nprocs);
+	if (err == 0)
+		err = attr_u64(root, "lost_events", t != NULL ? t->lost_events : 0);
+	if (err == 0)
+		err = attr_u64(root, "events", hs->events);
+	if (err == 0 && meta != NULL && meta->inputs != NULL) {
+		while (meta->inputs[nin] != NULL)
+			nin++;
+		err = attr_strv(hs, root, "inputs", meta->inputs, nin);
+		if (err == 0 && meta->align_methods != NULL)
+			err = attr_strv(hs, root, "align_methods", meta->align_methods, nin);
+		if (err == 0 && meta->align_shift_ns != NULL)
+			err = attr_i64v(root, "align_shift_ns", meta->align_shift_ns, nin);
+	}
+	return err;
+}
+
+/* Per process group: its trace pid and event count, for readers. */
+static int write_group_attrs(h5_sink *hs, h5w_proc *p)
+{
+	hid_t g = proc_group(hs, p);
+	int err;
+
+	if (g < 0)
+		return -EIO;
+	err = attr_i64(g, "pid", p->pid);
+	if (err == 0)
+		err = attr_u64(g, "events", p->rows_written);
+	if (H5Gclose(g) < 0 && err == 0)
+		err = -EIO;
+	return err;
+}
+
+static void close_file(h5_sink *hs)
+{
+	if (hs->strings >= 0)
+		H5Dclose(hs->strings);
+	if (hs->events_grp >= 0)
+		H5Gclose(hs->events_grp);
+	if (hs->file >= 0)
+		H5Fclose(hs->file);
+	hs->strings = hs->events_grp = hs->file = H5I_INVALID_HID;
+}
+
+static int h5w_end(trace_sink *s, const sink_meta *meta)
+{
+	h5_sink *hs = (h5_sink *)s;
+	struct stat st;
+	int err = hs->err;
+
+	for (size_t i = 0; i < hs->nprocs && err == 0; i++) {
+		err = flush_proc(hs, hs->procs[i], true);
+		if (err == 0)
+			err = write_group_attrs(hs, hs->procs[i]);
+	}
+	if (err == 0)
+		err = flush_strings(hs);
+	if (err == 0)
+		err = write_processes(hs);
+	if (err == 0)
+		err = write_threads(hs);
+	if (err == 0)
+		err = write_root_attrs(hs, meta);
+	if (err == 0 && H5Fflush(hs->file, H5F_SCOPE_GLOBAL) < 0)
+		err = -EIO;
+	close_file(hs);
+	hs->base.stats.events = hs->events;
+	if ((hs->fd >= 0 ? fstat(hs->fd, &st) : stat(hs->path, &st)) == 0)
+		hs->base.stats.bytes = (uint64_t)st.st_size;
+	if (err < 0)
+		hs->err = err;
+	return err;
+}
+
+static void h5w_free(trace_sink *s)
+{
+	h5_sink *hs = (h5_sink *)s;
+
+	if (hs == NULL)
+		return;
+	close_file(hs);
+	for (size_t i = 0; i < hs->npending; i++)
+		if (hs->pending_owned[i])
+			free((char *)hs->pending[i]);
+	free(hs->pending);
+	free(hs->pending_owned);
+	for (size_t i = 0; i < hs->nprocs; i++)
+		proc_free(hs->procs[i]);
+	free(hs->procs);
+	imap_free(&hs->pids);
+	smap_free(&hs->interned);
+	if (hs->vlen_str >= 0)
+		H5Tclose(hs->vlen_str);
+	if (hs->bool_type >= 0)
+		H5Tclose(hs->bool_type);
+	free(hs->path);
+	free(hs);
+}
+
+/* The bool h5py writes and reads as numpy bool: an int8 enum. */
+static hid_t make_bool_type(void)
+{
+	hid_t t = H5Tenum_create(H5T_NATIVE_INT8);
+	int8_t f = 0, v = 1;
+
+	if (t < 0)
+		return t;
+	if (H5Tenum_insert(t, "FALSE", &f) < 0 || H5Tenum_insert(t, "TRUE", &v) < 0) {
+		H5Tclose(t);
+		return H5I_INVALID_HID;
+	}
+	return t;
+}
+
+/* Creates the file at path (an existing file is truncated) with the
+ * groups and datasets that exist from the start. */
+static int open_file(h5_sink *hs)
+{
+	hid_t fapl, gcpl;
+	int err = -EIO;
+
+	fapl = H5Pcreate(H5P_FILE_ACCESS);
+	if (fapl < 0)
+		return -EIO;
+	/* No flock: the file is ours alone, and locks fail on some network
+	 * file systems. */
+	H5Pset_file_locking(fapl, false, true);
+	/* The 1.10 file format: its chunk index for extendable datasets
+	 * (extensible array) costs far less per dataset than the 1.8
+	 * B-tree, which matters with a dozen datasets per process. HDF5
+	 * 1.10 and later (h5py, h5dump of Debian 12) read it. */
+	H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110);
+	/* HDF5's metadata cache counts entries by their size on disk, but
+	 * holds them decoded, several times larger: with its default 32 MiB
+	 * (thousands of processes, a dozen datasets each) it grew past
+	 * 400 MiB of heap. 2 MiB of disk size keeps it near 30, at no
+	 * cost in speed (docs/BENCHMARKS.md). */
+	{
+		H5AC_cache_config_t mdc = {.version = H5AC__CURR_CACHE_CONFIG_VERSION};
+
+		if (H5Pget_mdc_config(fapl, &mdc) >= 0) {
+			mdc.set_initial_size = true;
+			mdc.initial_size = 1u << 20;
+			mdc.min_size = 1u << 20;
+			mdc.max_size = H5W_MDC_MAX;
+			H5Pset_mdc_config(fapl, &mdc);
+		}
+	}
+	hs->file = H5Fcreate(hs->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+	H5Pclose(fapl);
+	if (hs->file < 0)
+		return -EIO;
+	/* Track creation order, so readers list processes in the order
+	 * they came (the process tree's, for a live run). */
+	gcpl = H5Pcreate(H5P_GROUP_CREATE);
+	if (gcpl < 0)
+		return -EIO;
+	if (H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) >= 0)
+		hs->events_grp = H5Gcreate2(hs->file, "events", H5P_DEFAULT, gcpl, H5P_DEFAULT);
+	H5Pclose(gcpl);
+	if (hs->events_grp < 0)
+		return -EIO;
+	hs->strings = make_dset(hs->file, "strings", hs->vlen_str, H5W_STRING_CHUNK, hs->level,
+				false);
+	if (hs->strings < 0)
+		return -EIO;
+	/* Id 0: "", the absent name or category. */
+	err = add_pending(hs, "", false);
+	hs->next_id = 1;
+	return err;
+}
+
+static trace_sink *h5_new(char *path, int fd, const merge_opts *opts, int *err)
+{
+	h5_sink *hs = calloc(1, sizeof(*hs));
+
+	if (hs == NULL) {
+		free(path);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	hs->path = path;
+	hs->fd = fd;
+	hs->budget = H5W_BUDGET;
+	hs->file = hs->events_grp = hs->strings = H5I_INVALID_HID;
+	hs->vlen_str = hs->bool_type = H5I_INVALID_HID;
+	hs->level = opts != NULL && opts->gzip_level >= 1 && opts->gzip_level <= 9
+			? (unsigned)opts->gzip_level
+			: H5W_DEFAULT_LEVEL;
+	*err = -ENOMEM;
+	if (path == NULL)
+		goto fail;
+	hs->pending = malloc(H5W_STRING_CHUNK * sizeof(*hs->pending));
+	hs->pending_owned = malloc(H5W_STRING_CHUNK * sizeof(*hs->pending_owned));
+	if (hs->pending == NULL || hs->pending_owned == NULL)
+		goto fail;
+	/* Modules do not print (house rule 6): HDF5's own error stack
+	 * printing goes off; failures come back as -EIO. */
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	/* HDF5 keeps freed blocks on free lists without limit by default;
+	 * bound them (a process-wide setting) so memory stays flat. */
+	H5set_free_list_limits(1 << 20, 1 << 18, 1 << 20, 1 << 18, 1 << 20, 1 << 18);
+	*err = -EIO;
+	hs->vlen_str = H5Tcopy(H5T_C_S1);
+	if (hs->vlen_str < 0 || H5Tset_size(hs->vlen_str, H5T_VARIABLE) < 0 ||
+	    H5Tset_cset(hs->vlen_str, H5T_CSET_UTF8) < 0)
+		goto fail;
+	hs->bool_type = make_bool_type();
+	if (hs->bool_type < 0)
+		goto fail;
+	*err = open_file(hs);
+	if (*err < 0)
+		goto fail;
+	hs->base.begin = h5w_begin;
+	hs->base.event = h5w_event;
+	hs->base.end = h5w_end;
+	hs->base.free = h5w_free;
+	return &hs->base;
+fail:
+	h5w_free(&hs->base);
+	return NULL;
+}
+
+trace_sink *sink_h5_new(const char *path, const merge_opts *opts, int *err)
+{
+	int fd;
+
+	/* Create it ourselves first: HDF5 says only "unable to create",
+	 * open(2) says why (EACCES, ENOENT, EISDIR). */
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		*err = -errno;
+		return NULL;
+	}
+	close(fd);
+	return h5_new(strdup(path), -1, opts, err);
+}
+
+trace_sink *sink_h5_new_fd(int fd, const merge_opts *opts, int *err)
+{
+	struct stat st;
+	char path[64];
+
+	if (fstat(fd, &st) < 0) {
+		*err = -errno;
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*err = -ESPIPE;
+		return NULL;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return h5_new(strdup(path), fd, opts, err);
+}
+
+void sink_h5_set_budget(trace_sink *s, size_t bytes)
+{
+	((h5_sink *)s)->budget = bytes;
+}
+
+size_t sink_h5_buffered(const trace_sink *s)
+{
+	return ((const h5_sink *)s)->mem;
+}

@@ -1,0 +1,2016 @@
+/*
+ * sink_html.c - the HTML report (htmlw_): one self-contained page that
+ * shows what a process tree did.
+ *
+ * The sink aggregates while the events stream by and writes everything at
+ * `end`: memory grows with processes, threads and distinct names, never
+ * with events. Per process it keeps the span, program, argv, cwd, exit,
+ * parent, images, threads and a bounded number of marks; per (process,
+ * name) the call statistics, with self time from a small nesting stack per
+ * thread; per thread the HTMLW_THREAD_SLICES longest slices (a min-heap);
+ * per counter series a bounded, max-preserving down-sampling.
+ *
+ * The page is the template in combine/report/ (HTML, CSS and JS, embedded
+ * into the binary at build time as report_assets.c) with the data as one
+ * JSON text inside <script type="application/json">. Every string of the
+ * trace lives in that JSON's string table, written with '<', '>' and '&'
+ * escaped as \u003c and friends, so no trace text can close the script
+ * element; the page puts strings into the DOM with textContent only.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_assets.h"
+#include "sink.h"
+
+/* Slices kept per thread while streaming (the longest ones). */
+#define HTMLW_THREAD_SLICES 512
+/* Slices embedded in the page over all threads: threads with fewer keep
+ * all of theirs (short-lived processes in full), the others are cut to a
+ * common cap that makes the total fit. */
+#define HTMLW_SLICE_BUDGET 120000
+/* Marks (instants) kept per process. */
+#define HTMLW_PROC_MARKS 200
+/* Points kept per counter series. */
+#define HTMLW_COUNTER_POINTS 1024
+/* Per-process statistics rows embedded per process (by total time). */
+#define HTMLW_PROC_STATS 40
+/* Depth of the nesting stacks used for self time. */
+#define HTMLW_STACK 128
+
+/* ---- small containers ---------------------------------------------------- */
+
+/* Grows *p (elements of size elem) so that need elements fit. */
+static int grow(void *pp, size_t *cap, size_t need, size_t elem)
+{
+	void **p = pp;
+	size_t n = *cap != 0 ? *cap : 8;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	q = realloc(*p, n * elem);
+	if (q == NULL)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* Open addressing map from two 64-bit keys to a uint32 value. */
+typedef struct hmap_slot {
+	int64_t a, b;
+	uint32_t v; /* value + 1; 0: empty */
+} hmap_slot;
+
+typedef struct hmap {
+	hmap_slot *s;
+	size_t cap, n; /* cap: power of two */
+} hmap;
+
+static hmap_slot *hmap_slot_for(hmap *m, int64_t a, int64_t b)
+{
+	size_t i = mix64((uint64_t)a * 0x9e3779b97f4a7c15ull ^ (uint64_t)b) & (m->cap - 1);
+
+	while (m->s[i].v != 0 && (m->s[i].a != a || m->s[i].b != b))
+		i = (i + 1) & (m->cap - 1);
+	return &m->s[i];
+}
+
+/* The value for (a, b), or UINT32_MAX. */
+static uint32_t hmap_get(hmap *m, int64_t a, int64_t b)
+{
+	hmap_slot *sl;
+
+	if (m->cap == 0)
+		return UINT32_MAX;
+	sl = hmap_slot_for(m, a, b);
+	return sl->v != 0 ? sl->v - 1 : UINT32_MAX;
+}
+
+static int hmap_put(hmap *m, int64_t a, int64_t b, uint32_t v)
+{
+	hmap_slot *sl;
+
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t ncap = m->cap != 0 ? m->cap * 2 : 64;
+		hmap_slot *old = m->s;
+		size_t ocap = m->cap;
+
+		m->s = calloc(ncap, sizeof(*m->s));
+		if (m->s == NULL) {
+			m->s = old;
+			return -ENOMEM;
+		}
+		m->cap = ncap;
+		for (size_t i = 0; i < ocap; i++)
+			if (old[i].v != 0)
+				*hmap_slot_for(m, old[i].a, old[i].b) = old[i];
+		free(old);
+	}
+	sl = hmap_slot_for(m, a, b);
+	if (sl->v == 0)
+		m->n++;
+	sl->a = a;
+	sl->b = b;
+	sl->v = v + 1;
+	return 0;
+}
+
+/* Interned strings: id 0 is the empty string (also "none"). */
+typedef struct strtab {
+	char *buf;
+	size_t len, cap;
+	uint32_t *off, *slen; /* per id */
+	size_t n, ncap;
+	uint32_t *idx; /* hash index: id + 1, 0 empty */
+	size_t icap;
+} strtab;
+
+static uint64_t str_hash(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static int strtab_rehash(strtab *t)
+{
+	size_t ncap = t->icap != 0 ? t->icap * 2 : 1024;
+	uint32_t *idx = calloc(ncap, sizeof(*idx));
+
+	if (idx == NULL)
+		return -ENOMEM;
+	for (size_t id = 0; id < t->n; id++) {
+		size_t i = str_hash(t->buf + t->off[id], t->slen[id]) & (ncap - 1);
+
+		while (idx[i] != 0)
+			i = (i + 1) & (ncap - 1);
+		idx[i] = (uint32_t)id + 1;
+	}
+	free(t->idx);
+	t->idx = idx;
+	t->icap = ncap;
+	return 0;
+}
+
+/* The id of the n bytes at s, adding them if new; UINT32_MAX on ENOMEM. */
+static uint32_t strtab_id(strtab *t, const char *s, size_t n)
+{
+	size_t i;
+
+	if (s == NULL || n == 0)
+		return 0;
+	if (n > UINT32_MAX / 2)
+		n = UINT32_MAX / 2;
+	if ((t->n + 1) * 2 > t->icap && strtab_rehash(t) < 0)
+		return UINT32_MAX;
+	i = str_hash(s, n) & (t->icap - 1);
+	while (t->idx[i] != 0) {
+		uint32_t id = t->idx[i] - 1;
+
+		if (t->slen[id] == n && memcmp(t->buf + t->off[id], s, n) == 0)
+			return id;
+		i = (i + 1) & (t->icap - 1);
+	}
+	if (grow(&t->buf, &t->cap, t->len + n, 1) < 0 ||
+	    grow(&t->off, &t->ncap, t->n + 1, sizeof(*t->off)) < 0)
+		return UINT32_MAX;
+	/* off and slen share ncap: grow slen to the same size. */
+	{
+		uint32_t *q = realloc(t->slen, t->ncap * sizeof(*q));
+
+		if (q == NULL)
+			return UINT32_MAX;
+		t->slen = q;
+	}
+	memcpy(t->buf + t->len, s, n);
+	t->off[t->n] = (uint32_t)t->len;
+	t->slen[t->n] = (uint32_t)n;
+	t->len += n;
+	t->idx[i] = (uint32_t)t->n + 1;
+	return (uint32_t)t->n++;
+}
+
+static void strtab_free(strtab *t)
+{
+	free(t->buf);
+	free(t->off);
+	free(t->slen);
+	free(t->idx);
+}
+
+/* ---- the aggregate -------------------------------------------------------- */
+
+typedef struct hw_slice {
+	int64_t ts, dur;
+	uint32_t name;
+} hw_slice;
+
+/* An entry of the nesting stack: an interval whose self time is still
+ * open, or (merged) a run of finished intervals a later parent may hold. */
+typedef struct hw_open {
+	int64_t s, e;
+	int64_t child; /* time of direct children seen so far */
+	int64_t sub;   /* what a parent subtracts for it */
+	uint32_t name;
+	bool done;     /* its self time was recorded already */
+} hw_open;
+
+typedef struct hw_bopen {
+	int64_t s;
+	uint32_t name;
+} hw_bopen;
+
+enum { ORDER_UNKNOWN, ORDER_PRE, ORDER_POST };
+
+typedef struct hw_thread {
+	int64_t tid;
+	uint32_t name;
+	int64_t sort;
+	hw_open xs[HTMLW_STACK];
+	unsigned nx;
+	hw_bopen *bs;
+	size_t nb, bcap;
+	int order;
+	hw_slice *heap; /* min-heap by dur */
+	size_t nheap, heapcap;
+	uint64_t nslices;
+} hw_thread;
+
+typedef struct hw_seg {
+	int64_t s, e;
+	uint32_t name;
+	bool inst;
+	int64_t image;
+} hw_seg;
+
+typedef struct hw_mark {
+	int64_t tid, ts, dur;
+	uint32_t name, cat;
+} hw_mark;
+
+typedef struct hw_proc {
+	int64_t pid, hpid, ppid, parent_pid;
+	uint32_t name, label, exe, cwd, spawn, signame;
+	uint32_t *argv;
+	size_t argc;
+	bool has_record, inst;
+	int64_t start, end, ev_min, ev_max;
+	int exit_kind; /* enum model_exit_kind */
+	int64_t exit_val;
+	uint64_t lost, events, marks_dropped;
+	int64_t sort;
+	int64_t spawn_ts, spawn_tid;
+	hw_seg *segs;
+	size_t nsegs, segcap;
+	uint32_t *threads; /* indices into the sink's threads */
+	size_t nthreads, thcap;
+	hw_mark *marks;
+	size_t nmarks, markcap;
+	/* set at end */
+	bool keep;
+	bool prog_match;
+	uint32_t out_idx;
+} hw_proc;
+
+typedef struct hw_stat {
+	uint32_t proc, name;
+	uint64_t calls;
+	int64_t total, self, max;
+} hw_stat;
+
+typedef struct hw_series {
+	uint32_t proc, name;
+	int64_t *pts; /* ts, value-bits pairs */
+	size_t n;
+	unsigned stride, acc; /* points merged into the one being built */
+	double cur;
+	int64_t cur_ts;
+} hw_series;
+
+typedef struct hw_flow {
+	uint64_t id;
+	int64_t pid, tid, ts;
+} hw_flow;
+
+typedef struct html_sink {
+	trace_sink base;
+	int fd;
+	/* filters */
+	regex_t *inc, *exc;
+	size_t ninc, nexc;
+	int64_t *ranges; /* lo, hi pairs */
+	size_t nranges;
+	char *opt_text[3];
+	/* aggregate */
+	strtab st;
+	hw_proc *procs;
+	size_t nprocs, proccap;
+	hmap pmap; /* (pid, 0) -> proc */
+	hw_thread *threads;
+	size_t nthreads, thcap;
+	hmap tmap; /* (proc, tid) -> thread */
+	hw_stat *stats;
+	size_t nstats, statcap;
+	hmap smap; /* (proc, name) -> stat */
+	hw_series *series;
+	size_t nseries, sercap;
+	hmap cmap; /* (proc, name) -> series */
+	hw_flow *fs, *ff;
+	size_t nfs, fscap, nff, ffcap;
+	uint64_t events;
+	int64_t tmin, tmax;
+	uint32_t last_proc;
+	int64_t last_pid;
+	int8_t *name_pass; /* per string id: name_flags */
+	size_t name_pass_cap;
+	int err;
+} html_sink;
+
+/* ---- options -------------------------------------------------------------- */
+
+/* Parses "0-3,7,10-" into inclusive ranges. */
+static int parse_ranges(const char *s, int64_t **out, size_t *n)
+{
+	size_t cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	while (*s != '\0') {
+		char *end;
+		long long lo = 0, hi = INT64_MAX;
+
+		if (*s != '-') {
+			errno = 0;
+			lo = strtoll(s, &end, 10);
+			if (errno != 0 || end == s || lo < 0)
+				return -EINVAL;
+			s = end;
+			hi = lo;
+		}
+		if (*s == '-') {
+			s++;
+			hi = INT64_MAX;
+			if (*s >= '0' && *s <= '9') {
+				errno = 0;
+				hi = strtoll(s, &end, 10);
+				if (errno != 0 || end == s)
+					return -EINVAL;
+				s = end;
+			}
+		}
+		if (hi < lo)
+			return -EINVAL;
+		if (grow(out, &cap, *n * 2 + 2, sizeof(**out)) < 0)
+			return -ENOMEM;
+		(*out)[(*n) * 2] = lo;
+		(*out)[(*n) * 2 + 1] = hi;
+		(*n)++;
+		if (*s == ',')
+			s++;
+		else if (*s != '\0')
+			return -EINVAL;
+	}
+	return *n > 0 ? 0 : -EINVAL;
+}
+
+int htmlw_check_opts(const htmlw_opts *o, char *msg, size_t size)
+{
+	regex_t re;
+	int64_t *r;
+	size_t n;
+	int rc;
+
+	for (int k = 0; k < 2; k++) {
+		const char *const *v = k == 0 ? o->include : o->exclude;
+
+		for (size_t i = 0; v != NULL && v[i] != NULL; i++) {
+			rc = regcomp(&re, v[i], REG_EXTENDED | REG_NOSUB);
+			if (rc != 0) {
+				char e[128];
+
+				regerror(rc, &re, e, sizeof(e));
+				snprintf(msg, size, "--%s '%s' is not a regular expression: %s",
+					 k == 0 ? "include" : "exclude", v[i], e);
+				return -EINVAL;
+			}
+			regfree(&re);
+		}
+	}
+	if (o->pids != NULL) {
+		rc = parse_ranges(o->pids, &r, &n);
+		free(r);
+		if (rc < 0) {
+			snprintf(msg, size, "--pids takes ranges such as 0-3,7,10- (got '%s')",
+				 o->pids);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static int compile_all(const char *const *v, regex_t **out, size_t *n)
+{
+	size_t k = 0;
+
+	while (v != NULL && v[k] != NULL)
+		k++;
+	*n = 0;
+	*out = NULL;
+	if (k == 0)
+		return 0;
+	*out = calloc(k, sizeof(**out));
+	if (*out == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < k; i++) {
+		if (regcomp(&(*out)[i], v[i], REG_EXTENDED | REG_NOSUB) != 0)
+			return -EINVAL;
+		(*n)++;
+	}
+	return 0;
+}
+
+/* Joins a pattern list with '|' for the page's own filter boxes. */
+static char *join_patterns(const char *const *v)
+{
+	size_t len = 1;
+	char *s;
+
+	if (v == NULL || v[0] == NULL)
+		return NULL;
+	for (size_t i = 0; v[i] != NULL; i++)
+		len += strlen(v[i]) + 3;
+	s = malloc(len);
+	if (s == NULL)
+		return NULL;
+	s[0] = '\0';
+	for (size_t i = 0; v[i] != NULL; i++) {
+		if (i > 0)
+			strcat(s, "|");
+		if (v[i + 1] != NULL || i > 0)
+			strcat(s, "(");
+		strcat(s, v[i]);
+		if (v[i + 1] != NULL || i > 0)
+			strcat(s, ")");
+	}
+	return s;
+}
+
+static bool any_match(const regex_t *re, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (regexec(&re[i], s, 0, NULL, 0) == 0)
+			return true;
+	return false;
+}
+
+/* Regex results per string id, cached: bit 1 excluded known, bit 2
+ * excluded, bit 4 included known, bit 8 included. */
+static uint8_t *name_flags(html_sink *h, uint32_t id)
+{
+	if (id >= h->name_pass_cap) {
+		size_t old = h->name_pass_cap;
+
+		if (grow(&h->name_pass, &h->name_pass_cap, (size_t)id + 1, 1) < 0)
+			return NULL;
+		memset(h->name_pass + old, 0, h->name_pass_cap - old);
+	}
+	return (uint8_t *)&h->name_pass[id];
+}
+
+static bool name_test(html_sink *h, uint32_t id, const regex_t *re, size_t n, uint8_t known,
+		      uint8_t yes)
+{
+	uint8_t *f = name_flags(h, id);
+	char *s;
+
+	if (f != NULL && (*f & known))
+		return (*f & yes) != 0;
+	s = strndup(h->st.buf + h->st.off[id], h->st.slen[id]);
+	if (s == NULL)
+		return false;
+	if (any_match(re, n, s)) {
+		if (f != NULL)
+			*f |= known | yes;
+		free(s);
+		return true;
+	}
+	if (f != NULL)
+		*f |= known;
+	free(s);
+	return false;
+}
+
+/* Whether --exclude hides name id (it applies everywhere). */
+static bool name_excluded(html_sink *h, uint32_t id)
+{
+	if (h->nexc == 0 || id == 0)
+		return false;
+	return name_test(h, id, h->exc, h->nexc, 1, 2);
+}
+
+/* Whether name id matches --include (true when there is none). */
+static bool name_included(html_sink *h, uint32_t id)
+{
+	if (h->ninc == 0)
+		return true;
+	if (id == 0)
+		return false;
+	return name_test(h, id, h->inc, h->ninc, 4, 8);
+}
+
+static bool pid_in_range(const html_sink *h, int64_t pid)
+{
+	if (h->nranges == 0)
+		return true;
+	for (size_t i = 0; i < h->nranges; i++)
+		if (pid >= h->ranges[2 * i] && pid <= h->ranges[2 * i + 1])
+			return true;
+	return false;
+}
+
+/* ---- streaming ------------------------------------------------------------ */
+
+static uint32_t intern(html_sink *h, jsonw_sv s)
+{
+	uint32_t id = strtab_id(&h->st, s.p, s.n);
+
+	if (id == UINT32_MAX) {
+		h->err = -ENOMEM;
+		return 0;
+	}
+	return id;
+}
+
+static hw_proc *proc_get(html_sink *h, int64_t pid)
+{
+	uint32_t i;
+	hw_proc *p;
+
+	if (h->nprocs > 0 && h->last_pid == pid)
+		return &h->procs[h->last_proc];
+	i = hmap_get(&h->pmap, pid, 0);
+	if (i == UINT32_MAX) {
+		if (grow(&h->procs, &h->proccap, h->nprocs + 1, sizeof(*h->procs)) < 0 ||
+		    hmap_put(&h->pmap, pid, 0, (uint32_t)h->nprocs) < 0) {
+			h->err = -ENOMEM;
+			return NULL;
+		}
+		i = (uint32_t)h->nprocs++;
+		p = &h->procs[i];
+		memset(p, 0, sizeof(*p));
+		p->pid = pid;
+		p->hpid = pid;
+		p->ppid = -1;
+		p->parent_pid = -1;
+		p->start = p->end = -1;
+		p->ev_min = INT64_MAX;
+		p->ev_max = INT64_MIN;
+		p->sort = -1;
+		p->spawn_ts = -1;
+		p->exit_kind = MODEL_EXIT_UNKNOWN;
+	}
+	h->last_pid = pid;
+	h->last_proc = i;
+	return &h->procs[i];
+}
+
+static hw_thread *thread_get(html_sink *h, hw_proc *p, int64_t tid)
+{
+	uint32_t pi = (uint32_t)(p - h->procs);
+	uint32_t i = hmap_get(&h->tmap, pi, tid);
+	hw_thread *t;
+
+	if (i != UINT32_MAX)
+		return &h->threads[i];
+	if (grow(&h->threads, &h->thcap, h->nthreads + 1, sizeof(*h->threads)) < 0 ||
+	    grow(&p->threads, &p->thcap, p->nthreads + 1, sizeof(*p->threads)) < 0 ||
+	    hmap_put(&h->tmap, pi, tid, (uint32_t)h->nthreads) < 0) {
+		h->err = -ENOMEM;
+		return NULL;
+	}
+	i = (uint32_t)h->nthreads++;
+	t = &h->threads[i];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	t->sort = tid == p->pid ? -1 : INT64_MAX;
+	p->threads[p->nthreads++] = i;
+	return t;
+}
+
+static hw_stat *stat_get(html_sink *h, uint32_t proc, uint32_t name)
+{
+	uint32_t i = hmap_get(&h->smap, proc, name);
+	hw_stat *s;
+
+	if (i != UINT32_MAX)
+		return &h->stats[i];
+	if (grow(&h->stats, &h->statcap, h->nstats + 1, sizeof(*h->stats)) < 0 ||
+	    hmap_put(&h->smap, proc, name, (uint32_t)h->nstats) < 0) {
+		h->err = -ENOMEM;
+		return NULL;
+	}
+	s = &h->stats[h->nstats++];
+	memset(s, 0, sizeof(*s));
+	s->proc = proc;
+	s->name = name;
+	return s;
+}
+
+/* Keeps the slice if it is among the thread's longest. */
+static void heap_add(html_sink *h, hw_thread *t, int64_t ts, int64_t dur, uint32_t name)
+{
+	hw_slice x = {ts, dur, name};
+	size_t i;
+
+	t->nslices++;
+	if (t->nheap < HTMLW_THREAD_SLICES) {
+		if (grow(&t->heap, &t->heapcap, t->nheap + 1, sizeof(*t->heap)) < 0) {
+			h->err = -ENOMEM;
+			return;
+		}
+		i = t->nheap++;
+		while (i > 0 && t->heap[(i - 1) / 2].dur > x.dur) {
+			t->heap[i] = t->heap[(i - 1) / 2];
+			i = (i - 1) / 2;
+		}
+		t->heap[i] = x;
+		return;
+	}
+	if (dur <= t->heap[0].dur)
+		return;
+	i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= t->nheap)
+			break;
+		if (c + 1 < t->nheap && t->heap[c + 1].dur < t->heap[c].dur)
+			c++;
+		if (t->heap[c].dur >= x.dur)
+			break;
+		t->heap[i] = t->heap[c];
+		i = c;
+	}
+	t->heap[i] = x;
+}
+
+/* The self time of a finished interval goes into its name's statistics. */
+static void open_done(html_sink *h, uint32_t proc, hw_open *o)
+{
+	hw_stat *s;
+
+	if (o->done)
+		return;
+	o->done = true;
+	s = stat_get(h, proc, o->name);
+	if (s != NULL)
+		s->self += (o->e - o->s) - o->child;
+}
+
+/*
+ * A completed interval [s, e) arrives on a thread: its calls, total and
+ * max are counted now; its self time (minus its direct children) when no
+ * more children can come. Producers write nested slices either in
+ * pre-order (parent first: sorted by start) or in post-order (parent when
+ * it completes: VizTracer, B/E pairs). One stack serves both: a new
+ * interval takes the finished intervals on top that it contains as its
+ * children (post-order), and is a child of the nearest earlier interval
+ * that contains it (pre-order). Which of the two a thread does decides
+ * whether finished siblings can be dropped at once (pre-order) or must
+ * wait for a parent (post-order); a long run of them is merged at the
+ * bottom so the stack stays HTMLW_STACK deep.
+ */
+static void interval(html_sink *h, hw_proc *p, hw_thread *t, int64_t s, int64_t e, uint32_t name)
+{
+	uint32_t pi = (uint32_t)(p - h->procs);
+	hw_stat *st = stat_get(h, pi, name);
+	hw_open n = {.s = s, .e = e, .sub = e - s, .name = name};
+	unsigned k;
+
+	if (st == NULL)
+		return;
+	st->calls++;
+	st->total += e - s;
+	if (e - s > st->max)
+		st->max = e - s;
+	if (!name_excluded(h, name))
+		heap_add(h, t, s, e - s, name);
+
+	/* Post-order: finished intervals it contains are its children. */
+	while (t->nx > 0) {
+		hw_open *top = &t->xs[t->nx - 1];
+
+		if (top->s < s || top->e > e)
+			break;
+		if (top->s != s || top->e != e)
+			t->order = ORDER_POST;
+		open_done(h, pi, top);
+		n.child += top->sub;
+		t->nx--;
+	}
+	/* Pre-order: the nearest interval below that contains it. */
+	for (k = t->nx; k > 0; k--) {
+		hw_open *c = &t->xs[k - 1];
+
+		if (c->s <= s && c->e >= e)
+			break;
+	}
+	if (k > 0) {
+		t->order = ORDER_PRE;
+		while (t->nx > k) /* siblings that ended: done */
+			open_done(h, pi, &t->xs[--t->nx]);
+		t->xs[k - 1].child += e - s;
+	} else if (t->order == ORDER_PRE) {
+		while (t->nx > 0)
+			open_done(h, pi, &t->xs[--t->nx]);
+	}
+	if (t->nx == HTMLW_STACK) {
+		/* Merge the two bottom entries (finished siblings as a
+		 * parent to come would see them), or drop the bottom one
+		 * when it is open. */
+		hw_open *a = &t->xs[0], *b = &t->xs[1];
+
+		open_done(h, pi, a);
+		if (a->e <= b->s) {
+			open_done(h, pi, b);
+			a->e = b->e;
+			a->sub += b->sub;
+			memmove(&t->xs[1], &t->xs[2], (t->nx - 2) * sizeof(*t->xs));
+		} else {
+			memmove(&t->xs[0], &t->xs[1], (t->nx - 1) * sizeof(*t->xs));
+		}
+		t->nx--;
+	}
+	t->xs[t->nx++] = n;
+}
+
+static void flush_stacks(html_sink *h)
+{
+	for (size_t i = 0; i < h->nprocs; i++) {
+		hw_proc *p = &h->procs[i];
+
+		for (size_t j = 0; j < p->nthreads; j++) {
+			hw_thread *t = &h->threads[p->threads[j]];
+
+			while (t->nx > 0)
+				open_done(h, (uint32_t)i, &t->xs[--t->nx]);
+			/* B without E: open until the last event seen. */
+			while (t->nb > 0) {
+				hw_bopen *b = &t->bs[--t->nb];
+				int64_t e = p->ev_max > b->s ? p->ev_max : b->s;
+
+				interval(h, p, t, b->s, e, b->name);
+				while (t->nx > 0)
+					open_done(h, (uint32_t)i, &t->xs[--t->nx]);
+			}
+		}
+	}
+}
+
+static int64_t json_i64(const json_t *o, const char *key, int64_t dflt)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (json_is_integer(v))
+		return json_integer_value(v);
+	if (json_is_real(v))
+		return (int64_t)json_real_value(v);
+	return dflt;
+}
+
+static uint32_t json_strid(html_sink *h, const json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!json_is_string(v))
+		return 0;
+	return intern(h, (jsonw_sv){json_string_value(v), json_string_length(v)});
+}
+
+static json_t *parse_args(const sink_event *e)
+{
+	if (e->ev.args.p == NULL || e->ev.args.n == 0)
+		return NULL;
+	return json_loadb(e->ev.args.p, e->ev.args.n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+}
+
+static void read_exit(html_sink *h, hw_proc *p, const json_t *ex)
+{
+	const char *k = json_string_value(json_object_get(ex, "kind"));
+
+	if (k == NULL)
+		return;
+	if (strcmp(k, "code") == 0) {
+		p->exit_kind = MODEL_EXIT_CODE;
+		p->exit_val = json_i64(ex, "code", 0);
+	} else if (strcmp(k, "signal") == 0) {
+		p->exit_kind = MODEL_EXIT_SIGNAL;
+		p->exit_val = json_i64(ex, "signal", 0);
+		p->signame = json_strid(h, ex, "name");
+	} else if (strcmp(k, "running") == 0) {
+		p->exit_kind = MODEL_EXIT_RUNNING;
+	}
+}
+
+static void read_argv(html_sink *h, hw_proc *p, const json_t *a)
+{
+	size_t n = json_array_size(a);
+
+	if (!json_is_array(a))
+		return;
+	free(p->argv);
+	p->argv = calloc(n + 1, sizeof(*p->argv));
+	p->argc = 0;
+	if (p->argv == NULL) {
+		h->err = -ENOMEM;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *s = json_array_get(a, i);
+
+		if (json_is_string(s))
+			p->argv[p->argc++] =
+			    intern(h, (jsonw_sv){json_string_value(s), json_string_length(s)});
+	}
+}
+
+static void on_process_record(html_sink *h, hw_proc *p, const json_t *a)
+{
+	p->has_record = true;
+	p->hpid = json_i64(a, "pid", p->pid);
+	p->ppid = json_i64(a, "ppid", -1);
+	p->parent_pid = json_i64(a, "parent", -1);
+	if (json_object_get(a, "name") != NULL)
+		p->name = json_strid(h, a, "name");
+	p->exe = json_strid(h, a, "exe");
+	p->cwd = json_strid(h, a, "cwd");
+	read_argv(h, p, json_object_get(a, "argv"));
+	p->start = json_i64(a, "start_ns", -1);
+	p->end = json_i64(a, "end_ns", -1);
+	p->spawn = json_strid(h, a, "spawn");
+	p->inst = json_is_true(json_object_get(a, "instrumented"));
+	p->lost = (uint64_t)json_i64(a, "lost_events", 0);
+	read_exit(h, p, json_object_get(a, "exit"));
+}
+
+
+static bool sv_is(jsonw_sv s, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	return s.p != NULL && s.n == n && memcmp(s.p, lit, n) == 0;
+}
+
+static void on_meta(html_sink *h, hw_proc *p, const sink_event *e)
+{
+	const jsonw_sv nm = e->ev.name;
+	json_t *a;
+
+	if (!sv_is(nm, "process_name") && !sv_is(nm, "process_labels") &&
+	    !sv_is(nm, "process_sort_index") && !sv_is(nm, "forktrace_process") &&
+	    !sv_is(nm, "thread_name") && !sv_is(nm, "thread_sort_index"))
+		return;
+	a = parse_args(e);
+	if (!json_is_object(a))
+		goto out;
+	if (sv_is(nm, "forktrace_process")) {
+		on_process_record(h, p, a);
+	} else if (sv_is(nm, "process_name")) {
+		if (!p->has_record)
+			p->name = json_strid(h, a, "name");
+	} else if (sv_is(nm, "process_labels")) {
+		p->label = json_strid(h, a, "labels");
+	} else if (sv_is(nm, "process_sort_index")) {
+		p->sort = json_i64(a, "sort_index", -1);
+	} else {
+		hw_thread *t = thread_get(h, p, e->ev.tid);
+
+		if (t == NULL)
+			goto out;
+		if (sv_is(nm, "thread_name"))
+			t->name = json_strid(h, a, "name");
+		else
+			t->sort = json_i64(a, "sort_index", t->sort);
+	}
+out:
+	json_decref(a);
+}
+
+/* An image slice (cat "process" on the main thread). */
+static void on_image(html_sink *h, hw_proc *p, const sink_event *e)
+{
+	json_t *a = parse_args(e);
+	hw_seg *sg;
+
+	if (grow(&p->segs, &p->segcap, p->nsegs + 1, sizeof(*p->segs)) < 0) {
+		h->err = -ENOMEM;
+		goto out;
+	}
+	sg = &p->segs[p->nsegs++];
+	sg->s = e->ev.ts_ns;
+	sg->e = e->ev.ts_ns + (e->ev.dur_ns > 0 ? e->ev.dur_ns : 0);
+	sg->inst = true;
+	sg->image = (int64_t)p->nsegs - 1;
+	if (json_is_object(a)) {
+		json_t *ex = json_object_get(a, "exit");
+		json_t *prog = json_object_get(a, "argv");
+
+		sg->inst = !json_is_false(json_object_get(a, "instrumented"));
+		sg->image = json_i64(a, "image", sg->image);
+		/* Without forktrace's process record (a foreign or partial
+		 * trace), the images say what the process ran. */
+		if (!p->has_record) {
+			if (ex != NULL)
+				read_exit(h, p, ex);
+			if (json_is_array(prog))
+				read_argv(h, p, prog);
+			if (json_object_get(a, "cwd") != NULL)
+				p->cwd = json_strid(h, a, "cwd");
+		}
+	}
+	/* The program of the image without the " (not instrumented)" tail:
+	 * the page colours by program. */
+	{
+		jsonw_sv n = e->ev.name;
+		static const char tail[] = " (not instrumented)";
+		size_t tl = sizeof(tail) - 1;
+
+		if (n.p != NULL && n.n > tl && memcmp(n.p + n.n - tl, tail, tl) == 0)
+			n.n -= tl;
+		sg->name = intern(h, n);
+	}
+out:
+	json_decref(a);
+}
+
+static void series_push(html_sink *h, hw_series *s, int64_t ts, double v)
+{
+	double *vals;
+
+	if (s->n == HTMLW_COUNTER_POINTS) {
+		/* Halve: each pair becomes one point, at the first's time
+		 * with the larger value, so peaks survive. */
+		for (size_t i = 0; i < s->n / 2; i++) {
+			double a, b;
+
+			memcpy(&a, &s->pts[4 * i + 1], sizeof(a));
+			memcpy(&b, &s->pts[4 * i + 3], sizeof(b));
+			s->pts[2 * i] = s->pts[4 * i];
+			if (b > a)
+				a = b;
+			memcpy(&s->pts[2 * i + 1], &a, sizeof(a));
+		}
+		s->n /= 2;
+		s->stride *= 2;
+	}
+	if (s->pts == NULL) {
+		s->pts = malloc(2 * HTMLW_COUNTER_POINTS * sizeof(*s->pts));
+		if (s->pts == NULL) {
+			h->err = -ENOMEM;
+			return;
+		}
+	}
+	vals = (double *)(void *)&s->pts[2 * s->n + 1];
+	s->pts[2 * s->n] = ts;
+	memcpy(vals, &v, sizeof(v));
+	s->n++;
+}
+
+static void series_add(html_sink *h, hw_series *s, int64_t ts, double v)
+{
+	if (s->acc == 0 || v > s->cur) {
+		if (s->acc == 0)
+			s->cur_ts = ts;
+		s->cur = v;
+	}
+	if (++s->acc >= s->stride) {
+		series_push(h, s, s->cur_ts, s->cur);
+		s->acc = 0;
+	}
+}
+
+static void on_counter(html_sink *h, hw_proc *p, const sink_event *e)
+{
+	json_t *a = parse_args(e);
+	const char *key;
+	json_t *v;
+	uint32_t pi = (uint32_t)(p - h->procs);
+
+	if (!json_is_object(a))
+		goto out;
+	json_object_foreach(a, key, v)
+	{
+		char buf[512];
+		jsonw_sv n = e->ev.name;
+		uint32_t id, si;
+		hw_series *s;
+
+		if (!json_is_number(v))
+			continue;
+		if (strcmp(key, "value") != 0) {
+			int k = snprintf(buf, sizeof(buf), "%.*s.%s", (int)(n.n < 200 ? n.n : 200),
+					 n.p != NULL ? n.p : "", key);
+
+			n = (jsonw_sv){buf, k > 0 && (size_t)k < sizeof(buf) ? (size_t)k : 0};
+		}
+		id = intern(h, n);
+		si = hmap_get(&h->cmap, pi, id);
+		if (si == UINT32_MAX) {
+			if (grow(&h->series, &h->sercap, h->nseries + 1, sizeof(*h->series)) < 0 ||
+			    hmap_put(&h->cmap, pi, id, (uint32_t)h->nseries) < 0) {
+				h->err = -ENOMEM;
+				goto out;
+			}
+			si = (uint32_t)h->nseries++;
+			memset(&h->series[si], 0, sizeof(h->series[si]));
+			h->series[si].proc = pi;
+			h->series[si].name = id;
+			h->series[si].stride = 1;
+		}
+		s = &h->series[si];
+		series_add(h, s, e->ev.ts_ns, json_number_value(v));
+	}
+out:
+	json_decref(a);
+}
+
+static void on_mark(html_sink *h, hw_proc *p, const sink_event *e)
+{
+	hw_mark *m;
+
+	if (sv_is(e->ev.cat, "forktrace.loss") && !p->has_record) {
+		json_t *a = parse_args(e);
+
+		p->lost += (uint64_t)json_i64(a, "count", 0);
+		json_decref(a);
+	}
+	if (p->nmarks == HTMLW_PROC_MARKS) {
+		p->marks_dropped++;
+		return;
+	}
+	if (grow(&p->marks, &p->markcap, p->nmarks + 1, sizeof(*p->marks)) < 0) {
+		h->err = -ENOMEM;
+		return;
+	}
+	m = &p->marks[p->nmarks++];
+	m->tid = e->ev.tid;
+	m->ts = e->ev.ts_ns;
+	m->dur = -1;
+	m->name = intern(h, e->ev.name);
+	m->cat = intern(h, e->ev.cat);
+}
+
+static void on_flow(html_sink *h, const sink_event *e)
+{
+	hw_flow **v = e->ev.ph == 's' ? &h->fs : &h->ff;
+	size_t *n = e->ev.ph == 's' ? &h->nfs : &h->nff;
+	size_t *cap = e->ev.ph == 's' ? &h->fscap : &h->ffcap;
+
+	if (!e->ev.has_id || !sv_is(e->ev.cat, "fork"))
+		return;
+	if (grow(v, cap, *n + 1, sizeof(**v)) < 0) {
+		h->err = -ENOMEM;
+		return;
+	}
+	(*v)[(*n)++] = (hw_flow){e->ev.id, e->ev.pid, e->ev.tid, e->ev.ts_ns};
+}
+
+static void on_begin_end(html_sink *h, hw_proc *p, hw_thread *t, const sink_event *e)
+{
+	if (e->ev.ph == 'B') {
+		if (grow(&t->bs, &t->bcap, t->nb + 1, sizeof(*t->bs)) < 0) {
+			h->err = -ENOMEM;
+			return;
+		}
+		t->bs[t->nb++] = (hw_bopen){e->ev.ts_ns, intern(h, e->ev.name)};
+		return;
+	}
+	/* An E without its B (the trace started inside it) is dropped. */
+	if (t->nb == 0)
+		return;
+	t->nb--;
+	if (e->ev.ts_ns >= t->bs[t->nb].s)
+		interval(h, p, t, t->bs[t->nb].s, e->ev.ts_ns, t->bs[t->nb].name);
+}
+
+static int html_event(trace_sink *s, const sink_event *e)
+{
+	html_sink *h = (html_sink *)s;
+	const jsonw_event *ev = &e->ev;
+	hw_proc *p;
+	hw_thread *t;
+
+	h->events++;
+	p = proc_get(h, ev->pid);
+	if (p == NULL)
+		return h->err;
+	p->events++;
+	if (ev->ts_ns != JSONW_NO_TIME) {
+		int64_t end = ev->ts_ns + (ev->dur_ns != JSONW_NO_TIME && ev->dur_ns > 0 ? ev->dur_ns : 0);
+
+		if (ev->ts_ns < p->ev_min)
+			p->ev_min = ev->ts_ns;
+		if (end > p->ev_max)
+			p->ev_max = end;
+	}
+	switch (ev->ph) {
+	case 'M':
+		on_meta(h, p, e);
+		break;
+	case 'X':
+		if (ev->ts_ns == JSONW_NO_TIME)
+			break;
+		if (sv_is(ev->cat, "process") && (ev->tid == ev->pid)) {
+			on_image(h, p, e);
+			break;
+		}
+		t = thread_get(h, p, ev->tid);
+		if (t != NULL)
+			interval(h, p, t, ev->ts_ns, ev->ts_ns + (ev->dur_ns > 0 ? ev->dur_ns : 0),
+				 intern(h, ev->name));
+		break;
+	case 'B':
+	case 'E':
+		if (ev->ts_ns == JSONW_NO_TIME)
+			break;
+		t = thread_get(h, p, ev->tid);
+		if (t != NULL)
+			on_begin_end(h, p, t, e);
+		break;
+	case 'C':
+		if (ev->ts_ns != JSONW_NO_TIME)
+			on_counter(h, p, e);
+		break;
+	case 'i':
+	case 'I':
+	case 'n':
+	case 'R':
+		if (ev->ts_ns != JSONW_NO_TIME)
+			on_mark(h, p, e);
+		break;
+	case 's':
+	case 'f':
+		on_flow(h, e);
+		break;
+	default:
+		break;
+	}
+	return h->err;
+}
+
+static int html_begin(trace_sink *s, const sink_meta *meta)
+{
+	(void)s;
+	(void)meta;
+	return 0;
+}
+
+/* ---- writing the page ----------------------------------------------------- */
+
+/* Writer state of `end`: the stream and the string ids in use. */
+typedef struct hw_out {
+	html_sink *h;
+	ostream os;
+	uint32_t *remap; /* old id -> new id + 1; 0: not written yet */
+	uint32_t *order; /* new id -> old id */
+	uint32_t nused;
+	int64_t t0;
+} hw_out;
+
+static void put(hw_out *o, const char *s)
+{
+	ostream_puts(&o->os, s);
+}
+
+static void num(hw_out *o, int64_t v)
+{
+	ostream_i64(&o->os, v);
+}
+
+/* A time relative to the start of the page's clock; -1 stays unknown. */
+static void tnum(hw_out *o, int64_t v)
+{
+	ostream_i64(&o->os, v < 0 ? -1 : v - o->t0);
+}
+
+/*
+ * A JSON string literal that is safe inside a <script> element: besides
+ * JSON's own escapes, '<', '>' and '&' become \u003c, \u003e, \u0026 (no
+ * "</script>" or "<!--" can appear), U+2028/U+2029 become escapes, and
+ * malformed UTF-8 becomes \ufffd.
+ */
+static void put_str(ostream *os, const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0;
+
+	ostream_putc(os, '"');
+	while (i < n) {
+		unsigned char c = s[i];
+
+		if (c < 0x80) {
+			if (ostream_json_needs_escape(c)) {
+				char e[6];
+
+				ostream_write(os, e, ostream_json_escape_ascii(e, c));
+			} else if (c == '<' || c == '>' || c == '&') {
+				static const char hex[] = "0123456789abcdef";
+				char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+
+				ostream_write(os, e, 6);
+			} else {
+				ostream_putc(os, (char)c);
+			}
+			i++;
+			continue;
+		}
+		size_t len = ostream_utf8_len(str + i, n - i);
+
+		if (len == 0) {
+			ostream_write(os, "\\ufffd", 6);
+			i++;
+		} else if (len == 3 && c == 0xe2 && s[i + 1] == 0x80 && (s[i + 2] & 0xfe) == 0xa8) {
+			ostream_write(os, s[i + 2] == 0xa8 ? "\\u2028" : "\\u2029", 6);
+			i += 3;
+		} else {
+			ostream_write(os, str + i, len);
+			i += len;
+		}
+	}
+	ostream_putc(os, '"');
+}
+
+static void put_cstr(hw_out *o, const char *s)
+{
+	if (s == NULL)
+		put(o, "null");
+	else
+		put_str(&o->os, s, strlen(s));
+}
+
+/* A string by id: written as its index in the page's string table. */
+static void sid(hw_out *o, uint32_t id)
+{
+	if (id == 0) {
+		put(o, "0");
+		return;
+	}
+	if (o->remap[id] == 0) {
+		o->order[o->nused] = id;
+		o->remap[id] = ++o->nused;
+	}
+	num(o, o->remap[id]);
+}
+
+static bool name_ok(html_sink *h, uint32_t id)
+{
+	return !name_excluded(h, id) && name_included(h, id);
+}
+
+/* Decides which processes the page holds, and their parents among them. */
+static void apply_filters(html_sink *h)
+{
+	uint32_t k = 0;
+
+	for (size_t i = 0; i < h->nprocs; i++) {
+		hw_proc *p = &h->procs[i];
+
+		p->prog_match = h->ninc == 0 || name_included(h, p->name) ||
+				name_included(h, p->label);
+		p->keep = pid_in_range(h, p->pid) && !name_excluded(h, p->name);
+	}
+	if (h->ninc > 0) {
+		bool *has = calloc(h->nprocs + 1, sizeof(*has));
+
+		if (has == NULL) {
+			h->err = -ENOMEM;
+			return;
+		}
+		for (size_t i = 0; i < h->nstats; i++)
+			if (!has[h->stats[i].proc] && name_ok(h, h->stats[i].name))
+				has[h->stats[i].proc] = true;
+		for (size_t i = 0; i < h->nprocs; i++)
+			h->procs[i].keep = h->procs[i].keep && (h->procs[i].prog_match || has[i]);
+		free(has);
+	}
+	for (size_t i = 0; i < h->nprocs; i++)
+		if (h->procs[i].keep)
+			h->procs[i].out_idx = k++;
+}
+
+/* The nearest kept ancestor's page index, or -1. */
+static int64_t kept_parent(html_sink *h, const hw_proc *p)
+{
+	int64_t pid = p->parent_pid;
+
+	for (size_t steps = 0; pid >= 0 && steps < h->nprocs; steps++) {
+		uint32_t i = hmap_get(&h->pmap, pid, 0);
+
+		if (i == UINT32_MAX || &h->procs[i] == p)
+			return -1;
+		if (h->procs[i].keep)
+			return h->procs[i].out_idx;
+		pid = h->procs[i].parent_pid;
+	}
+	return -1;
+}
+
+static int flow_cmp(const void *a, const void *b)
+{
+	const hw_flow *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Fork arrows: the parent's 's' and the child's 'f' share an id. */
+static void join_flows(html_sink *h)
+{
+	size_t i = 0, j = 0;
+
+	if (h->nfs == 0 || h->nff == 0)
+		return;
+	qsort(h->fs, h->nfs, sizeof(*h->fs), flow_cmp);
+	qsort(h->ff, h->nff, sizeof(*h->ff), flow_cmp);
+	while (i < h->nfs && j < h->nff) {
+		if (h->fs[i].id < h->ff[j].id) {
+			i++;
+		} else if (h->fs[i].id > h->ff[j].id) {
+			j++;
+		} else {
+			uint32_t c = hmap_get(&h->pmap, h->ff[j].pid, 0);
+
+			if (c != UINT32_MAX) {
+				hw_proc *p = &h->procs[c];
+
+				p->spawn_ts = h->fs[i].ts;
+				p->spawn_tid = h->fs[i].tid;
+				if (p->parent_pid < 0 && h->fs[i].pid != p->pid)
+					p->parent_pid = h->fs[i].pid;
+			}
+			i++;
+			j++;
+		}
+	}
+}
+
+static int slice_by_dur_desc(const void *a, const void *b)
+{
+	const hw_slice *x = a, *y = b;
+
+	return x->dur > y->dur ? -1 : x->dur < y->dur;
+}
+
+static int slice_by_ts(const void *a, const void *b)
+{
+	const hw_slice *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->dur > y->dur ? -1 : x->dur < y->dur;
+}
+
+/* Drops the slices the filters hide; returns how many are left. */
+static size_t filter_slices(html_sink *h, const hw_proc *p, hw_thread *t)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < t->nheap; i++) {
+		uint32_t n = t->heap[i].name;
+
+		if (name_excluded(h, n) || (!p->prog_match && !name_included(h, n)))
+			continue;
+		t->heap[k++] = t->heap[i];
+	}
+	t->nheap = k;
+	return k;
+}
+
+/* The per-thread cap that makes all kept slices fit HTMLW_SLICE_BUDGET. */
+static size_t slice_cap(html_sink *h, uint64_t *total)
+{
+	size_t lo = 0, hi = HTMLW_THREAD_SLICES;
+
+	*total = 0;
+	for (size_t i = 0; i < h->nprocs; i++) {
+		hw_proc *p = &h->procs[i];
+
+		if (!p->keep)
+			continue;
+		for (size_t j = 0; j < p->nthreads; j++)
+			*total += filter_slices(h, p, &h->threads[p->threads[j]]);
+	}
+	while (lo < hi) {
+		size_t mid = (lo + hi + 1) / 2;
+		uint64_t sum = 0;
+
+		for (size_t i = 0; i < h->nprocs; i++) {
+			hw_proc *p = &h->procs[i];
+
+			if (!p->keep)
+				continue;
+			for (size_t j = 0; j < p->nthreads; j++) {
+				size_t n = h->threads[p->threads[j]].nheap;
+
+				sum += n < mid ? n : mid;
+			}
+		}
+		if (sum <= HTMLW_SLICE_BUDGET)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+static void write_meta(hw_out *o, const sink_meta *meta, uint64_t slices_total,
+		       uint64_t slices_kept, uint64_t threads)
+{
+	html_sink *h = o->h;
+	const model_trace *t = meta->model;
+	uint64_t kept = 0, lost = 0;
+
+	for (size_t i = 0; i < h->nprocs; i++) {
+		kept += h->procs[i].keep;
+		lost += h->procs[i].lost;
+	}
+	put(o, "\"meta\":{\"version\":");
+	put_cstr(o, FT_VERSION_STRING);
+	put(o, ",\"origin\":");
+	put_cstr(o, t != NULL ? t->origin : NULL);
+	put(o, ",\"host\":");
+	put_cstr(o, t != NULL ? t->host : NULL);
+	put(o, ",\"command\":[");
+	for (size_t i = 0; t != NULL && t->command != NULL && t->command[i] != NULL; i++) {
+		if (i > 0)
+			put(o, ",");
+		put_cstr(o, t->command[i]);
+	}
+	put(o, "],\"inputs\":[");
+	for (size_t i = 0; meta->inputs != NULL && meta->inputs[i] != NULL; i++) {
+		if (i > 0)
+			put(o, ",");
+		put_cstr(o, meta->inputs[i]);
+	}
+	put(o, "],\"t0\":");
+	num(o, o->t0);
+	put(o, ",\"start\":");
+	tnum(o, t != NULL && t->start_ns >= 0 ? t->start_ns : h->tmin);
+	put(o, ",\"end\":");
+	tnum(o, t != NULL && t->end_ns >= 0 ? t->end_ns : h->tmax);
+	put(o, ",\"realtime_t0_ms\":");
+	if (t != NULL && t->anchor_real_ns > 0)
+		num(o, (t->anchor_real_ns + (o->t0 - t->anchor_mono_ns)) / 1000000);
+	else
+		put(o, "null");
+	put(o, ",\"exit_status\":");
+	if (t != NULL && t->origin != NULL && strcmp(t->origin, "forktrace run") == 0)
+		num(o, t->exit_status);
+	else
+		put(o, "null");
+	put(o, ",\"lost_events\":");
+	num(o, (int64_t)(t != NULL && t->lost_events > lost ? t->lost_events : lost));
+	put(o, ",\"events\":");
+	num(o, (int64_t)h->events);
+	put(o, ",\"processes\":");
+	num(o, (int64_t)h->nprocs);
+	put(o, ",\"processes_shown\":");
+	num(o, (int64_t)kept);
+	put(o, ",\"threads\":");
+	num(o, (int64_t)threads);
+	put(o, ",\"slices\":");
+	num(o, (int64_t)slices_total);
+	put(o, ",\"slices_shown\":");
+	num(o, (int64_t)slices_kept);
+	put(o, ",\"filter\":{\"include\":");
+	put_cstr(o, h->opt_text[0]);
+	put(o, ",\"exclude\":");
+	put_cstr(o, h->opt_text[1]);
+	put(o, ",\"pids\":");
+	put_cstr(o, h->opt_text[2]);
+	put(o, "}}");
+}
+
+/* Counts threads the way the JSON writer does: every thread seen, and the
+ * main thread of every process. */
+static uint64_t count_threads(html_sink *h)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < h->nprocs; i++) {
+		hw_proc *p = &h->procs[i];
+		bool main_seen = false;
+
+		for (size_t j = 0; j < p->nthreads; j++)
+			if (h->threads[p->threads[j]].tid == p->pid)
+				main_seen = true;
+		n += p->nthreads + (main_seen ? 0 : 1);
+	}
+	return n;
+}
+
+static void write_procs(hw_out *o)
+{
+	html_sink *h = o->h;
+	bool first = true;
+
+	put(o, ",\"procs\":[");
+	for (size_t i = 0; i < h->nprocs; i++) {
+		hw_proc *p = &h->procs[i];
+		int64_t start = p->start >= 0 ? p->start : p->ev_min != INT64_MAX ? p->ev_min : -1;
+		int64_t end = p->end >= 0 ? p->end : p->ev_max != INT64_MIN ? p->ev_max : -1;
+
+		if (!p->keep)
+			continue;
+		put(o, first ? "\n[" : ",\n[");
+		first = false;
+		/* pid,hpid,ppid,parent,name,label,start,end,exit kind,exit
+		 * value,signal name,spawn,inst,lost,events,exe,cwd,sort,
+		 * spawn ts,spawn tid,record,[argv],[images],[threads],
+		 * [marks],marks dropped */
+		num(o, p->pid);
+		put(o, ",");
+		num(o, p->hpid);
+		put(o, ",");
+		num(o, p->ppid);
+		put(o, ",");
+		num(o, kept_parent(h, p));
+		put(o, ",");
+		sid(o, p->name);
+		put(o, ",");
+		sid(o, p->label);
+		put(o, ",");
+		tnum(o, start);
+		put(o, ",");
+		tnum(o, end);
+		put(o, ",");
+		num(o, p->exit_kind);
+		put(o, ",");
+		num(o, p->exit_val);
+		put(o, ",");
+		sid(o, p->signame);
+		put(o, ",");
+		sid(o, p->spawn);
+		put(o, p->inst || !p->has_record ? ",1," : ",0,");
+		num(o, (int64_t)p->lost);
+		put(o, ",");
+		num(o, (int64_t)p->events);
+		put(o, ",");
+		sid(o, p->exe);
+		put(o, ",");
+		sid(o, p->cwd);
+		put(o, ",");
+		num(o, p->sort);
+		put(o, ",");
+		tnum(o, p->spawn_ts);
+		put(o, ",");
+		num(o, p->spawn_ts >= 0 ? p->spawn_tid : -1);
+		put(o, p->has_record ? ",1,[" : ",0,[");
+		for (size_t j = 0; j < p->argc; j++) {
+			if (j > 0)
+				put(o, ",");
+			sid(o, p->argv[j]);
+		}
+		put(o, "],[");
+		for (size_t j = 0; j < p->nsegs; j++) {
+			if (j > 0)
+				put(o, ",");
+			tnum(o, p->segs[j].s);
+			put(o, ",");
+			tnum(o, p->segs[j].e);
+			put(o, ",");
+			sid(o, p->segs[j].name);
+			put(o, p->segs[j].inst ? ",1" : ",0");
+		}
+		put(o, "],[");
+		for (size_t j = 0; j < p->nthreads; j++) {
+			hw_thread *t = &h->threads[p->threads[j]];
+
+			if (j > 0)
+				put(o, ",");
+			num(o, t->tid);
+			put(o, ",");
+			sid(o, t->name);
+			put(o, ",");
+			num(o, t->sort == INT64_MAX ? 1 << 30 : t->sort);
+			put(o, ",");
+			num(o, (int64_t)t->nslices);
+		}
+		put(o, "],[");
+		for (size_t j = 0; j < p->nmarks; j++) {
+			hw_mark *m = &p->marks[j];
+
+			if (j > 0)
+				put(o, ",");
+			num(o, m->tid);
+			put(o, ",");
+			tnum(o, m->ts);
+			put(o, ",");
+			sid(o, m->name);
+			put(o, ",");
+			sid(o, m->cat);
+		}
+		put(o, "],");
+		num(o, (int64_t)p->marks_dropped);
+		put(o, "]");
+	}
+	put(o, "]");
+}
+
+static int write_slices(hw_out *o, size_t cap)
+{
+	html_sink *h = o->h;
+	bool first = true;
+
+	put(o, ",\"slices\":[");
+	for (size_t i = 0; i < h->nprocs; i++) {
+		hw_proc *p = &h->procs[i];
+
+		if (!p->keep)
+			continue;
+		for (size_t j = 0; j < p->nthreads; j++) {
+			hw_thread *t = &h->threads[p->threads[j]];
+			size_t n = t->nheap < cap ? t->nheap : cap;
+
+			if (n == 0)
+				continue;
+			if (n < t->nheap)
+				qsort(t->heap, t->nheap, sizeof(*t->heap), slice_by_dur_desc);
+			qsort(t->heap, n, sizeof(*t->heap), slice_by_ts);
+			put(o, first ? "\n[" : ",\n[");
+			first = false;
+			num(o, p->out_idx);
+			put(o, ",");
+			num(o, t->tid);
+			put(o, ",");
+			num(o, (int64_t)t->nslices);
+			put(o, ",[");
+			for (size_t k = 0; k < n; k++) {
+				if (k > 0)
+					put(o, ",");
+				tnum(o, t->heap[k].ts);
+				put(o, ",");
+				num(o, t->heap[k].dur);
+				put(o, ",");
+				sid(o, t->heap[k].name);
+			}
+			put(o, "]]");
+		}
+	}
+	put(o, "]");
+	return 0;
+}
+
+static int stat_cmp(const void *a, const void *b)
+{
+	const hw_stat *x = *(const hw_stat *const *)a, *y = *(const hw_stat *const *)b;
+
+	if (x->proc != y->proc)
+		return x->proc < y->proc ? -1 : 1;
+	return x->total > y->total ? -1 : x->total < y->total;
+}
+
+/* Per-process rows (the HTMLW_PROC_STATS largest of each process) and
+ * exact overall rows (every kept process, every shown name). */
+static int write_stats(hw_out *o)
+{
+	html_sink *h = o->h;
+	hw_stat **rows = malloc((h->nstats + 1) * sizeof(*rows));
+	hw_stat *all = calloc(h->st.n + 1, sizeof(*all));
+	uint32_t *nproc = calloc(h->st.n + 1, sizeof(*nproc));
+	size_t n = 0, inproc = 0;
+	bool first = true;
+	int err = 0;
+
+	if (rows == NULL || all == NULL || nproc == NULL) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < h->nstats; i++) {
+		hw_stat *s = &h->stats[i];
+		hw_proc *p = &h->procs[s->proc];
+
+		if (!p->keep || name_excluded(h, s->name) ||
+		    (!p->prog_match && !name_included(h, s->name)))
+			continue;
+		rows[n++] = s;
+		all[s->name].calls += s->calls;
+		all[s->name].total += s->total;
+		all[s->name].self += s->self;
+		if (s->max > all[s->name].max)
+			all[s->name].max = s->max;
+		nproc[s->name]++;
+	}
+	qsort(rows, n, sizeof(*rows), stat_cmp);
+	put(o, ",\"stats\":[");
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0 && rows[i]->proc != rows[i - 1]->proc)
+			inproc = 0;
+		if (inproc++ >= HTMLW_PROC_STATS)
+			continue;
+		put(o, first ? "\n" : ",\n");
+		first = false;
+		num(o, h->procs[rows[i]->proc].out_idx);
+		put(o, ",");
+		sid(o, rows[i]->name);
+		put(o, ",");
+		num(o, (int64_t)rows[i]->calls);
+		put(o, ",");
+		num(o, rows[i]->total);
+		put(o, ",");
+		num(o, rows[i]->self);
+		put(o, ",");
+		num(o, rows[i]->max);
+	}
+	put(o, "],\"overall\":[");
+	first = true;
+	for (size_t id = 1; id < h->st.n; id++) {
+		if (nproc[id] == 0)
+			continue;
+		put(o, first ? "\n" : ",\n");
+		first = false;
+		sid(o, (uint32_t)id);
+		put(o, ",");
+		num(o, (int64_t)all[id].calls);
+		put(o, ",");
+		num(o, all[id].total);
+		put(o, ",");
+		num(o, all[id].self);
+		put(o, ",");
+		num(o, all[id].max);
+		put(o, ",");
+		num(o, nproc[id]);
+	}
+	put(o, "]");
+out:
+	free(nproc);
+	free(all);
+	free(rows);
+	return err;
+}
+
+static void write_counters(hw_out *o)
+{
+	html_sink *h = o->h;
+	bool first = true;
+
+	put(o, ",\"counters\":[");
+	for (size_t i = 0; i < h->nseries; i++) {
+		hw_series *s = &h->series[i];
+		hw_proc *p = &h->procs[s->proc];
+
+		if (!p->keep || name_excluded(h, s->name))
+			continue;
+		if (s->acc > 0) {
+			series_push(h, s, s->cur_ts, s->cur);
+			s->acc = 0;
+		}
+		put(o, first ? "\n[" : ",\n[");
+		first = false;
+		num(o, p->out_idx);
+		put(o, ",");
+		sid(o, s->name);
+		put(o, ",[");
+		for (size_t k = 0; k < s->n; k++) {
+			double v;
+			char buf[40];
+
+			memcpy(&v, &s->pts[2 * k + 1], sizeof(v));
+			if (k > 0)
+				put(o, ",");
+			tnum(o, s->pts[2 * k]);
+			/* JSON has no NaN or infinity. */
+			snprintf(buf, sizeof(buf), ",%.6g", v == v && v - v == 0 ? v : 0.0);
+			put(o, buf);
+		}
+		put(o, "]]");
+	}
+	put(o, "]");
+}
+
+static void write_names(hw_out *o)
+{
+	put(o, ",\"names\":[\"\"");
+	for (uint32_t i = 0; i < o->nused; i++) {
+		uint32_t id = o->order[i];
+
+		put(o, i % 16 == 15 ? ",\n" : ",");
+		put_str(&o->os, o->h->st.buf + o->h->st.off[id], o->h->st.slen[id]);
+	}
+	put(o, "]");
+}
+
+/* Writes template text up to the next "@NAME@" marker; returns what
+ * follows the marker, or NULL when the template has no more markers. */
+static const char *template_upto(hw_out *o, const char *tpl, const char *marker)
+{
+	const char *at = strstr(tpl, marker);
+
+	if (at == NULL) {
+		ostream_puts(&o->os, tpl);
+		return NULL;
+	}
+	ostream_write(&o->os, tpl, (size_t)(at - tpl));
+	return at + strlen(marker);
+}
+
+static int html_end(trace_sink *s, const sink_meta *meta)
+{
+	html_sink *h = (html_sink *)s;
+	hw_out o = {.h = h};
+	uint64_t slices_total = 0, slices_kept = 0, threads;
+	size_t cap;
+	const char *tpl = htmlw_asset_report_html;
+	int err;
+
+	if (h->err != 0)
+		return h->err;
+	flush_stacks(h);
+	join_flows(h);
+	apply_filters(h);
+	if (h->err != 0)
+		return h->err;
+	threads = count_threads(h);
+
+	o.t0 = INT64_MAX;
+	if (meta->model != NULL && meta->model->start_ns >= 0)
+		o.t0 = meta->model->start_ns;
+	h->tmin = INT64_MAX;
+	h->tmax = INT64_MIN;
+	for (size_t i = 0; i < h->nprocs; i++) {
+		hw_proc *p = &h->procs[i];
+		int64_t a = p->start >= 0 ? p->start : p->ev_min;
+		int64_t b = p->end >= 0 ? p->end : p->ev_max;
+
+		if (p->ev_min < a)
+			a = p->ev_min;
+		if (a < h->tmin && a >= 0)
+			h->tmin = a;
+		if (b > h->tmax)
+			h->tmax = b;
+		if (p->ev_max > h->tmax)
+			h->tmax = p->ev_max;
+	}
+	if (h->tmin < o.t0)
+		o.t0 = h->tmin;
+	if (o.t0 == INT64_MAX)
+		o.t0 = 0;
+	if (h->tmin == INT64_MAX)
+		h->tmin = o.t0;
+	if (h->tmax == INT64_MIN)
+		h->tmax = o.t0;
+
+	cap = slice_cap(h, &slices_total);
+	for (size_t i = 0; i < h->nprocs; i++)
+		if (h->procs[i].keep)
+			for (size_t j = 0; j < h->procs[i].nthreads; j++) {
+				size_t n = h->threads[h->procs[i].threads[j]].nheap;
+
+				slices_kept += n < cap ? n : cap;
+			}
+	/* What was never kept while streaming counts as not shown too. */
+	slices_total = 0;
+	for (size_t i = 0; i < h->nprocs; i++)
+		if (h->procs[i].keep)
+			for (size_t j = 0; j < h->procs[i].nthreads; j++)
+				slices_total += h->threads[h->procs[i].threads[j]].nslices;
+
+	o.remap = calloc(h->st.n + 1, sizeof(*o.remap));
+	o.order = calloc(h->st.n + 1, sizeof(*o.order));
+	if (o.remap == NULL || o.order == NULL) {
+		err = -ENOMEM;
+		goto free_maps;
+	}
+	err = ostream_open(&o.os, h->fd, -1);
+	if (err < 0)
+		goto free_maps;
+	tpl = template_upto(&o, tpl, "@FT_CSS@");
+	if (tpl != NULL)
+		ostream_puts(&o.os, htmlw_asset_report_css);
+	if (tpl != NULL)
+		tpl = template_upto(&o, tpl, "@FT_DATA@");
+	if (tpl != NULL) {
+		put(&o, "{\"v\":1,");
+		write_meta(&o, meta, slices_total, slices_kept, threads);
+		write_procs(&o);
+		write_slices(&o, cap);
+		err = write_stats(&o);
+		write_counters(&o);
+		write_names(&o);
+		put(&o, "}");
+		tpl = template_upto(&o, tpl, "@FT_JS@");
+	}
+	if (tpl != NULL) {
+		ostream_puts(&o.os, htmlw_asset_report_js);
+		ostream_puts(&o.os, tpl);
+	}
+	if (ostream_error(&o.os) == 0 && err < 0)
+		ostream_fail(&o.os, err);
+	err = ostream_finish(&o.os);
+	h->base.stats.processes = h->nprocs;
+	h->base.stats.threads = threads;
+	h->base.stats.events = h->events;
+	h->base.stats.bytes = o.os.bytes_out;
+free_maps:
+	free(o.order);
+	free(o.remap);
+	return err;
+}
+
+static void html_free(trace_sink *s)
+{
+	html_sink *h = (html_sink *)s;
+
+	if (h == NULL)
+		return;
+	for (size_t i = 0; i < h->nprocs; i++) {
+		free(h->procs[i].argv);
+		free(h->procs[i].segs);
+		free(h->procs[i].threads);
+		free(h->procs[i].marks);
+	}
+	for (size_t i = 0; i < h->nthreads; i++) {
+		free(h->threads[i].heap);
+		free(h->threads[i].bs);
+	}
+	for (size_t i = 0; i < h->nseries; i++)
+		free(h->series[i].pts);
+	for (size_t i = 0; i < h->ninc; i++)
+		regfree(&h->inc[i]);
+	for (size_t i = 0; i < h->nexc; i++)
+		regfree(&h->exc[i]);
+	for (int i = 0; i < 3; i++)
+		free(h->opt_text[i]);
+	free(h->inc);
+	free(h->exc);
+	free(h->ranges);
+	free(h->procs);
+	free(h->threads);
+	free(h->stats);
+	free(h->series);
+	free(h->fs);
+	free(h->ff);
+	free(h->pmap.s);
+	free(h->tmap.s);
+	free(h->smap.s);
+	free(h->cmap.s);
+	free(h->name_pass);
+	strtab_free(&h->st);
+	free(h);
+}
+
+trace_sink *sink_html_new(int fd, const htmlw_opts *opts, int *err)
+{
+	html_sink *h = calloc(1, sizeof(*h));
+	htmlw_opts none = {0};
+
+	if (h == NULL) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	if (opts == NULL)
+		opts = &none;
+	h->fd = fd;
+	h->base.begin = html_begin;
+	h->base.event = html_event;
+	h->base.end = html_end;
+	h->base.free = html_free;
+	*err = compile_all(opts->include, &h->inc, &h->ninc);
+	if (*err == 0)
+		*err = compile_all(opts->exclude, &h->exc, &h->nexc);
+	if (*err == 0 && opts->pids != NULL)
+		*err = parse_ranges(opts->pids, &h->ranges, &h->nranges);
+	if (*err == 0) {
+		h->opt_text[0] = join_patterns(opts->include);
+		h->opt_text[1] = join_patterns(opts->exclude);
+		h->opt_text[2] = opts->pids != NULL ? strdup(opts->pids) : NULL;
+		/* Id 0 is "no string". */
+		h->st.n = 0;
+		if (strtab_id(&h->st, "\x01", 1) == UINT32_MAX)
+			*err = -ENOMEM;
+	}
+	if (*err < 0) {
+		html_free(&h->base);
+		return NULL;
+	}
+	return &h->base;
+}

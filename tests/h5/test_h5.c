@@ -1,0 +1,477 @@
+/*
+ * Tests of the HDF5 sink and reader (combine/h5.h) and of the args scanner
+ * (combine/jsonscan.h).
+ *
+ *   test_h5 unit DIR        scanner checks; a model written as JSON and as
+ *                           HDF5, the HDF5 read back to JSON must be the
+ *                           same bytes; a synthetic interleaved stream
+ *                           (DIR/synth.json, DIR/synth.h5, DIR/synth_rt.json)
+ *                           written under a tiny memory budget, for
+ *                           check_h5.py to compare.
+ *   test_h5 to-json IN OUT  reads IN (HDF5) and writes it as JSON to OUT.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "h5.h"
+#include "jsonscan.h"
+#include "merge.h"
+#include "model.h"
+#include "sink.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                   \
+	do {                                                                          \
+		if (!(cond)) {                                                        \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
+				#cond);                                               \
+			failures++;                                                   \
+		}                                                                     \
+	} while (0)
+
+#define MUST(x)                                                                       \
+	do {                                                                          \
+		if (!(x)) {                                                           \
+			fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #x);  \
+			exit(1);                                                      \
+		}                                                                     \
+	} while (0)
+
+static jscan_val parse(const char *s)
+{
+	jscan_val v;
+
+	jscan_parse(jsonw_sv_c(s), &v);
+	return v;
+}
+
+static void test_jsonscan(void)
+{
+	jscan_val o = parse(" {\"a\": 1, \"b\\u0041\": [\"x\", \"y z\"], \"e\": {\"k\": \"c\"}, "
+			    "\"n\": -9223372036854775808, \"s\": \"\\ud83d\\ude00\\n\"} ");
+	jscan_val v, w;
+	jscan_iter it;
+	char buf[16];
+	int64_t i;
+	char *s;
+	size_t n;
+
+	CHECK(o.type == JSCAN_OBJECT);
+	CHECK(jscan_get(&o, "a", &v) && jscan_i64(&v, &i) == 0 && i == 1);
+	CHECK(jscan_get(&o, "bA", &v) && v.type == JSCAN_ARRAY);
+	jscan_iter_init(&it, &v);
+	CHECK(jscan_next_elem(&it, &w) && jscan_str_eq(&w, "x"));
+	CHECK(jscan_next_elem(&it, &w) && jscan_str_eq(&w, "y z"));
+	CHECK(!jscan_next_elem(&it, &w) && it.err == 0);
+	CHECK(jscan_get(&o, "e", &v) && jscan_get(&v, "k", &w) && jscan_str_eq(&w, "c"));
+	CHECK(jscan_get(&o, "n", &v) && jscan_i64(&v, &i) == 0 && i == INT64_MIN);
+	CHECK(jscan_get(&o, "s", &v));
+	s = jscan_strdup(&v, &n);
+	CHECK(s != NULL && n == 5 && strcmp(s, "\xf0\x9f\x98\x80\n") == 0);
+	free(s);
+	/* Cut at a character boundary, never inside the emoji. */
+	CHECK(jscan_str(&v, buf, 3) == 5 && strlen(buf) == 0);
+	CHECK(!jscan_get(&o, "zz", &v));
+	/* Malformed or hostile input is refused, never overread. */
+	CHECK(parse("{\"a\":1,}").type == JSCAN_NONE);
+	CHECK(parse("{\"a\" 1}").type == JSCAN_NONE);
+	CHECK(parse("[1, 2").type == JSCAN_NONE);
+	CHECK(parse("\"\\x\"").type == JSCAN_NONE);
+	CHECK(parse("01").type == JSCAN_NONE);
+	CHECK(parse("{} x").type == JSCAN_NONE);
+	CHECK(parse("\"\\u12\"").type == JSCAN_NONE);
+	{
+		char deep[200];
+
+		memset(deep, '[', 100);
+		memset(deep + 100, ']', 100);
+		CHECK(jscan_parse((jsonw_sv){deep, 200}, &v) < 0);
+		CHECK(jscan_parse((jsonw_sv){deep + 40, 120}, &v) == 0);
+	}
+	v = parse("99999999999999999999");
+	CHECK(v.type == JSCAN_NUMBER && jscan_i64(&v, &i) == -ERANGE);
+	v = parse("1.5");
+	CHECK(jscan_i64(&v, &i) == -EINVAL);
+}
+
+static void slurp(const char *path, char **buf, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	long n;
+
+	MUST(f != NULL);
+	MUST(fseek(f, 0, SEEK_END) == 0);
+	n = ftell(f);
+	MUST(n >= 0);
+	rewind(f);
+	*buf = malloc((size_t)n + 1);
+	MUST(*buf != NULL);
+	MUST(fread(*buf, 1, (size_t)n, f) == (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+}
+
+static int cmp_line(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* Splits text (NUL-terminated in place) into sorted lines. */
+static char **sorted_lines(char *text, size_t len, size_t *n)
+{
+	char **v = malloc((len + 1) * sizeof(*v));
+	char *p = text;
+
+	MUST(v != NULL);
+	*n = 0;
+	text[len] = '\0';
+	for (;;) {
+		char *nl = strchr(p, '\n');
+
+		v[(*n)++] = p;
+		if (nl == NULL)
+			break;
+		*nl = '\0';
+		p = nl + 1;
+	}
+	qsort(v, *n, sizeof(*v), cmp_line);
+	return v;
+}
+
+static bool same_lines(char *a, size_t na, char *b, size_t nb)
+{
+	size_t ka, kb;
+	char **la = sorted_lines(a, na, &ka), **lb = sorted_lines(b, nb, &kb);
+	bool same = ka == kb;
+
+	for (size_t i = 0; same && i < ka; i++)
+		same = strcmp(la[i], lb[i]) == 0;
+	free(la);
+	free(lb);
+	return same;
+}
+
+/* Reads in (HDF5) with reader_h5_read and writes JSON to out. */
+static int h5_to_json(const char *in, const char *out)
+{
+	model_trace *meta = model_new();
+	sink_meta sm = {0};
+	trace_sink *s;
+	int fd, err;
+
+	MUST(meta != NULL);
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		perror(out);
+		return -errno;
+	}
+	err = reader_h5_meta(in, meta, &sm.processes);
+	if (err == 0) {
+		sm.model = meta;
+		s = sink_json_new(fd, -1, &err);
+		if (s != NULL) {
+			err = s->begin(s, &sm);
+			if (err == 0)
+				err = reader_h5_read(in, s, NULL);
+			if (err == 0)
+				err = s->end(s, &sm);
+			s->free(s);
+		}
+	}
+	close(fd);
+	model_free(meta);
+	return err;
+}
+
+static model_trace *make_model(void)
+{
+	static const char *const cmd[] = {"/bin/sh", "-c", "make -j4 && ./a/b", NULL};
+	static const char *const av1[] = {"sh", "-c", "x", NULL};
+	static const char *const av2[] = {"/usr/bin/caf\xc3\xa9", "--name=a/b%c", NULL};
+	model_trace *t = model_new();
+	model_process *p, *q, *r;
+	model_segment *s;
+	model_thread *th;
+	model_mark *m;
+
+	MUST(t != NULL);
+	t->host = model_strdup(t, "host-1");
+	t->command = model_strvdup(t, cmd, 3);
+	t->origin = model_strdup(t, "forktrace run");
+	t->anchor_mono_ns = 1000;
+	t->anchor_real_ns = 1700000000000000000;
+	t->start_ns = 1000000;
+	t->end_ns = 9000000;
+	t->exit_status = 3;
+	t->lost_events = 7;
+
+	MUST(p = model_add_process(t, 100));
+	p->start_ns = 1000000;
+	p->end_ns = 9000000;
+	p->exit_kind = MODEL_EXIT_CODE;
+	p->exit_value = 3;
+	MUST(s = model_add_segment(t, p));
+	s->start_ns = 1000000;
+	s->end_ns = 9000000;
+	s->argv = model_strvdup(t, av1, 3);
+	s->argc = 3;
+	s->exe = model_strdup(t, "/bin/sh");
+	s->instrumented = true;
+	MUST(th = model_add_thread(t, p, 101));
+	th->name = model_strdup(t, "worker/1");
+	MUST(m = model_add_mark(t, p));
+	m->ts_ns = 2000000;
+	m->dur_ns = 5000;
+	m->tid = 101;
+	m->name = model_strdup(t, "system");
+	m->cat = model_strdup(t, "shell");
+	m->args_json = model_strdup(t, "{\"cmd\":\"ls \\\"x\\\"\",\"status\":0}");
+
+	MUST(q = model_add_process(t, 200));
+	q->parent = p;
+	q->ppid = 100;
+	q->start_ns = 1500000;
+	q->end_ns = 8000000;
+	q->spawn_ns = 1400000;
+	q->spawn_tid = 100;
+	q->exit_kind = MODEL_EXIT_SIGNAL;
+	q->exit_value = 9;
+	q->lost_events = 7;
+	MUST(s = model_add_segment(t, q));
+	s->start_ns = 1500000;
+	s->end_ns = 3000000;
+	s->instrumented = true;
+	MUST(s = model_add_segment(t, q));
+	s->start_ns = 3000000;
+	s->argv = model_strvdup(t, av2, 2);
+	s->argc = 2;
+	s->exe = model_strdup(t, "/usr/bin/caf\xc3\xa9");
+
+	MUST(r = model_add_process(t, 300));
+	r->parent = q;
+	r->ppid = 200;
+	r->exit_kind = MODEL_EXIT_RUNNING;
+	return t;
+}
+
+/* A model written as JSON directly and through HDF5 gives the same bytes:
+ * the reader brings back every event, field and metadata value. */
+static void test_model_round_trip(const char *dir)
+{
+	char pj[4096], ph[4096], prt[4096];
+	model_trace *t = make_model();
+	char *a, *b;
+	size_t na, nb;
+	merge_stats st;
+	bool same;
+	int fd;
+
+	snprintf(pj, sizeof(pj), "%s/model.json", dir);
+	snprintf(ph, sizeof(ph), "%s/model.h5", dir);
+	snprintf(prt, sizeof(prt), "%s/model_rt.json", dir);
+	MUST((fd = open(pj, O_WRONLY | O_CREAT | O_TRUNC, 0644)) >= 0);
+	MUST(merge_write(t, fd, TRACE_FORMAT_JSON, NULL, NULL) == 0);
+	close(fd);
+	CHECK(merge_format_for_path(ph) == TRACE_FORMAT_H5);
+	CHECK(merge_format_for_path("x.HDF5") == TRACE_FORMAT_H5);
+	MUST((fd = open(ph, O_WRONLY | O_CREAT | O_TRUNC, 0644)) >= 0);
+	MUST(merge_write(t, fd, merge_format_for_path(ph), NULL, &st) == 0);
+	close(fd);
+	CHECK(st.events > 20 && st.bytes > 0);
+	CHECK(reader_h5_is(ph) == 1);
+	CHECK(reader_h5_is(pj) == 0);
+	CHECK(reader_h5_is("/nonexistent/x.h5") == -ENOENT);
+	MUST(h5_to_json(ph, prt) == 0);
+	slurp(pj, &a, &na);
+	slurp(prt, &b, &nb);
+	/* The same lines: the reader emits process by process, where the
+	 * merge wrote a child's flow start next to the child. */
+	same = same_lines(a, na, b, nb);
+	CHECK(same);
+	if (!same)
+		fprintf(stderr, "round trip differs: diff %s %s\n", pj, prt);
+	free(a);
+	free(b);
+	/* A JSON file is not an HDF5 trace. */
+	CHECK(reader_h5_read(pj, NULL, NULL) == -EINVAL);
+	model_free(t);
+}
+
+/* Both sinks get each event. */
+typedef struct two_sinks {
+	trace_sink *a, *b;
+} two_sinks;
+
+static void emit2(two_sinks *t, const sink_event *e)
+{
+	MUST(t->a->event(t->a, e) == 0);
+	MUST(t->b->event(t->b, e) == 0);
+}
+
+static uint64_t rng = 88172645463325252ULL;
+
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+#define SYN_PROCS 40
+#define SYN_ROUNDS 60000
+
+/*
+ * A stream as `forktrace combine` hands it over: processes interleaved
+ * event by event, nested B/E on several threads, X slices, instants with
+ * args, counters, flows with ids, raw events with keys forktrace does not
+ * know, names that HDF5 link names cannot hold as they are. Written to a
+ * JSON sink and to an HDF5 sink with a 1 MiB budget (so buffers of all
+ * processes are flushed many times); check_h5.py compares them.
+ */
+static void test_synthetic(const char *dir)
+{
+	static const char *const names[] = {"compute", "io/read", "%done", ".hidden", "",
+					    "caf\xc3\xa9", "step \"quoted\""};
+	char pj[4096], ph[4096], prt[4096];
+	model_trace *meta = model_new();
+	sink_meta sm = {0};
+	int depth[SYN_PROCS][2] = {{0}};
+	int64_t now = 1000000;
+	size_t peak = 0;
+	ostream raw;
+	two_sinks t;
+	int fd, err;
+
+	MUST(meta != NULL);
+	meta->origin = "forktrace combine";
+	meta->host = "synth";
+	sm.model = meta;
+	sm.processes = SYN_PROCS;
+	snprintf(pj, sizeof(pj), "%s/synth.json", dir);
+	snprintf(ph, sizeof(ph), "%s/synth.h5", dir);
+	snprintf(prt, sizeof(prt), "%s/synth_rt.json", dir);
+	MUST((fd = open(pj, O_WRONLY | O_CREAT | O_TRUNC, 0644)) >= 0);
+	MUST((t.a = sink_json_new(fd, -1, &err)) != NULL);
+	MUST((t.b = sink_h5_new(ph, NULL, &err)) != NULL);
+	sink_h5_set_budget(t.b, 1 << 20);
+	MUST(ostream_open_mem(&raw) == 0);
+	MUST(t.a->begin(t.a, &sm) == 0 && t.b->begin(t.b, &sm) == 0);
+
+	for (int p = 0; p < SYN_PROCS; p++) {
+		char args[64];
+		sink_event e = {.ev = {.ph = 'M', .name = jsonw_sv_c("process_name"),
+				       .pid = 5000 + p, .tid = 5000 + p, .ts_ns = JSONW_NO_TIME,
+				       .dur_ns = JSONW_NO_TIME}};
+
+		snprintf(args, sizeof(args), "{\"name\":\"proc%d\"}", p);
+		e.ev.args = jsonw_sv_c(args);
+		emit2(&t, &e);
+	}
+	for (int i = 0; i < SYN_ROUNDS; i++) {
+		uint64_t r = next_rand();
+		int p = (int)(r % SYN_PROCS), th = (int)((r >> 8) & 1);
+		const char *name = names[(r >> 12) % 7];
+		char args[96];
+		sink_event e = {.ev = {.pid = 5000 + p, .tid = th ? 9000 + p : 5000 + p,
+				       .ts_ns = now, .dur_ns = JSONW_NO_TIME}};
+		jsonw w;
+
+		now += 1 + (int64_t)((r >> 20) % 1000);
+		e.ev.name = jsonw_sv_c(name);
+		switch ((r >> 16) % 8) {
+		case 0:
+		case 1:
+			if (depth[p][th] < 5) {
+				e.ev.ph = 'B';
+				depth[p][th]++;
+				break;
+			}
+			/* fall through */
+		case 2:
+		case 3:
+			if (depth[p][th] == 0)
+				continue;
+			e.ev.ph = 'E';
+			e.ev.name = (jsonw_sv){NULL, 0};
+			depth[p][th]--;
+			break;
+		case 4:
+			e.ev.ph = 'X';
+			e.ev.dur_ns = (int64_t)((r >> 24) % 5000);
+			e.ev.cat = jsonw_sv_c("user");
+			break;
+		case 5:
+			e.ev.ph = 'i';
+			e.ev.scope = 't';
+			snprintf(args, sizeof(args), "{\"i\":%d,\"s\":\"\\u00e9\\n\"}", i);
+			e.ev.args = jsonw_sv_c(args);
+			break;
+		case 6:
+			e.ev.ph = 'C';
+			e.ev.name = jsonw_sv_c("memory");
+			snprintf(args, sizeof(args), "{\"rss\":%d}", (int)(r >> 40));
+			e.ev.args = jsonw_sv_c(args);
+			break;
+		default:
+			e.ev.ph = (r >> 30) & 1 ? 's' : 'f';
+			e.ev.has_id = true;
+			e.ev.id = r >> 32;
+			e.ev.bind_enclosing = e.ev.ph == 'f';
+			e.ev.cat = jsonw_sv_c("fork");
+			break;
+		}
+		if ((r >> 50) % 5 == 0) {
+			/* A raw event, as read from a file, with keys forktrace
+			 * does not know. */
+			ostream_mem_reset(&raw);
+			jsonw_init(&w, &raw);
+			jsonw_event_begin(&w, &e.ev);
+			ostream_puts(&raw, ",\"tts\":12.5,\"sf\":{\"a\":[1,\"x\"]}");
+			jsonw_event_end(&w);
+			e.raw = (jsonw_sv){raw.buf + 1, raw.len - 1};
+		}
+		emit2(&t, &e);
+		if (sink_h5_buffered(t.b) > peak)
+			peak = sink_h5_buffered(t.b);
+	}
+	MUST(t.a->end(t.a, &sm) == 0);
+	MUST(t.b->end(t.b, &sm) == 0);
+	/* Bounded: after each event, never above the budget. */
+	CHECK(peak <= 1 << 20);
+	t.a->free(t.a);
+	t.b->free(t.b);
+	close(fd);
+	ostream_finish(&raw);
+	MUST(h5_to_json(ph, prt) == 0);
+	meta->origin = NULL;
+	meta->host = NULL;
+	model_free(meta);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && strcmp(argv[1], "to-json") == 0) {
+		int err = h5_to_json(argv[2], argv[3]);
+
+		if (err < 0)
+			fprintf(stderr, "test_h5: %s: %s\n", argv[2], strerror(-err));
+		return err < 0;
+	}
+	if (argc != 3 || strcmp(argv[1], "unit") != 0) {
+		fprintf(stderr, "usage: test_h5 unit DIR | test_h5 to-json IN.h5 OUT.json\n");
+		return 2;
+	}
+	test_jsonscan();
+	test_model_round_trip(argv[2]);
+	test_synthetic(argv[2]);
+	if (failures > 0)
+		fprintf(stderr, "test_h5: %d checks failed\n", failures);
+	return failures > 0;
+}

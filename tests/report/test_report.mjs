@@ -1,0 +1,314 @@
+// Browser tests of the HTML report: `node test_report.mjs NAME` runs one
+// scenario in a real headless Chromium driven by playwright-core.
+//
+// Environment (tests/CMakeLists.txt): FT_BIN (forktrace), FT_REPORT_TMP
+// (where runs, reports and screenshots go: keep and look at them),
+// FT_REPORT_HTML (a pre-made report, for the bench scenario).
+// Exit 0 pass, 1 fail, 77 skipped (no chromium / playwright-core here);
+// with CI set, a missing browser is a failure, never a skip.
+import { createRequire } from 'module';
+import { execFileSync, spawnSync } from 'child_process';
+import fs from 'fs';
+import path from 'path';
+import { fileURLToPath } from 'url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const CHROMIUM = process.env.FT_CHROMIUM || '/usr/bin/chromium';
+const SKIP = 77;
+const name = process.argv[2];
+
+function fail(msg) { console.error('FAIL: ' + msg); process.exit(1); }
+function check(cond, msg) { if (!cond) fail(msg); }
+function skipOrFail(why) {
+  if (process.env.CI) fail(`${why} (CI is set: a missing browser is a failure)`);
+  console.log(`SKIP report.${name}: ${why}`);
+  process.exit(SKIP);
+}
+
+function loadPlaywright() {
+  const req = createRequire(path.join(HERE, 'package.json'));
+  try { return req('playwright-core'); } catch (e) { /* try npm ci below */ }
+  const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--silent'], { cwd: HERE, stdio: 'inherit', timeout: 120000 });
+  if (r.status !== 0) skipOrFail('playwright-core is not installed and `npm ci` in tests/report failed');
+  try { return req('playwright-core'); } catch (e) { skipOrFail('playwright-core cannot be loaded: ' + e.message); }
+}
+
+if (!fs.existsSync(CHROMIUM)) skipOrFail(`${CHROMIUM} is missing (scripts/setup-deps installs Debian's chromium)`);
+const { chromium } = loadPlaywright();
+
+const TMP = path.join(process.env.FT_REPORT_TMP || '/tmp', name);
+fs.rmSync(TMP, { recursive: true, force: true });
+fs.mkdirSync(TMP, { recursive: true });
+
+const XSS = '</script><script>alert(1)</script>';
+
+// A tree with a bit of everything: children, a grandchild, exec images, a
+// failing process, a killed one, and an argv that tries to close the script.
+const SCRIPT = [
+  'ls / >/dev/null',
+  `/bin/echo '${XSS}' >/dev/null`,
+  '(sleep 0.05; exit 4)',
+  'sleep 0.02 & wait',
+  'sh -c \'kill -9 $$\'',
+  'exit 3'
+].join('; ');
+
+function runForktrace(extra) {
+  const bin = process.env.FT_BIN;
+  check(bin && fs.existsSync(bin), `FT_BIN=${bin} is not the forktrace executable`);
+  const r = spawnSync(bin, ['run', '-q', '-o', 'trace.json', '--report', 'report.html', ...(extra || []), '--', 'sh', '-c', SCRIPT],
+    { cwd: TMP, encoding: 'utf8', timeout: 60000 });
+  check(r.status === 3, `forktrace exited ${r.status}, expected 3; stderr: ${r.stderr}`);
+  check(fs.existsSync(path.join(TMP, 'report.html')), 'no report.html written');
+  return { html: path.join(TMP, 'report.html'), trace: JSON.parse(fs.readFileSync(path.join(TMP, 'trace.json'), 'utf8')) };
+}
+
+async function openPage(file, opts) {
+  // A fresh profile each time (playwright passes it as --user-data-dir).
+  const profile = fs.mkdtempSync(path.join(TMP, 'profile-'));
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width: 1400, height: 1000 },
+    args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+      '--disable-sync', '--no-first-run', '--disable-quic']
+  });
+  const page = browser.pages()[0] || await browser.newPage();
+  const problems = [], requests = [], dialogs = [];
+  // (Chromium's hint about repeated getImageData comes from the tests' own
+  // pixel reads, not from the page.)
+  page.on('console', (m) => {
+    if ((m.type() === 'error' || m.type() === 'warning') && !/willReadFrequently/.test(m.text())) problems.push(`console.${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+  page.on('request', (r) => requests.push(r.url()));
+  page.on('dialog', async (d) => { dialogs.push(d.message()); await d.dismiss(); });
+  const t = Date.now();
+  await page.goto('file://' + file);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: (opts && opts.timeout) || 15000 });
+  const loadMs = Date.now() - t;
+  return { browser, page, problems, requests, dialogs, loadMs, url: 'file://' + file };
+}
+
+function traceFacts(tr) {
+  const ev = tr.traceEvents;
+  const procs = ev.filter((e) => e.ph === 'M' && e.name === 'forktrace_process').map((e) => e.args);
+  const ft = tr.otherData.forktrace;
+  return {
+    events: ev.length,
+    threads: ev.filter((e) => e.ph === 'M' && e.name === 'thread_name').length,
+    processes: ft.processes, lost: ft.lost_events, exit: ft.exit_status, host: ft.host,
+    failed: procs.filter((a) => a.exit.kind === 'code' && a.exit.code !== 0).length,
+    killed: procs.filter((a) => a.exit.kind === 'signal').length,
+    procs
+  };
+}
+
+async function card(page, key) {
+  return page.$eval(`.card[data-key="${key}"] .v`, (e) => e.textContent);
+}
+
+// Pixel index of a process's lane, for clicking it.
+async function laneXY(page, pid) {
+  return page.evaluate((pid) => {
+    const R = window.forktraceReport, rows = R.rows();
+    const i = rows.findIndex((p) => p.pid === pid);
+    if (i < 0) return null;
+    const c = document.getElementById('timeline').getBoundingClientRect();
+    return { x: c.left + 150, y: c.top + 24 + i * 20 + 10 - R.timeline.scrollY };
+  }, pid);
+}
+
+const tests = {
+  // Loads with no console errors and no requests but the page itself; the
+  // header says what the JSON trace of the same run says.
+  async load() {
+    const { html, trace } = runForktrace();
+    const f = traceFacts(trace);
+    const o = await openPage(html);
+    try {
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+      const others = o.requests.filter((u) => u !== o.url);
+      check(others.length === 0, 'network requests besides the page: ' + others.join(', '));
+      const num = (s) => Number(String(s).replace(/[^0-9]/g, ''));
+      check(num(await card(o.page, 'processes')) === f.processes, `processes card ${await card(o.page, 'processes')} != ${f.processes}`);
+      check(num(await card(o.page, 'events')) === f.events, `events card ${await card(o.page, 'events')} != ${f.events} events in the trace`);
+      check(num(await card(o.page, 'threads')) === f.threads, `threads card ${await card(o.page, 'threads')} != ${f.threads}`);
+      check(num(await card(o.page, 'lost_events')) === f.lost, 'lost events differ');
+      check(num(await card(o.page, 'exit_status')) === f.exit, `exit status card != ${f.exit}`);
+      check(num(await card(o.page, 'failed')) === f.failed && f.failed >= 2, `failed card ${await card(o.page, 'failed')} != ${f.failed}`);
+      check(num(await card(o.page, 'killed')) === f.killed && f.killed === 1, `killed card ${await card(o.page, 'killed')} != ${f.killed}`);
+      check((await card(o.page, 'host')) === f.host, 'host differs');
+      const cmd = await o.page.textContent('#command');
+      check(cmd.includes('exit 3'), 'the command is not shown: ' + cmd);
+      const lanes = await o.page.evaluate(() => window.forktraceReport.rows().length);
+      check(lanes === f.processes, `${lanes} lanes for ${f.processes} processes`);
+    } finally { await o.browser.close(); }
+  },
+
+  // Clicking a process lane opens its details and its threads.
+  async click() {
+    const { html, trace } = runForktrace();
+    const f = traceFacts(trace);
+    const sleeper = f.procs.find((a) => a.name === 'sleep');
+    check(sleeper, 'no sleep process in the trace');
+    const o = await openPage(html);
+    try {
+      check(await o.page.isHidden('#detail'), 'details are open before any click');
+      const xy = await laneXY(o.page, sleeper.pid);
+      check(xy, 'no lane for pid ' + sleeper.pid);
+      await o.page.mouse.click(xy.x, xy.y);
+      await o.page.waitForSelector('#detail:not([hidden])', { timeout: 3000 });
+      const title = await o.page.textContent('#d-title');
+      check(title.includes(String(sleeper.pid)) && title.includes('sleep'), 'detail title: ' + title);
+      const info = await o.page.textContent('#d-info');
+      check(info.includes(sleeper.cwd), 'cwd not in the details: ' + info);
+      check(/exit \d/.test(info), 'exit status not in the details');
+      const note = await o.page.textContent('#d-threads-note');
+      check(/^1 thread/.test(note), 'threads note: ' + note);
+      const ink = await o.page.evaluate(() => {
+        const c = document.getElementById('threads'), g = c.getContext('2d');
+        const d = g.getImageData(Math.round(160 * devicePixelRatio), Math.round(28 * devicePixelRatio), c.width - Math.round(170 * devicePixelRatio), Math.round(16 * devicePixelRatio)).data;
+        let n = 0; for (let k = 0; k < d.length; k += 4) if (d[k] < 235 || d[k + 1] < 235 || d[k + 2] < 235) n++;
+        return n;
+      });
+      check(ink > 200, `the threads canvas has no image bar (${ink} inked pixels)`);
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+    } finally { await o.browser.close(); }
+  },
+
+  // The page's filters hide what they should; the CLI's filters leave the
+  // rest out of the file.
+  async filter() {
+    const { html, trace } = runForktrace();
+    const f = traceFacts(trace);
+    const nSleep = f.procs.filter((a) => a.name === 'sleep').length;
+    check(nSleep === 2, `${nSleep} sleep processes`);
+    const o = await openPage(html);
+    try {
+      await o.page.fill('#f-exclude', '^sleep$');
+      await o.page.click('#f-apply');
+      const names = await o.page.evaluate(() => window.forktraceReport.rows().map((p) => p.name));
+      check(!names.includes('sleep'), 'sleep lanes still shown: ' + names.join(','));
+      check(names.length === f.processes - nSleep, `${names.length} lanes after excluding sleep`);
+      const status = await o.page.textContent('#f-status');
+      check(status.includes(`${f.processes - nSleep} of ${f.processes}`), 'status: ' + status);
+      await o.page.click('#tabs .tab[data-tab="processes"]');
+      const cells = await o.page.$$eval('#table tbody tr td:nth-child(2)', (tds) => tds.map((t) => t.textContent));
+      check(!cells.includes('sleep') && cells.length === f.processes - nSleep, 'processes table: ' + cells.join(','));
+      await o.page.fill('#f-exclude', '');
+      const root = f.procs.find((a) => a.parent === -1);
+      await o.page.fill('#f-pids', `${root.pid}`);
+      await o.page.click('#f-apply');
+      const only = await o.page.evaluate(() => window.forktraceReport.rows().map((p) => p.pid));
+      check(only.length === 1 && only[0] === root.pid, 'pid filter shows ' + only.join(','));
+      await o.page.fill('#f-include', '(');
+      await o.page.click('#f-apply');
+      check(await o.page.$eval('#f-include', (e) => e.classList.contains('invalid')), 'a bad regex is not flagged');
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+    } finally { await o.browser.close(); }
+    // The same through the command line: nothing of sleep is embedded.
+    const r2 = runForktrace(['--exclude', '^sleep$']);
+    const text = fs.readFileSync(r2.html, 'utf8');
+    check(!text.includes('/usr/bin/sleep') && !text.includes('"sleep 0.05"'), '--exclude left sleep in the file');
+    const o2 = await openPage(r2.html);
+    try {
+      const names = await o2.page.evaluate(() => window.forktraceReport.rows().map((p) => p.name));
+      check(!names.includes('sleep') && names.length === f.processes - nSleep, '--exclude lanes: ' + names.join(','));
+      const notes = await o2.page.textContent('#notes');
+      check(notes.includes('--exclude ^sleep$'), 'the page does not say it was filtered: ' + notes);
+    } finally { await o2.browser.close(); }
+  },
+
+  // A process whose argv holds a closing script tag: the text is shown, and
+  // nothing runs.
+  async xss() {
+    const { html, trace } = runForktrace();
+    const f = traceFacts(trace);
+    const echo = f.procs.find((a) => a.argv && a.argv.includes(XSS));
+    check(echo, 'the trace has no process with the XSS argv');
+    const raw = fs.readFileSync(html, 'utf8');
+    check(!raw.includes('<script>alert(1)'), 'the raw XSS text is in the HTML file');
+    const o = await openPage(html);
+    try {
+      await o.page.evaluate((pid) => { const R = window.forktraceReport; R.open(R.procs.find((p) => p.pid === pid)); }, echo.pid);
+      const info = await o.page.textContent('#d-info');
+      check(info.includes(XSS), 'the argv text is not shown as text: ' + info);
+      const cmd = await o.page.textContent('#command');
+      check(cmd.includes(XSS), 'the command line is not shown as text');
+      await o.page.click('#tabs .tab[data-tab="processes"]');
+      const cells = await o.page.$$eval('#table tbody td.cmd', (tds) => tds.map((t) => t.textContent));
+      check(cells.some((c) => c.includes(XSS)), 'the processes table does not show the argv');
+      const scripts = await o.page.$$eval('script', (s) => s.length);
+      check(scripts === 2, `${scripts} script elements in the page (expected 2)`);
+      await o.page.waitForTimeout(200);
+      check(o.dialogs.length === 0, 'a dialog fired: ' + o.dialogs.join(','));
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+    } finally { await o.browser.close(); }
+  },
+
+  // The timeline is drawn: a screenshot is kept (look at it), and the
+  // canvas's plot area must hold enough non-background pixels.
+  async screenshot() {
+    const { html } = runForktrace();
+    const o = await openPage(html);
+    try {
+      await o.page.screenshot({ path: path.join(TMP, 'report.png'), fullPage: true });
+      const tl = await o.page.$('#timeline');
+      await tl.screenshot({ path: path.join(TMP, 'timeline.png') });
+      const sleeper = await o.page.evaluate(() => window.forktraceReport.procs.findIndex((p) => p.name === 'sleep'));
+      await o.page.evaluate((i) => window.forktraceReport.open(window.forktraceReport.procs[i]), sleeper);
+      await o.page.waitForTimeout(100);
+      await (await o.page.$('#detail')).screenshot({ path: path.join(TMP, 'detail.png') });
+      const ink = await o.page.evaluate(() => {
+        const c = document.getElementById('timeline'), g = c.getContext('2d'), r = devicePixelRatio;
+        const x0 = Math.round(232 * r), y0 = Math.round(26 * r);
+        const d = g.getImageData(x0, y0, c.width - x0, c.height - y0).data;
+        let n = 0; for (let k = 0; k < d.length; k += 4) if (d[k] < 235 || d[k + 1] < 235 || d[k + 2] < 235) n++;
+        return { n, total: d.length / 4 };
+      });
+      console.log(`timeline: ${ink.n} of ${ink.total} plot pixels inked; screenshots in ${TMP}`);
+      check(ink.n > ink.total * 0.03, `the timeline looks blank: ${ink.n} of ${ink.total} pixels inked`);
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+    } finally { await o.browser.close(); }
+  },
+
+  // Opening a big report (FT_REPORT_HTML, from bench_report) and panning
+  // and zooming it: prints the numbers docs/BENCHMARKS.md quotes.
+  async bench() {
+    const html = process.env.FT_REPORT_HTML;
+    if (!html || !fs.existsSync(html)) skipOrFail('FT_REPORT_HTML does not name a report');
+    const o = await openPage(html, { timeout: 60000 });
+    try {
+      const frames = await o.page.evaluate(async () => {
+        const R = window.forktraceReport, v = R.timeline, out = [];
+        const c = document.getElementById('timeline');
+        for (let k = 0; k < 30; k++) {
+          const t = performance.now();
+          if (k % 3 === 0) v.zoomAt(600, 0.7); else { const s = (v.t1 - v.t0) * 0.05; v.t0 += s; v.t1 += s; v.scroll(40, true); }
+          v.pending = false; v.draw(); R.timeline.onchange();
+          c.getContext('2d').getImageData(0, 0, 1, 1); // wait for the raster
+          out.push(performance.now() - t);
+        }
+        return out;
+      });
+      await o.page.screenshot({ path: path.join(TMP, 'bench.png') });
+      frames.sort((a, b) => a - b);
+      const size = fs.statSync(html).size;
+      console.log(`bench: size ${(size / 1e6).toFixed(2)} MB, load ${o.loadMs} ms, pan/zoom frame median ${frames[15].toFixed(1)} ms, max ${frames[frames.length - 1].toFixed(1)} ms`);
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+      check(size < 10e6, 'report over 10 MB');
+      check(o.loadMs < 2000, `load took ${o.loadMs} ms`);
+      check(frames[frames.length - 1] < 50, 'a frame took over 50 ms');
+    } finally { await o.browser.close(); }
+  }
+};
+
+if (!tests[name]) fail(`unknown test '${name}'; known: ${Object.keys(tests).join(', ')}`);
+try {
+  await tests[name]();
+  console.log(`PASS report.${name}`);
+  process.exit(0);
+} catch (e) {
+  fail(e.stack || String(e));
+}

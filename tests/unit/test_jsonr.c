@@ -1,0 +1,133 @@
+/*
+ * test_jsonr: the reader gives the same output whatever the read size.
+ *
+ * Events, strings, escapes, numbers and UTF-8 sequences that straddle two
+ * reads are the reader's hardest case and never happen with 1 MiB reads
+ * on small test files; here every input given on the command line is
+ * combined with read sizes of 1, 2, 3, 5, 7, 13, 64 and 4096 bytes, and the
+ * output must be byte for byte the output of the default size. Also checks
+ * the number parsing that ts and dur go through.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "combine.h"
+#include "jsonr.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			failures++;                                                                \
+		}                                                                                  \
+	} while (0)
+
+/* Combines paths with read size chunk; returns the output (malloc'd). */
+static char *combine_to_mem(const char *const *paths, size_t n, size_t chunk, size_t *len,
+			    combine_result *res)
+{
+	int fd = memfd_create("out", 0), err;
+	combine_opts o = {.chunk = chunk};
+	trace_sink *s = sink_json_new(fd, -1, &err);
+	char *buf;
+	off_t size;
+
+	if (fd < 0 || s == NULL)
+		abort();
+	err = combine_files(paths, n, &o, s, res);
+	s->free(s);
+	CHECK(err == 0, "combine_files with chunk %zu: %d", chunk, err);
+	size = lseek(fd, 0, SEEK_END);
+	buf = malloc((size_t)size + 1);
+	if (pread(fd, buf, (size_t)size, 0) != size)
+		abort();
+	close(fd);
+	*len = (size_t)size;
+	return buf;
+}
+
+static void test_chunks(const char *const *paths, size_t n)
+{
+	static const size_t sizes[] = {1, 2, 3, 5, 7, 13, 64, 4096};
+	combine_result ref_res, res;
+	size_t ref_len, len;
+	char *ref = combine_to_mem(paths, n, 0, &ref_len, &ref_res);
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		char *out = combine_to_mem(paths, n, sizes[i], &len, &res);
+
+		CHECK(len == ref_len && !memcmp(out, ref, len),
+		      "read size %zu: output differs (%zu bytes, %zu expected)", sizes[i], len,
+		      ref_len);
+		CHECK(res.events == ref_res.events && res.problems == ref_res.problems,
+		      "read size %zu: %llu events, %zu problems; expected %llu, %zu", sizes[i],
+		      (unsigned long long)res.events, res.problems,
+		      (unsigned long long)ref_res.events, ref_res.problems);
+		for (size_t k = 0; k < res.ninputs && k < ref_res.ninputs; k++) {
+			const char *a = res.inputs[k].error, *b = ref_res.inputs[k].error;
+
+			CHECK((a == NULL) == (b == NULL) && (a == NULL || !strcmp(a, b)),
+			      "read size %zu, %s: error '%s', expected '%s'", sizes[i],
+			      res.inputs[k].path, a ? a : "(none)", b ? b : "(none)");
+		}
+		combine_result_free(&res);
+		free(out);
+	}
+	printf("%zu inputs, %llu events, %zu bytes out: same at every read size\n", n,
+	       (unsigned long long)ref_res.events, ref_len);
+	combine_result_free(&ref_res);
+	free(ref);
+}
+
+static void test_numbers(void)
+{
+	static const struct {
+		const char *text;
+		bool ok;
+		int64_t ns;
+	} cases[] = {
+	    {"0", true, 0},
+	    {"356961203.734", true, 356961203734},
+	    {"356961207.02", true, 356961207020},
+	    {"0.11", true, 110},
+	    {"0.1234", true, 123},
+	    {"0.1235", true, 124},
+	    {"-1.5", true, -1500},
+	    {"12", true, 12000},
+	    {"1e3", true, 1000000},
+	    {"1.5E-3", true, 2},
+	    {"999999999999999.999", true, 999999999999999999},
+	    {"9999999999999999", false, 0},
+	    {"\"12\"", false, 0},
+	    {"abc", false, 0},
+	    {"", false, 0},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int64_t ns = -42;
+		bool ok = jsonr_parse_us_ns(jsonw_sv_c(cases[i].text), &ns);
+
+		CHECK(ok == cases[i].ok && (!ok || ns == cases[i].ns), "parse_us_ns(%s) = %d, %lld",
+		      cases[i].text, ok, (long long)ns);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	test_numbers();
+	if (argc > 1)
+		test_chunks((const char *const *)argv + 1, (size_t)(argc - 1));
+	if (failures) {
+		fprintf(stderr, "%d failures\n", failures);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
