@@ -9,10 +9,14 @@
  *       a synthetic trace (default 10,000 processes, 10,000,000 events:
  *       a process tree, images, nested function slices, counters) written
  *       as a report; prints the time and size for docs/BENCHMARKS.md.
+ *   bench_report json OUT.json [PROCS] [EVENTS]
+ *       the same trace as Chrome JSON, for timing `forktrace report` on
+ *       it end to end.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +162,11 @@ static int check(const char *out)
 	return bad;
 }
 
-static int bench(const char *out, long nprocs, long nevents)
+/*
+ * json: the same synthetic trace written as Chrome JSON instead, so that
+ * `forktrace report TRACE.json` can be timed end to end (reader included).
+ */
+static int bench(const char *out, long nprocs, long nevents, bool as_json)
 {
 	static const char *fn[] = {"parse", "lex", "optimize", "emit", "read_input", "solve",
 				   "reduce", "write_output", "hash", "compress", "alloc", "sort"};
@@ -166,7 +174,7 @@ static int bench(const char *out, long nprocs, long nevents)
 	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), err;
 	model_trace mt = {.host = "bench", .origin = "bench_report", .start_ns = 0, .end_ns = -1};
 	sink_meta meta = {.model = &mt, .processes = (uint64_t)nprocs};
-	trace_sink *s = sink_html_new(fd, NULL, &err);
+	trace_sink *s = as_json ? sink_json_new(fd, -1, &err) : sink_html_new(fd, NULL, &err);
 	long per = nevents / nprocs, sent = 0;
 	char args[512];
 	double t;
@@ -213,8 +221,8 @@ static int bench(const char *out, long nprocs, long nevents)
 	}
 	err = s->end(s, &meta);
 	t = now_s() - t;
-	printf("bench: %ld processes, %ld events, report %s written in %.2f s, %.2f MB\n", nprocs,
-	       sent, out, t, (double)s->stats.bytes / 1e6);
+	printf("bench: %ld processes, %ld events, %s %s written in %.2f s, %.2f MB\n", nprocs,
+	       sent, as_json ? "trace" : "report", out, t, (double)s->stats.bytes / 1e6);
 	s->free(s);
 	close(fd);
 	return err < 0;
@@ -226,7 +234,10 @@ int main(int argc, char **argv)
 		return check(argv[2]);
 	if (argc >= 3 && strcmp(argv[1], "bench") == 0)
 		return bench(argv[2], argc > 3 ? atol(argv[3]) : 10000,
-			     argc > 4 ? atol(argv[4]) : 10000000);
+			     argc > 4 ? atol(argv[4]) : 10000000, false);
+	if (argc >= 3 && strcmp(argv[1], "json") == 0)
+		return bench(argv[2], argc > 3 ? atol(argv[3]) : 10000,
+			     argc > 4 ? atol(argv[4]) : 10000000, true);
 	fprintf(stderr, "usage: bench_report check|bench OUT.html [PROCS] [EVENTS]\n");
 	return 2;
 }
