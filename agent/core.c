@@ -112,10 +112,71 @@ bool agent_trylock(void)
 					   __ATOMIC_RELAXED);
 }
 
+/*
+ * WAIT records of wait hooks reached from a signal handler that
+ * interrupted the agent on the same thread (a SIGCHLD handler that reaps,
+ * landing while the thread sends a record): the send lock may be held
+ * below the handler, so the record waits here, and the thread sends it
+ * before it next releases the lock. Each thread has its own queue; slots
+ * are reserved with a compare-and-swap so that handlers nested in
+ * handlers do not collide, and marked ready once written.
+ */
+#define AGENT_DEFER_MAX 16
+
+struct agent_deferred {
+	uint64_t ts;
+	pid_t child;
+	int status;
+	int ready;
+};
+
+static AGENT_TLS struct agent_deferred agent_t_defer[AGENT_DEFER_MAX];
+static AGENT_TLS unsigned agent_t_defer_head; /* next slot to reserve */
+static AGENT_TLS unsigned agent_t_defer_tail; /* next slot to send */
+
+void agent_defer_wait(uint64_t ts, pid_t child, int status)
+{
+	unsigned h = __atomic_load_n(&agent_t_defer_head, __ATOMIC_RELAXED);
+	struct agent_deferred *d;
+
+	do {
+		if (h - __atomic_load_n(&agent_t_defer_tail, __ATOMIC_RELAXED) >= AGENT_DEFER_MAX) {
+			agent_count_lost();
+			return;
+		}
+	} while (!__atomic_compare_exchange_n(&agent_t_defer_head, &h, h + 1, false,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	d = &agent_t_defer[h % AGENT_DEFER_MAX];
+	d->ts = ts;
+	d->child = child;
+	d->status = status;
+	__atomic_store_n(&d->ready, 1, __ATOMIC_RELEASE);
+}
+
+/* Send this thread's deferred records. Caller holds the send lock. */
+static void agent_defer_flush(void)
+{
+	unsigned char buf[64];
+
+	while (agent_t_defer_tail != __atomic_load_n(&agent_t_defer_head, __ATOMIC_ACQUIRE)) {
+		struct agent_deferred *d = &agent_t_defer[agent_t_defer_tail % AGENT_DEFER_MAX];
+		ssize_t n;
+
+		if (!__atomic_load_n(&d->ready, __ATOMIC_ACQUIRE))
+			break; /* still being written by an interrupted handler */
+		n = enc_wait(buf, sizeof(buf), d->ts, agent_tid(), d->child, d->status);
+		__atomic_store_n(&d->ready, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&agent_t_defer_tail, agent_t_defer_tail + 1, __ATOMIC_RELEASE);
+		agent_write_locked(buf, n);
+	}
+}
+
 void agent_unlock(void)
 {
 	int saved;
 
+	if (agent_t_defer_tail != __atomic_load_n(&agent_t_defer_head, __ATOMIC_RELAXED))
+		agent_defer_flush();
 	if (__atomic_exchange_n(&agent_lockword, 0, __ATOMIC_RELEASE) == 2) {
 		saved = errno;
 		agent_futex(FUTEX_WAKE, 1);
@@ -157,18 +218,26 @@ void agent_fail(const char *msg)
 	errno = saved;
 }
 
-/* Write all of buf, looping on partial writes and EINTR. MSG_NOSIGNAL: a
- * dead collector must never raise SIGPIPE in the program. Returns 0 or
- * -errno. Signal-safe. */
-static int agent_write_all(int fd, const void *buf, size_t n)
+/* Write all of buf on our socket, looping on partial writes and EINTR.
+ * MSG_NOSIGNAL: a dead collector must never raise SIGPIPE in the program.
+ * The fd is read again for each send: a signal handler of this thread that
+ * dup2()s onto our fd moves the socket without the send lock (see
+ * agent_fd_evacuate), and a send to the old number then fails with EBADF
+ * or ENOTSOCK; what was sent so far went to the same socket, so the rest
+ * goes to the new number. Returns 0 or -errno. Signal-safe. */
+static int agent_write_all(const void *buf, size_t n)
 {
 	const unsigned char *p = buf;
 
 	while (n) {
+		int fd = __atomic_load_n(&agent_g.fd, __ATOMIC_RELAXED);
 		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
 
 		if (w < 0) {
 			if (errno == EINTR)
+				continue;
+			if ((errno == EBADF || errno == ENOTSOCK) &&
+			    fd != __atomic_load_n(&agent_g.fd, __ATOMIC_RELAXED))
 				continue;
 			return -errno;
 		}
@@ -273,7 +342,7 @@ static int agent_send_hello(void)
 	n = enc_hello(agent_hello_buf, sizeof(agent_hello_buf), &h);
 	if (n < 0)
 		return (int)n;
-	return agent_write_all(agent_g.fd, agent_hello_buf, (size_t)n);
+	return agent_write_all(agent_hello_buf, (size_t)n);
 }
 
 /* Connect and say HELLO; on failure hand over to agent_on_collector_gone. */
@@ -300,7 +369,7 @@ static void agent_flush_lost(void)
 	if (!n)
 		return;
 	len = enc_lost(buf, sizeof(buf), agent_now(), agent_tid(), n);
-	if (len < 0 || agent_write_all(agent_g.fd, buf, (size_t)len) < 0)
+	if (len < 0 || agent_write_all(buf, (size_t)len) < 0)
 		__atomic_add_fetch(&agent_g.lost, n, __ATOMIC_RELAXED);
 }
 
@@ -323,7 +392,7 @@ void agent_write_locked(const void *frame, ssize_t n)
 			goto out;
 		}
 	}
-	err = agent_write_all(agent_g.fd, frame, (size_t)n);
+	err = agent_write_all(frame, (size_t)n);
 	if (err == -EBADF || err == -EPIPE || err == -ENOTSOCK || err == -ECONNRESET) {
 		/* Our fd was closed behind our back (raw syscalls) or the
 		 * connection broke: try one new connection before giving up. */
@@ -333,7 +402,7 @@ void agent_write_locked(const void *frame, ssize_t n)
 				syscall(SYS_close, agent_g.fd);
 			agent_g.fd = -1;
 			if (agent_connect() == 0 && agent_send_hello() == 0)
-				err = agent_write_all(agent_g.fd, frame, (size_t)n);
+				err = agent_write_all(frame, (size_t)n);
 		}
 	}
 	if (err < 0) {
@@ -359,6 +428,9 @@ void agent_fork_child(pid_t parent_pid)
 	agent_g.reconnected = 0;
 	agent_threads_reset();
 	agent_popen_reset();
+	/* Deferred WAITs are the parent's: it sends them itself. */
+	memset(agent_t_defer, 0, sizeof(agent_t_defer));
+	agent_t_defer_head = agent_t_defer_tail = 0;
 	/* Close the parent's connection without ever writing on it. */
 	if (agent_g.fd >= 0)
 		syscall(SYS_close, agent_g.fd);
@@ -422,7 +494,86 @@ static int agent_prepare_env(const char *sock, const char *preload)
 		preload = agent_g.agent_path;
 	memcpy(agent_g.env_preload, FT_ENV_PRELOAD "=", sizeof(FT_ENV_PRELOAD));
 	strcpy(agent_g.env_preload + sizeof(FT_ENV_PRELOAD), preload);
+	__atomic_store_n(&agent_g.env_ready, 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/* Copies the value of entry e into out if e is "name=value" and it fits. */
+static void agent_env_pick(const char *e, const char *name, char *out, size_t cap, bool *found)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(e, name, n) != 0 || e[n] != '=' || strlen(e + n + 1) >= cap)
+		return;
+	strcpy(out, e + n + 1);
+	*found = true;
+}
+
+/*
+ * A hook ran before the constructor: a .preinit_array function, or the
+ * constructor of a library initialised before us (a program's DT_NEEDED
+ * libraries are, LD_PRELOAD objects come later), started a process. Its
+ * child must not lose the agent (STYLE "never" rule 7), and before libc's
+ * own initialisation even environ is still NULL. So the exec strings are
+ * prepared here, once, from /proc/self/environ: the environment the
+ * process started with, which is what the constructor will read. Nothing
+ * else is set up: recording starts with the constructor.
+ */
+bool agent_env_ready(void)
+{
+	static int tried;
+	char sock[sizeof(agent_g.addr.sun_path)];
+	char preload[PATH_MAX];
+	bool has_sock = false, has_preload = false;
+	char buf[4096];
+	size_t len = 0, start;
+	bool skipping = false;
+	ssize_t n;
+	int fd, saved;
+
+	if (__atomic_load_n(&agent_g.env_ready, __ATOMIC_ACQUIRE))
+		return true;
+	if (__atomic_load_n(&agent_g.init_done, __ATOMIC_ACQUIRE) ||
+	    __atomic_exchange_n(&tried, 1, __ATOMIC_ACQ_REL) || getauxval(AT_SECURE))
+		return false;
+	saved = errno;
+	fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
+	while (fd >= 0) {
+		n = read(fd, buf + len, sizeof(buf) - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		/* Whole entries; one longer than buf is skipped (ours are
+		 * shorter). */
+		for (start = 0;;) {
+			char *nul = memchr(buf + start, '\0', len - start);
+
+			if (!nul)
+				break;
+			if (!skipping) {
+				agent_env_pick(buf + start, FT_ENV_SOCK, sock, sizeof(sock), &has_sock);
+				agent_env_pick(buf + start, FT_ENV_PRELOAD, preload, sizeof(preload),
+					       &has_preload);
+			}
+			skipping = false;
+			start = (size_t)(nul - buf) + 1;
+		}
+		if (start == 0 && len == sizeof(buf)) {
+			skipping = true;
+			len = 0;
+		} else {
+			memmove(buf, buf + start, len - start);
+			len -= start;
+		}
+	}
+	if (fd >= 0)
+		syscall(SYS_close, fd);
+	if (has_sock && *sock)
+		agent_prepare_env(sock, has_preload ? preload : NULL);
+	errno = saved;
+	return __atomic_load_n(&agent_g.env_ready, __ATOMIC_ACQUIRE);
 }
 
 /* glibc passes argc, argv and envp to .init_array functions. */
@@ -432,13 +583,15 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	const char *sock;
 	ssize_t n;
 
+	__atomic_store_n(&agent_g.init_done, 1, __ATOMIC_RELEASE);
 	/* Never honour the environment of a setuid/setgid program. */
 	if (getauxval(AT_SECURE))
 		goto out;
 	sock = getenv(FT_ENV_SOCK);
 	if (!sock || !*sock)
 		goto out;
-	if (agent_prepare_env(sock, getenv(FT_ENV_PRELOAD)) < 0) {
+	if (!__atomic_load_n(&agent_g.env_ready, __ATOMIC_ACQUIRE) &&
+	    agent_prepare_env(sock, getenv(FT_ENV_PRELOAD)) < 0) {
 		agent_fail("FORKTRACE_SOCK or the agent path is too long; tracing disabled");
 		goto out;
 	}

@@ -58,7 +58,7 @@ void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra)
 	if (!envp)
 		envp = empty;
 	e->envp = (char **)envp;
-	if (!agent_g.configured)
+	if (!agent_env_ready())
 		return;
 	for (n = 0; envp[n]; n++) {
 		if (agent_env_is(envp[n], FT_ENV_EXEC_TS, sizeof(FT_ENV_EXEC_TS) - 1))

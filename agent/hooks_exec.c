@@ -298,7 +298,7 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 
 	if (!f)
 		return ENOSYS;
-	if (!agent_g.configured)
+	if (!agent_env_ready())
 		return f(pid, path, fa, attr, argv, envp);
 	agent_env_merge(&env, envp, NULL);
 	/* The time before the child exists (see fork). */

@@ -1,7 +1,9 @@
 /*
  * Guards for the agent's socket against programs that close or reuse every
- * fd: close() of our fd pretends success, close_range/closefrom skip it,
- * and dup2/dup3 onto it first move our socket elsewhere.
+ * fd: close() of our fd fails with EBADF as it would untraced (the program
+ * never opened that number), close_range/closefrom skip it, dup2/dup3 onto
+ * it first move our socket elsewhere, and dup2/dup3 from it fail as from
+ * any fd the program does not have.
  *
  * In a vfork child the fd table is a copy, so the calls go through
  * untouched there (moving our fd would corrupt the parent's state, which
@@ -9,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -24,9 +27,13 @@ AGENT_EXPORT int close(int fd)
 {
 	agent_close_fn f = AGENT_REAL(close);
 
-	/* The program believes it closed it; ours stays open (CLOEXEC). */
-	if (fd >= 0 && fd == agent_our_fd())
-		return 0;
+	/* Ours stays open (CLOEXEC). Untraced, nothing would be open at this
+	 * number (had the program opened one, it would have got another
+	 * number), so the program sees what it would see then: EBADF. */
+	if (fd >= 0 && fd == agent_our_fd()) {
+		errno = EBADF;
+		return -1;
+	}
 	return f(fd);
 }
 
@@ -66,23 +73,39 @@ AGENT_EXPORT void closefrom(int lowfd)
 
 /* newfd is about to be replaced: move our socket to another free high fd
  * first. If that fails, stop using it rather than write into whatever the
- * program puts there. */
+ * program puts there. The compare-and-swap keeps a concurrent move (see
+ * below) from being undone.
+ *
+ * Signal-safe. Preserves errno. A guard already raised means this is a
+ * signal handler that interrupted the agent on this thread, which may hold
+ * the send lock while it sends on newfd: waiting for the lock would
+ * deadlock, so the socket is moved without it when trylock fails, and the
+ * interrupted send goes on on the new number (agent_write_all). */
 static void agent_fd_evacuate(int newfd)
 {
 	int saved = errno;
+	int cur = newfd;
+	bool locked = true;
 	int hi;
 
-	agent_t_guard++;
-	agent_lock();
-	if (newfd == agent_g.fd) {
-		hi = fcntl(agent_g.fd, F_DUPFD_CLOEXEC, AGENT_FD_MIN);
+	if (agent_t_guard++)
+		locked = agent_trylock();
+	else
+		agent_lock();
+	if (newfd == __atomic_load_n(&agent_g.fd, __ATOMIC_RELAXED)) {
+		hi = fcntl(newfd, F_DUPFD_CLOEXEC, AGENT_FD_MIN);
 		if (hi < 0)
-			hi = fcntl(agent_g.fd, F_DUPFD_CLOEXEC, 3);
-		__atomic_store_n(&agent_g.fd, hi, __ATOMIC_RELAXED);
-		if (hi < 0)
+			hi = fcntl(newfd, F_DUPFD_CLOEXEC, 3);
+		if (!__atomic_compare_exchange_n(&agent_g.fd, &cur, hi, false, __ATOMIC_RELAXED,
+						 __ATOMIC_RELAXED)) {
+			if (hi >= 0)
+				syscall(SYS_close, hi);
+		} else if (hi < 0) {
 			agent_on_collector_gone();
+		}
 	}
-	agent_unlock();
+	if (locked)
+		agent_unlock();
 	agent_t_guard--;
 	errno = saved;
 }
@@ -91,6 +114,11 @@ AGENT_EXPORT int dup2(int oldfd, int newfd)
 {
 	agent_dup2_fn f = AGENT_REAL(dup2);
 
+	/* Never hand the program a copy of our socket (see close). */
+	if (oldfd >= 0 && oldfd == agent_our_fd()) {
+		errno = EBADF;
+		return -1;
+	}
 	if (newfd >= 0 && newfd != oldfd && newfd == agent_our_fd())
 		agent_fd_evacuate(newfd);
 	return f(oldfd, newfd);
@@ -100,6 +128,10 @@ AGENT_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
 	agent_dup3_fn f = AGENT_REAL(dup3);
 
+	if (oldfd >= 0 && oldfd == agent_our_fd()) {
+		errno = EBADF;
+		return -1;
+	}
 	if (newfd >= 0 && newfd != oldfd && newfd == agent_our_fd())
 		agent_fd_evacuate(newfd);
 	return f(oldfd, newfd, flags);

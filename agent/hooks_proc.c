@@ -55,12 +55,27 @@ AGENT_EXPORT pid_t fork(void)
 	return pid;
 }
 
-/* Report a reaped child: exits and deaths only, not stops/continues. */
+/* Wait hooks record even when reached from a signal handler inside the
+ * agent (a SIGCHLD handler that reaps): the child's end may be known from
+ * nothing else. Only an inactive agent or a vfork child passes through. */
+static bool agent_wait_bypass(void)
+{
+	return !__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED) || agent_t_in_vfork;
+}
+
+/* Report a reaped child: exits and deaths only, not stops/continues.
+ * Nested in the agent (the nesting guard is raised: a signal handler
+ * interrupted it, maybe holding the send lock), the record is queued for
+ * the interrupted frame to send. Signal-safe. */
 static void agent_emit_wait(pid_t child, int status)
 {
 	int err = errno;
 
-	if (WIFEXITED(status) || WIFSIGNALED(status))
+	if (!WIFEXITED(status) && !WIFSIGNALED(status))
+		return;
+	if (agent_t_guard)
+		agent_defer_wait(agent_now(), child, status);
+	else
 		AGENT_EMIT(
 		    enc_wait(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), child, status));
 	errno = err;
@@ -72,7 +87,7 @@ AGENT_EXPORT pid_t wait(int *status)
 	int local;
 	pid_t ret;
 
-	if (agent_bypass())
+	if (agent_wait_bypass())
 		return f(status);
 	ret = f(status ? status : &local);
 	if (ret > 0)
@@ -86,7 +101,7 @@ AGENT_EXPORT pid_t waitpid(pid_t pid, int *status, int options)
 	int local;
 	pid_t ret;
 
-	if (agent_bypass())
+	if (agent_wait_bypass())
 		return f(pid, status, options);
 	ret = f(pid, status ? status : &local, options);
 	if (ret > 0)
@@ -100,7 +115,7 @@ AGENT_EXPORT pid_t wait3(int *status, int options, struct rusage *ru)
 	int local;
 	pid_t ret;
 
-	if (agent_bypass())
+	if (agent_wait_bypass())
 		return f(status, options, ru);
 	ret = f(status ? status : &local, options, ru);
 	if (ret > 0)
@@ -114,7 +129,7 @@ AGENT_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
 	int local;
 	pid_t ret;
 
-	if (agent_bypass())
+	if (agent_wait_bypass())
 		return f(pid, status, options, ru);
 	ret = f(pid, status ? status : &local, options, ru);
 	if (ret > 0)
@@ -131,7 +146,7 @@ AGENT_EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
 	siginfo_t *si = info ? info : &local;
 	int ret, status;
 
-	if (agent_bypass())
+	if (agent_wait_bypass())
 		return f(idtype, id, info, options);
 	if (!info)
 		memset(&local, 0, sizeof(local));
@@ -298,7 +313,7 @@ AGENT_EXPORT int system(const char *cmd)
 	bool record;
 	int ret, err;
 
-	if (!cmd || !agent_g.configured || agent_t_in_vfork || agent_t_guard)
+	if (!cmd || agent_t_in_vfork || agent_t_guard || !agent_env_ready())
 		return f(cmd);
 	record = !agent_bypass();
 	if (record)
@@ -362,21 +377,43 @@ static int agent_popen_slot(void)
 	return -1;
 }
 
+/* Parses a popen mode as glibc does: the letters r, w and e in any order,
+ * exactly one of r and w. False (the call fails with EINVAL) otherwise. */
+static bool agent_popen_mode(const char *mode, bool *rd, bool *cloexec)
+{
+	bool r = false, w = false;
+
+	*cloexec = false;
+	for (; *mode; mode++) {
+		if (*mode == 'r')
+			r = true;
+		else if (*mode == 'w')
+			w = true;
+		else if (*mode == 'e')
+			*cloexec = true;
+		else
+			return false;
+	}
+	*rd = r;
+	return r != w;
+}
+
 static FILE *agent_own_popen(const char *cmd, const char *mode, char **envp, pid_t *pidp)
 {
 	agent_posix_spawn_fn spawn = AGENT_REAL(posix_spawn);
 	agent_close_fn cl = AGENT_REAL(close);
 	char *argv[] = {(char *)"sh", (char *)"-c", (char *)"--", (char *)cmd, NULL};
 	posix_spawn_file_actions_t fa;
-	bool rd = mode[0] == 'r';
+	bool rd, cloexec;
 	int p[2], mine, theirs, ret, i;
 	FILE *fp;
 
-	if ((mode[0] != 'r' && mode[0] != 'w') || pipe2(p, O_CLOEXEC) < 0) {
-		if (mode[0] != 'r' && mode[0] != 'w')
-			errno = EINVAL;
+	if (!agent_popen_mode(mode, &rd, &cloexec)) {
+		errno = EINVAL;
 		return NULL;
 	}
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return NULL;
 	mine = rd ? p[0] : p[1];
 	theirs = rd ? p[1] : p[0];
 	posix_spawn_file_actions_init(&fa);
@@ -397,7 +434,7 @@ static FILE *agent_own_popen(const char *cmd, const char *mode, char **envp, pid
 		errno = ret;
 		return NULL;
 	}
-	if (!strchr(mode, 'e'))
+	if (!cloexec)
 		fcntl(mine, F_SETFD, 0);
 	fp = fdopen(mine, rd ? "r" : "w");
 	if (!fp) {
@@ -420,7 +457,7 @@ AGENT_EXPORT FILE *popen(const char *cmd, const char *mode)
 	int err, slot;
 	size_t n;
 
-	if (!cmd || !mode || !agent_g.configured || agent_t_in_vfork || agent_t_guard)
+	if (!cmd || !mode || agent_t_in_vfork || agent_t_guard || !agent_env_ready())
 		return f(cmd, mode);
 	agent_env_merge(&env, environ, NULL);
 	agent_t_guard++;

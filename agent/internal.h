@@ -104,6 +104,8 @@ static inline void *agent_resolve_fast(void **slot, const char *name)
  * fd and the counters change under the send lock. */
 struct agent_state {
 	int configured;	 /* FORKTRACE_SOCK was set: merge env on exec/spawn */
+	int env_ready;	 /* the env_* strings below are prepared (atomic) */
+	int init_done;	 /* the constructor ran (whatever it decided) */
 	int active;	 /* connected; hooks record (atomic) */
 	int fd;		 /* our socket, or -1; valid once configured is set */
 	int reconnected; /* the one reconnect after EBADF/EPIPE was used */
@@ -189,6 +191,11 @@ bool agent_exec_target_traced(unsigned kind, int dirfd, const char *path, int fl
 		agent_t_guard--;                                                                   \
 	} while (0)
 
+/* Queue a WAIT record of this thread for its next release of the send
+ * lock: for a wait hook reached from a signal handler while the thread is
+ * inside the agent. Counts a loss when the queue is full. Signal-safe. */
+void agent_defer_wait(uint64_t ts, pid_t child, int status);
+
 /* Count one dropped event (no lock needed). Signal-safe. */
 void agent_count_lost(void);
 
@@ -225,6 +232,12 @@ struct agent_env {
 	size_t maplen;
 	char area[4096] __attribute__((aligned(16)));
 };
+
+/* Are the strings for env merging prepared? Prepares them once from
+ * /proc/self/environ when a hook runs before the constructor (STYLE
+ * "never" rule 8). Only async-signal-safe calls, except dladdr on that
+ * one early call. */
+bool agent_env_ready(void);
 
 /* Fill e->envp from envp (borrowed; NULL means empty). */
 void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra);
