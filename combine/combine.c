@@ -9,10 +9,17 @@
  * that sends nothing anywhere and only notes the metadata and the time
  * span, then the real pass. Memory stays flat; the cost is time, and only
  * with --align.
+ *
+ * The run metadata of the inputs (host, command, exit status of
+ * otherData.forktrace, parsed with jansson: a few small objects) goes to
+ * the output's where it is unambiguous - one input, or all inputs say the
+ * same - so that `forktrace report run.json` shows what `forktrace run
+ * --report` showed; each input's is listed with it (sink_meta.input_runs).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +204,8 @@ typedef struct cmb {
 	pidmap file;	   /* this input's pid -> out pid */
 	int64_t next_k;	   /* next remap candidate: COMBINE_REMAP_BASE + k */
 	ostream aos;	   /* args text of synthesized events */
+	model_trace *model;   /* the output's run metadata; its arena holds runs' strings */
+	sink_input_run *runs; /* per input, parallel to res->inputs */
 	int err;
 	const combine_opts *o;
 	uint64_t done_before, total;
@@ -301,6 +310,92 @@ static int64_t map_pid(void *ctx, int64_t pid, const char *name)
 		c->err = -ENOMEM;
 	c->in->pids++;
 	return out;
+}
+
+/*
+ * reader_opts.run_meta: what the current input says about its run. The
+ * exit status of a combined input is its run's only when the combine that
+ * wrote it carried the run's command over (else it is that combine's own
+ * 0 or 1).
+ */
+static void on_run_meta(void *ctx, jsonw_sv forktrace)
+{
+	cmb *c = ctx;
+	sink_input_run *run = &c->runs[c->index];
+	json_t *o = json_loadb(forktrace.p, forktrace.n, JSON_ALLOW_NUL, NULL);
+	const json_t *cmd, *st, *v;
+	const char *host, *origin, **argv;
+	size_t i;
+
+	if (!json_is_object(o))
+		goto out;
+	host = json_string_value(json_object_get(o, "host"));
+	origin = json_string_value(json_object_get(o, "origin"));
+	cmd = json_object_get(o, "command");
+	st = json_object_get(o, "exit_status");
+	if (host != NULL && (run->host = model_strdup(c->model, host)) == NULL)
+		goto nomem;
+	if (json_is_array(cmd)) {
+		argv = calloc(json_array_size(cmd) + 1, sizeof(*argv));
+		if (argv == NULL)
+			goto nomem;
+		json_array_foreach(cmd, i, v) {
+			argv[i] = json_string_value(v);
+			if (argv[i] == NULL)
+				break;
+		}
+		/* An argv with something else than strings is not one. */
+		if (i == json_array_size(cmd)) {
+			run->command = model_strvdup(c->model, argv, i);
+			if (run->command == NULL) {
+				free(argv);
+				goto nomem;
+			}
+		}
+		free(argv);
+	}
+	if (json_is_integer(st) && json_integer_value(st) >= INT32_MIN &&
+	    json_integer_value(st) <= INT32_MAX &&
+	    (origin == NULL || strcmp(origin, "forktrace combine") != 0 || run->command != NULL)) {
+		run->has_exit_status = true;
+		run->exit_status = (int)json_integer_value(st);
+	}
+	goto out;
+nomem:
+	c->err = -ENOMEM;
+out:
+	json_decref(o);
+}
+
+static bool same_argv(const char *const *a, const char *const *b)
+{
+	size_t i = 0;
+
+	for (; a[i] != NULL && b[i] != NULL; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return false;
+	return a[i] == NULL && b[i] == NULL;
+}
+
+/* The output's host, command and exit status: each one the inputs' when
+ * every input says it and they all say the same. Returns whether the exit
+ * status was. */
+static bool agree(model_trace *m, const sink_input_run *runs, size_t n)
+{
+	bool host = n > 0, cmd = n > 0, st = n > 0;
+
+	for (size_t i = 0; i < n; i++) {
+		host = host && runs[i].host != NULL && strcmp(runs[i].host, runs[0].host) == 0;
+		cmd = cmd && runs[i].command != NULL && same_argv(runs[i].command, runs[0].command);
+		st = st && runs[i].has_exit_status && runs[i].exit_status == runs[0].exit_status;
+	}
+	if (host)
+		m->host = runs[0].host;
+	if (cmd)
+		m->command = (const char **)runs[0].command;
+	if (st)
+		m->exit_status = runs[0].exit_status;
+	return st;
 }
 
 static void on_progress(void *ctx, uint64_t file_bytes)
@@ -418,8 +513,10 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 	methods = calloc(pv.n + 1, sizeof(*methods));
 	shifts = calloc(pv.n + 1, sizeof(*shifts));
 	model = model_new();
+	c.runs = calloc(pv.n + 1, sizeof(*c.runs));
+	c.model = model;
 	if (res->inputs == NULL || inputs == NULL || methods == NULL || shifts == NULL ||
-	    model == NULL) {
+	    model == NULL || c.runs == NULL) {
 		err = -ENOMEM;
 		goto fail_alloc;
 	}
@@ -455,6 +552,7 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 	meta.inputs = inputs;
 	meta.align_methods = o->align ? methods : NULL;
 	meta.align_shift_ns = o->align ? shifts : NULL;
+	meta.input_runs = c.runs;
 	err = sink->begin(sink, &meta);
 	if (err < 0)
 		goto fail_aos;
@@ -468,6 +566,8 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 		    .progress = on_progress,
 		    .progress_ctx = &c,
 		    .chunk = o->chunk,
+		    .run_meta = on_run_meta,
+		    .run_meta_ctx = &c,
 		};
 		reader_info inf;
 
@@ -504,6 +604,7 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 	}
 	model->lost_events = lost;
 	model->exit_status = res->problems > 0 ? 1 : 0;
+	meta.exit_status_known = agree(model, c.runs, res->ninputs);
 	meta.processes = res->processes;
 	err = sink->end(sink, &meta);
 	res->out = sink->stats;
@@ -511,6 +612,7 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 fail_aos:
 	ostream_finish(&c.aos);
 fail_alloc:
+	free(c.runs);
 	model_free(model);
 	free(shifts);
 	free(methods);

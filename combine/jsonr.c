@@ -1,6 +1,25 @@
 /*
  * jsonr.c - the JSON scanner of the trace readers (see jsonr.h for why it
  * is hand-written and the buffer contract).
+ *
+ * Two scanners give the same results. The generic one (value_core) is a
+ * small state machine for any JSON value; it is the reference and the only
+ * one that reports errors. The event scanner (event_fast) handles the
+ * common case, a flat object of keys and scalars, in a straight loop with
+ * no nesting state, and hands nested values (args) to value_core; on
+ * anything it does not accept it gives up and the event is scanned again
+ * by value_core from its start, so errors, truncation and every odd case
+ * keep the reference behaviour. The event scanner recognises an
+ * interpreted key with its quotes and colon ('"pid":') in one 8-byte
+ * compare, and parses the numbers of pid, tid, ts and dur as it passes
+ * them (eight digits in three multiplies), so that the reader does not
+ * walk them again. Both find the end of a string run (the bytes that are
+ * not '"', '\\', controls or non-ASCII) and of a digit run 16 bytes at a
+ * time with SSE2 (always there on x86_64), or 8 at a time with portable
+ * word tricks; jsonr_select picks one for tests (FT_JSONR=generic, scalar
+ * or sse2). Wider vectors (AVX2) would not help much: the strings of an
+ * event are mostly shorter than 16 bytes, and the time goes into the
+ * branches between tokens, not into the string scans.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -8,6 +27,10 @@
 
 #include "jsonr.h"
 #include "ostream.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define JSONR_FIRST_BYTE(m) ((unsigned)__builtin_clzll(m) >> 3)
@@ -17,6 +40,22 @@
 
 #define ONES 0x0101010101010101ull
 #define HIGHS 0x8080808080808080ull
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* Word tricks that need the first byte of a word to be its lowest. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define JSONR_LITTLE 0
+#else
+#define JSONR_LITTLE 1
+#endif
+
+/* The implementations jsonr_select chooses between. */
+enum impl {
+	IMPL_GENERIC, /* value_core only, 8-byte word scans: the reference */
+	IMPL_SCALAR,  /* + the event scanner, 8-byte word scans */
+	IMPL_SSE2,    /* + the event scanner, 16-byte SSE2 scans */
+};
 
 /*
  * The bytes of a word that end a run of plain string content: '"', '\\',
@@ -57,31 +96,178 @@ static inline int hexval(unsigned char c)
 	return -1;
 }
 
+/*
+ * The first byte at or after p that ends a run of plain string content.
+ * The sentinel (a 0 byte at the end of the text) is such a byte, so there
+ * is no bounds check; the word reads go up to 7 bytes past it.
+ */
+static ALWAYS_INLINE const char *str_stop_word(const char *p)
+{
+	uint64_t w, m;
+
+	for (;;) {
+		memcpy(&w, p, 8);
+		m = str_special(w) & HIGHS;
+		if (m != 0)
+			return p + JSONR_FIRST_BYTE(m);
+		p += 8;
+	}
+}
+
+/* The first byte at or after p that is not a digit ('\0' stops it). */
+static ALWAYS_INLINE const char *digits_word(const char *p)
+{
+	while (is_digit((unsigned char)*p))
+		p++;
+	return p;
+}
+
+#if defined(__SSE2__)
+/* str_stop_word 16 bytes at a time (reads up to 15 bytes past the hit):
+ * a signed compare with 0x20 flags controls and non-ASCII bytes at once. */
+static ALWAYS_INLINE const char *str_stop_sse2(const char *p)
+{
+	const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+	const __m128i space = _mm_set1_epi8(0x20);
+
+	for (;;) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
+					 _mm_cmplt_epi8(x, space));
+		unsigned bits = (unsigned)_mm_movemask_epi8(m);
+
+		if (bits != 0)
+			return p + __builtin_ctz(bits);
+		p += 16;
+	}
+}
+
+/* The end of a run of plain string content in p..end, without reading
+ * past end (jsonr_skip_value's text has no sentinel guarantee). */
+static ALWAYS_INLINE const char *str_run_sse2(const char *p, const char *end)
+{
+	const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+	const __m128i space = _mm_set1_epi8(0x20);
+
+	while (end - p >= 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
+					 _mm_cmplt_epi8(x, space));
+		unsigned bits = (unsigned)_mm_movemask_epi8(m);
+
+		if (bits != 0)
+			return p + __builtin_ctz(bits);
+		p += 16;
+	}
+	while (p < end && !byte_special((unsigned char)*p))
+		p++;
+	return p;
+}
+
+/* digits_word 16 bytes at a time: '0'..'9' + 0x50 are the only bytes that
+ * land on -128..-119 as signed bytes. */
+static ALWAYS_INLINE const char *digits_sse2(const char *p)
+{
+	const __m128i bias = _mm_set1_epi8(0x50), lim = _mm_set1_epi8(-118);
+
+	for (;;) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+		unsigned bits = (unsigned)_mm_movemask_epi8(_mm_cmplt_epi8(_mm_add_epi8(x, bias), lim));
+
+		if (bits != 0xffffu)
+			return p + __builtin_ctz(~bits);
+		p += 16;
+	}
+}
+#define JSONR_BEST IMPL_SSE2
+#else
+static ALWAYS_INLINE const char *str_stop_sse2(const char *p)
+{
+	return str_stop_word(p);
+}
+
+static ALWAYS_INLINE const char *digits_sse2(const char *p)
+{
+	return digits_word(p);
+}
+
+static ALWAYS_INLINE const char *str_run_sse2(const char *p, const char *end)
+{
+	while (p < end && !byte_special((unsigned char)*p))
+		p++;
+	return p;
+}
+#define JSONR_BEST IMPL_SCALAR
+#endif
+
+static ALWAYS_INLINE const char *str_stop(const char *p, int impl)
+{
+	return impl == IMPL_SSE2 ? str_stop_sse2(p) : str_stop_word(p);
+}
+
+static ALWAYS_INLINE const char *digits(const char *p, int impl)
+{
+	return impl == IMPL_SSE2 ? digits_sse2(p) : digits_word(p);
+}
+
+/* The implementation in use: -1 until the first scan reads FT_JSONR. */
+static int jsonr_impl = -1;
+
+static int impl_by_name(const char *name)
+{
+	if (name == NULL || *name == '\0' || !strcmp(name, "best"))
+		return JSONR_BEST;
+	if (!strcmp(name, "generic"))
+		return IMPL_GENERIC;
+	if (!strcmp(name, "scalar"))
+		return IMPL_SCALAR;
+	if (!strcmp(name, "sse2") && JSONR_BEST == IMPL_SSE2)
+		return IMPL_SSE2;
+	return -1;
+}
+
+int jsonr_select(const char *name)
+{
+	int impl = impl_by_name(name);
+
+	if (impl < 0)
+		return -EINVAL;
+	__atomic_store_n(&jsonr_impl, impl, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* The implementation to use; the first call honours FT_JSONR (an unknown
+ * name there means the best one). */
+static inline int impl_get(void)
+{
+	int impl = __atomic_load_n(&jsonr_impl, __ATOMIC_RELAXED);
+
+	if (__builtin_expect(impl < 0, 0)) {
+		impl = impl_by_name(getenv("FT_JSONR"));
+		if (impl < 0)
+			impl = JSONR_BEST;
+		__atomic_store_n(&jsonr_impl, impl, __ATOMIC_RELAXED);
+	}
+	return impl;
+}
+
 /* String flags. */
 #define SF_ESC 1u
 #define SF_FIX 2u
 
 /*
- * Scans string content from p (after the opening quote) to the closing
- * quote. Returns a pointer to the closing quote, or NULL with *st set to
- * JSONR_MORE (the text ends first) or JSONR_ERR (*err_at: a bad escape).
+ * Scans string content from p (after the opening quote, or at any byte
+ * inside the string) to the closing quote. Returns a pointer to the
+ * closing quote, or NULL with *st set to JSONR_MORE (the text ends first)
+ * or JSONR_ERR (*err_at: a bad escape).
  */
-static inline __attribute__((always_inline)) const char *str_scan(const char *p, const char *end, unsigned *flags, int *st,
-				   const char **err_at)
+static ALWAYS_INLINE const char *str_scan(const char *p, const char *end, unsigned *flags, int *st,
+					  const char **err_at, int impl)
 {
 	for (;;) {
-		uint64_t w, m;
 		unsigned char c;
 
-		/* The sentinel (end[0] == 0) is special: no bounds check. */
-		for (;;) {
-			memcpy(&w, p, 8);
-			m = str_special(w) & HIGHS;
-			if (m != 0)
-				break;
-			p += 8;
-		}
-		p += JSONR_FIRST_BYTE(m);
+		p = str_stop(p, impl);
 		c = (unsigned char)*p;
 		if (c == '"') {
 			if (p >= end)
@@ -145,72 +331,86 @@ more:
 }
 
 /* Scans a number; returns the byte after it, or NULL (error at *err_at). */
-static inline __attribute__((always_inline)) const char *num_scan(const char *p, const char **err_at)
+static ALWAYS_INLINE const char *num_scan(const char *p, const char **err_at, int impl)
 {
+	const char *s;
+
 	if (*p == '-')
 		p++;
 	if (*p == '0') {
 		p++;
-	} else if (is_digit((unsigned char)*p)) {
-		while (is_digit((unsigned char)*p))
-			p++;
 	} else {
-		*err_at = p;
-		return NULL;
-	}
-	if (*p == '.') {
-		p++;
-		if (!is_digit((unsigned char)*p)) {
+		s = p;
+		p = digits(p, impl);
+		if (p == s) {
 			*err_at = p;
 			return NULL;
 		}
-		while (is_digit((unsigned char)*p))
-			p++;
+	}
+	if (*p == '.') {
+		s = ++p;
+		p = digits(p, impl);
+		if (p == s) {
+			*err_at = p;
+			return NULL;
+		}
 	}
 	if ((*p | 0x20) == 'e') {
 		p++;
 		if (*p == '+' || *p == '-')
 			p++;
-		if (!is_digit((unsigned char)*p)) {
+		s = p;
+		p = digits(p, impl);
+		if (p == s) {
 			*err_at = p;
 			return NULL;
 		}
-		while (is_digit((unsigned char)*p))
-			p++;
 	}
 	return p;
 }
 
-/* Which interpreted key the key text k[0..n) is, or -1. */
-static inline int key_id(const char *k, size_t n)
+/* The 4 bytes at k as a number, first byte lowest (the same on every
+ * byte order, so that key texts compare with key4("..") constants). */
+static ALWAYS_INLINE uint32_t key4(const char *k)
 {
+	const unsigned char *u = (const unsigned char *)k;
+
+	return (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+}
+
+#define K2(a, b) ((uint32_t)(a) | (uint32_t)(b) << 8)
+#define K3(a, b, c) (K2(a, b) | (uint32_t)(c) << 16)
+#define K4(a, b, c, d) (K3(a, b, c) | (uint32_t)(d) << 24)
+
+/* Which interpreted key the key text k[0..n) is, or -1. Reads 4 bytes at
+ * k (the closing quote and the padding make that safe). */
+static ALWAYS_INLINE int key_id(const char *k, size_t n)
+{
+	uint32_t w = key4(k);
+
 	switch (n) {
 	case 1:
-		return k[0] == 's' ? JSONR_K_S : -1;
+		return (w & 0xff) == 's' ? JSONR_K_S : -1;
 	case 2:
-		if (k[0] == 'p' && k[1] == 'h')
-			return JSONR_K_PH;
-		if (k[0] == 't' && k[1] == 's')
-			return JSONR_K_TS;
-		if (k[0] == 'i' && k[1] == 'd')
-			return JSONR_K_ID;
-		if (k[0] == 'b' && k[1] == 'p')
-			return JSONR_K_BP;
-		return -1;
+		switch (w & 0xffff) {
+		case K2('p', 'h'): return JSONR_K_PH;
+		case K2('t', 's'): return JSONR_K_TS;
+		case K2('i', 'd'): return JSONR_K_ID;
+		case K2('b', 'p'): return JSONR_K_BP;
+		default: return -1;
+		}
 	case 3:
-		if (!memcmp(k, "pid", 3))
-			return JSONR_K_PID;
-		if (!memcmp(k, "tid", 3))
-			return JSONR_K_TID;
-		if (!memcmp(k, "cat", 3))
-			return JSONR_K_CAT;
-		if (!memcmp(k, "dur", 3))
-			return JSONR_K_DUR;
-		return -1;
+		switch (w & 0xffffff) {
+		case K3('p', 'i', 'd'): return JSONR_K_PID;
+		case K3('t', 'i', 'd'): return JSONR_K_TID;
+		case K3('c', 'a', 't'): return JSONR_K_CAT;
+		case K3('d', 'u', 'r'): return JSONR_K_DUR;
+		default: return -1;
+		}
 	case 4:
-		if (!memcmp(k, "name", 4))
+		if (w == K4('n', 'a', 'm', 'e'))
 			return JSONR_K_NAME;
-		if (!memcmp(k, "args", 4))
+		if (w == K4('a', 'r', 'g', 's'))
 			return JSONR_K_ARGS;
 		return -1;
 	default:
@@ -224,7 +424,19 @@ static inline int key_id(const char *k, size_t n)
 			(p)++;                                                                     \
 	} while (0)
 
-int jsonr_value(const char *p, const char *end, const char **next, jsonr_obj *o, bool keys)
+/* SKIP_WS for where whitespace is rare: one compare when there is none. */
+#define SKIP_WS_RARE(p)                                                                            \
+	do {                                                                                       \
+		if (__builtin_expect((unsigned char)*(p) <= ' ', 0))                               \
+			SKIP_WS(p);                                                                \
+	} while (0)
+
+/*
+ * The generic scanner: jsonr_value without its reset of o (v, esc, fix
+ * and err_at are only ever set here), nesting limited to max_depth levels.
+ */
+static int value_core(const char *p, const char *end, const char **next, jsonr_obj *o, bool keys,
+		      unsigned max_depth, int impl)
 {
 	char stack[JSONR_MAX_DEPTH];
 	unsigned depth = 0;
@@ -232,17 +444,11 @@ int jsonr_value(const char *p, const char *end, const char **next, jsonr_obj *o,
 	const char *vstart = NULL, *q;
 	unsigned flags;
 
-	memset(o->v, 0, sizeof(o->v));
-	o->esc = 0;
-	o->fix = false;
-	o->err_at = NULL;
-	o->expected = NULL;
-
 value:
 	SKIP_WS(p);
 	switch (*p) {
 	case '{':
-		if (depth == JSONR_MAX_DEPTH) {
+		if (depth == max_depth) {
 			o->expected = "at most 64 levels of nesting";
 			goto fail;
 		}
@@ -256,7 +462,7 @@ value:
 		}
 		goto key;
 	case '[':
-		if (depth == JSONR_MAX_DEPTH) {
+		if (depth == max_depth) {
 			o->expected = "at most 64 levels of nesting";
 			goto fail;
 		}
@@ -271,7 +477,7 @@ value:
 		goto value;
 	case '"':
 		flags = 0;
-		q = str_scan(p + 1, end, &flags, &st, &o->err_at);
+		q = str_scan(p + 1, end, &flags, &st, &o->err_at, impl);
 		if (q == NULL) {
 			if (st == JSONR_ERR) {
 				o->expected = "a valid escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)";
@@ -298,7 +504,7 @@ value:
 	case '7':
 	case '8':
 	case '9':
-		q = num_scan(p, &o->err_at);
+		q = num_scan(p, &o->err_at, impl);
 		if (q == NULL) {
 			p = o->err_at;
 			o->expected = "a digit";
@@ -345,7 +551,7 @@ key:
 		goto fail;
 	}
 	flags = 0;
-	q = str_scan(p + 1, end, &flags, &st, &o->err_at);
+	q = str_scan(p + 1, end, &flags, &st, &o->err_at, impl);
 	if (q == NULL) {
 		if (st == JSONR_ERR) {
 			o->expected = "a valid escape";
@@ -418,8 +624,355 @@ fail:
 	return JSONR_ERR;
 }
 
+/* Whether the 8 bytes of w (first byte lowest) are all ASCII digits. */
+static inline bool eight_digits(uint64_t w)
+{
+	return !(((w + 0x4646464646464646ull) | (w - 0x3030303030303030ull)) & HIGHS);
+}
+
+/* Their value, the first byte most significant (three multiplies for
+ * eight digits instead of eight; the classic SWAR conversion). */
+static inline uint32_t eight_digits_value(uint64_t w)
+{
+	w = (w & 0x0f0f0f0f0f0f0f0full) * 2561 >> 8;
+	w = (w & 0x00ff00ff00ff00ffull) * 6553601 >> 16;
+	return (uint32_t)((w & 0x0000ffff0000ffffull) * 42949672960001ull >> 32);
+}
+
+/* The bytes a..h as a word, a lowest: a key's text compares with one
+ * load. */
+#define W8(a, b, c, d, e, f, g, h)                                                                 \
+	((uint64_t)(a) | (uint64_t)(b) << 8 | (uint64_t)(c) << 16 | (uint64_t)(d) << 24 |           \
+	 (uint64_t)(e) << 32 | (uint64_t)(f) << 40 | (uint64_t)(g) << 48 | (uint64_t)(h) << 56)
+#define M(n) (~0ull >> (64 - 8 * (n)))
+
+/*
+ * The id of the key at p (p[0] == '"') when it is one of the interpreted
+ * ones written plainly, '"pid":' and so on, with *len its length quote to
+ * colon; else -1. One load and one compare where the general path scans
+ * the string, looks the key up and checks the colon. Little-endian words.
+ */
+static ALWAYS_INLINE int key_fast(const char *p, size_t *len)
+{
+	uint64_t w;
+
+	memcpy(&w, p, 8);
+#define KEY(n, id, a, b, c, d, e, f, g)                                                            \
+	do {                                                                                       \
+		if ((w & M(n)) == W8(a, b, c, d, e, f, g, 0)) {                                    \
+			*len = (n);                                                                \
+			return (id);                                                               \
+		}                                                                                  \
+	} while (0)
+	switch (p[1]) {
+	case 'p':
+		KEY(6, JSONR_K_PID, '"', 'p', 'i', 'd', '"', ':', 0);
+		KEY(5, JSONR_K_PH, '"', 'p', 'h', '"', ':', 0, 0);
+		return -1;
+	case 't':
+		KEY(6, JSONR_K_TID, '"', 't', 'i', 'd', '"', ':', 0);
+		KEY(5, JSONR_K_TS, '"', 't', 's', '"', ':', 0, 0);
+		return -1;
+	case 'c':
+		KEY(6, JSONR_K_CAT, '"', 'c', 'a', 't', '"', ':', 0);
+		return -1;
+	case 'd':
+		KEY(6, JSONR_K_DUR, '"', 'd', 'u', 'r', '"', ':', 0);
+		return -1;
+	case 'n':
+		KEY(7, JSONR_K_NAME, '"', 'n', 'a', 'm', 'e', '"', ':');
+		return -1;
+	case 'a':
+		KEY(7, JSONR_K_ARGS, '"', 'a', 'r', 'g', 's', '"', ':');
+		return -1;
+	case 's':
+		KEY(4, JSONR_K_S, '"', 's', '"', ':', 0, 0, 0);
+		return -1;
+	case 'i':
+		KEY(5, JSONR_K_ID, '"', 'i', 'd', '"', ':', 0, 0);
+		return -1;
+	case 'b':
+		KEY(5, JSONR_K_BP, '"', 'b', 'p', '"', ':', 0, 0);
+		return -1;
+	default:
+		return -1;
+	}
+#undef KEY
+}
+
+/* Keys whose numbers the event scanner parses. */
+#define NUM_INT_KEYS (1u << JSONR_K_PID | 1u << JSONR_K_TID)
+#define NUM_US_KEYS (1u << JSONR_K_TS | 1u << JSONR_K_DUR)
+
+/* The value of the n (1..8) digits at p, reading 8 bytes (the padding
+ * makes that safe): the digits shifted to the top of the word, the bytes
+ * below become leading zeros. */
+static ALWAYS_INLINE uint64_t dec8(const char *p, size_t n)
+{
+	uint64_t w;
+
+	memcpy(&w, p, 8);
+	return eight_digits_value(w << (8 * (8 - n)));
+}
+
+/* The value of the n (1..16) digits at p. */
+static ALWAYS_INLINE uint64_t dec16(const char *p, size_t n)
+{
+	if (n <= 8)
+		return dec8(p, n);
+	return dec8(p, n - 8) * 100000000u + dec8(p + n - 8, 8);
+}
+
+/*
+ * num_scan for the value of key k (-1: none) in the event scanner; for
+ * pid, tid, ts and dur it also parses the number into o->num (with the
+ * has_num bit) exactly as jsonr_parse_int / jsonr_parse_us_ns would, when
+ * it has a plain form (no exponent, at most 15 integer digits). Each
+ * occurrence of a key clears what an earlier one left.
+ */
+static ALWAYS_INLINE const char *num_scan_parse(const char *p, int k, jsonr_obj *o, uint32_t *has,
+					       int impl)
+{
+	const char *s = p + (*p == '-'), *ie, *fe;
+	uint64_t x;
+
+	if (*s == '0') {
+		ie = s + 1;
+	} else {
+		ie = digits(s, impl);
+		if (ie == s)
+			return NULL;
+	}
+	fe = ie;
+	if (*ie == '.') {
+		fe = digits(ie + 1, impl);
+		if (fe == ie + 1)
+			return NULL;
+	}
+	if (k < 0)
+		goto tail;
+	if (!JSONR_LITTLE || (*fe | 0x20) == 'e' || ie - s > 15)
+		goto tail;
+	if ((1u << k) & NUM_US_KEYS) {
+		x = dec16(s, (size_t)(ie - s)) * 1000;
+		if (fe > ie) {
+			size_t nf = (size_t)(fe - ie - 1);
+
+			if (nf >= 3)
+				x += dec8(ie + 1, 3) + (nf > 3 && ie[4] >= '5');
+			else
+				x += dec8(ie + 1, nf) * (nf == 1 ? 100 : 10);
+		}
+	} else if (((1u << k) & NUM_INT_KEYS) && fe == ie) {
+		x = dec16(s, (size_t)(ie - s));
+	} else {
+		goto tail;
+	}
+	o->num[k] = s > p ? -(int64_t)x : (int64_t)x;
+	*has |= 1u << k;
+	return fe;
+tail:
+	/* The exponent, if any, the long way. */
+	return (*fe | 0x20) == 'e' ? num_scan(p, &o->err_at, impl) : fe;
+}
+
+/*
+ * The event scanner: value_core(keys = true) for an object at p (*p ==
+ * '{'), as one loop over its keys. Returns JSONR_OK with exactly what
+ * value_core would have found, or JSONR_MORE for "not sure, ask
+ * value_core" (an error, the end of the text, a nested value value_core
+ * rejects); o is then partly filled and must be reset.
+ */
+static ALWAYS_INLINE int event_fast(const char *p, const char *end, const char **next, jsonr_obj *o,
+				    int impl)
+{
+	const char *q, *vstart;
+	unsigned flags;
+	uint32_t has = 0; /* o->has_num, in a register until the end */
+	int k, st;
+
+	p++;
+	SKIP_WS_RARE(p);
+	if (*p == '}')
+		goto close;
+	for (;;) {
+		if (JSONR_LITTLE) {
+			size_t len;
+
+			/* The closing quote must be before end. */
+			k = key_fast(p, &len);
+			if (__builtin_expect(k >= 0, 1) && p + len - 2 < end) {
+				p += len;
+				goto value;
+			}
+		}
+		if (*p != '"')
+			return JSONR_MORE;
+		q = str_stop(p + 1, impl);
+		if (__builtin_expect(*q == '"' && q < end, 1)) {
+			k = key_id(p + 1, (size_t)(q - p - 1));
+		} else {
+			/* An escape, a control or non-ASCII byte: the full scan
+			 * from there. A key with escapes is never interpreted. */
+			flags = 0;
+			q = str_scan(q, end, &flags, &st, &o->err_at, impl);
+			if (q == NULL)
+				return JSONR_MORE;
+			if (flags & SF_FIX)
+				o->fix = true;
+			k = flags & SF_ESC ? -1 : key_id(p + 1, (size_t)(q - p - 1));
+		}
+		p = q + 1;
+		SKIP_WS_RARE(p);
+		if (*p != ':')
+			return JSONR_MORE;
+		p++;
+value:
+		SKIP_WS_RARE(p);
+		vstart = p;
+		/* What an earlier occurrence of the key parsed is stale (k =
+		 * -1 clears an unused bit). */
+		has &= ~(1u << (k & 31));
+		/* Numbers first: a jump table costs more. */
+		if (is_digit((unsigned char)*p))
+			goto number;
+		switch (*p) {
+		case '"':
+			q = str_stop(p + 1, impl);
+			if (__builtin_expect(!(*q == '"' && q < end), 0)) {
+				flags = 0;
+				q = str_scan(q, end, &flags, &st, &o->err_at, impl);
+				if (q == NULL)
+					return JSONR_MORE;
+				if (flags & SF_FIX)
+					o->fix = true;
+				if (k >= 0 && (flags & SF_ESC))
+					o->esc |= 1u << k;
+			}
+			p = q + 1;
+			break;
+		case '-':
+		case '0':
+		case '1':
+		case '2':
+		case '3':
+		case '4':
+		case '5':
+		case '6':
+		case '7':
+		case '8':
+		case '9':
+number:
+			p = num_scan_parse(p, k, o, &has, impl);
+			/* A number that reaches the end may go on. */
+			if (p == NULL || p >= end)
+				return JSONR_MORE;
+			break;
+		case '{':
+		case '[': {
+			/* The event's object is the first level of nesting. */
+			jsonr_obj sub;
+			const char *after;
+
+			/* Not p's address: p stays in a register. */
+			sub.fix = false;
+			if (value_core(p, end, &after, &sub, false, JSONR_MAX_DEPTH - 1, impl) !=
+			    JSONR_OK)
+				return JSONR_MORE;
+			if (sub.fix)
+				o->fix = true;
+			p = after;
+			break;
+		}
+		case 't':
+			if (memcmp(p, "true", 4) != 0)
+				return JSONR_MORE;
+			p += 4;
+			break;
+		case 'f':
+			if (memcmp(p, "false", 5) != 0)
+				return JSONR_MORE;
+			p += 5;
+			break;
+		case 'n':
+			if (memcmp(p, "null", 4) != 0)
+				return JSONR_MORE;
+			p += 4;
+			break;
+		default:
+			return JSONR_MORE;
+		}
+		if (k >= 0)
+			o->v[k] = (jsonw_sv){vstart, (size_t)(p - vstart)};
+		SKIP_WS_RARE(p);
+		if (*p == ',') {
+			p++;
+			SKIP_WS_RARE(p);
+			continue;
+		}
+		if (*p == '}')
+			goto close;
+		return JSONR_MORE;
+	}
+close:
+	p++;
+	if (p > end)
+		return JSONR_MORE;
+	*next = p;
+	o->has_num = has;
+	return JSONR_OK;
+}
+
+static int event_fast_word(const char *p, const char *end, const char **next, jsonr_obj *o)
+{
+	return event_fast(p, end, next, o, IMPL_SCALAR);
+}
+
+static int event_fast_sse2(const char *p, const char *end, const char **next, jsonr_obj *o)
+{
+	return event_fast(p, end, next, o, IMPL_SSE2);
+}
+
+static void obj_reset(jsonr_obj *o)
+{
+	/* A loop, not memset: gcc makes 176 bytes a rep stos, whose start-up
+	 * cost is a tenth of the scan of a typical event. */
+#pragma GCC unroll 16
+	for (int k = 0; k < JSONR_K_COUNT; k++) {
+		o->v[k].p = NULL;
+		o->v[k].n = 0;
+	}
+	o->esc = 0;
+	o->fix = false;
+	o->has_num = 0;
+	o->err_at = NULL;
+	o->expected = NULL;
+}
+
+int jsonr_value(const char *p, const char *end, const char **next, jsonr_obj *o, bool keys)
+{
+	int impl = impl_get();
+
+	/* 16-byte reads only for events (the readers' padded buffers); other
+	 * values (args, metadata) keep the 8-byte reads of the contract. */
+	if (!keys && impl == IMPL_SSE2)
+		impl = IMPL_SCALAR;
+	obj_reset(o);
+	if (keys && *p == '{' && impl != IMPL_GENERIC) {
+		int st = impl == IMPL_SSE2 ? event_fast_sse2(p, end, next, o)
+					   : event_fast_word(p, end, next, o);
+
+		if (__builtin_expect(st == JSONR_OK, 1))
+			return st;
+		obj_reset(o);
+	}
+	return value_core(p, end, next, o, keys, JSONR_MAX_DEPTH, impl);
+}
+
 int jsonr_skip_value(jsonr_skip *s, const char *p, const char *end, const char **next)
 {
+	int impl = impl_get();
+
 	while (p < end) {
 		unsigned char c = (unsigned char)*p;
 
@@ -442,8 +995,11 @@ int jsonr_skip_value(jsonr_skip *s, const char *p, const char *end, const char *
 				continue;
 			}
 			/* A run of plain content. */
-			while (p < end && !byte_special((unsigned char)*p))
-				p++;
+			if (impl == IMPL_SSE2)
+				p = str_run_sse2(p, end);
+			else
+				while (p < end && !byte_special((unsigned char)*p))
+					p++;
 			if (p < end && (unsigned char)*p >= 0x80)
 				p++;
 			else if (p < end && (unsigned char)*p < 0x20)
@@ -504,7 +1060,7 @@ jsonw_sv jsonr_find_key(jsonw_sv obj, const char *key)
 	size_t klen = strlen(key);
 	jsonr_obj o;
 	unsigned flags;
-	int st;
+	int st, impl = impl_get() == IMPL_GENERIC ? IMPL_GENERIC : IMPL_SCALAR;
 
 	if (p == NULL || obj.n < 2 || *p != '{')
 		return (jsonw_sv){NULL, 0};
@@ -515,7 +1071,7 @@ jsonw_sv jsonr_find_key(jsonw_sv obj, const char *key)
 		if (p >= end || *p != '"')
 			break;
 		flags = 0;
-		q = str_scan(p + 1, end, &flags, &st, &o.err_at);
+		q = str_scan(p + 1, end, &flags, &st, &o.err_at, impl);
 		if (q == NULL)
 			break;
 		bool match = !(flags & SF_ESC) && (size_t)(q - p - 1) == klen && !memcmp(p + 1, key, klen);
@@ -670,9 +1226,10 @@ size_t jsonr_unescape(char *out, jsonw_sv lit)
 
 bool jsonr_parse_us_ns(jsonw_sv v, int64_t *ns)
 {
-	const char *p = v.p, *end, *ip_end;
+	const char *p = v.p, *end, *s;
 	bool neg = false;
 	uint64_t ip = 0, frac = 0;
+	unsigned d;
 	int nd = 0;
 
 	if (p == NULL || v.n == 0)
@@ -682,18 +1239,29 @@ bool jsonr_parse_us_ns(jsonw_sv v, int64_t *ns)
 		neg = true;
 		p++;
 	}
-	if (p >= end || !is_digit((unsigned char)*p))
-		return false;
-	/* At most 15 integer digits: ip * 1000 + 999 stays far from 2^63. */
-	ip_end = end - p > 15 ? p + 15 : end;
-	while (p < ip_end && is_digit((unsigned char)*p))
-		ip = ip * 10 + (uint64_t)(*p++ - '0');
-	if (p < end && is_digit((unsigned char)*p))
+	/* At most 15 integer digits: ip * 1000 + 999 stays far from 2^63 (a
+	 * longer run wraps ip harmlessly: it is refused). */
+	s = p;
+	while (JSONR_LITTLE && end - p >= 8) {
+		uint64_t w;
+
+		memcpy(&w, p, 8);
+		if (!eight_digits(w))
+			break;
+		ip = ip * 100000000u + eight_digits_value(w);
+		p += 8;
+	}
+	while (p < end && (d = (unsigned)((unsigned char)*p - '0')) < 10u) {
+		ip = ip * 10 + d;
+		p++;
+	}
+	if (p == s || p - s > 15)
 		return false;
 	if (p < end && *p == '.') {
 		p++;
-		while (p < end && is_digit((unsigned char)*p) && nd < 3) {
-			frac = frac * 10 + (uint64_t)(*p++ - '0');
+		while (p < end && (d = (unsigned)((unsigned char)*p - '0')) < 10u && nd < 3) {
+			frac = frac * 10 + d;
+			p++;
 			nd++;
 		}
 		if (p < end && is_digit((unsigned char)*p)) {
@@ -702,22 +1270,21 @@ bool jsonr_parse_us_ns(jsonw_sv v, int64_t *ns)
 			while (p < end && is_digit((unsigned char)*p))
 				p++;
 		}
-		for (; nd < 3; nd++)
-			frac *= 10;
+		frac *= nd == 0 ? 1000 : nd == 1 ? 100 : nd == 2 ? 10 : 1;
 	}
 	if (p < end && (*p | 0x20) == 'e') {
 		/* Exponent form: rare; go through double. */
 		char buf[64];
-		double d;
+		double x;
 
 		if (v.n >= sizeof(buf))
 			return false;
 		memcpy(buf, v.p, v.n);
 		buf[v.n] = '\0';
-		d = strtod(buf, NULL) * 1000.0;
-		if (!(d > -9.2e18 && d < 9.2e18))
+		x = strtod(buf, NULL) * 1000.0;
+		if (!(x > -9.2e18 && x < 9.2e18))
 			return false;
-		*ns = (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
+		*ns = (int64_t)(x < 0 ? x - 0.5 : x + 0.5);
 		return true;
 	}
 	if (p != end)
@@ -749,6 +1316,16 @@ bool jsonr_parse_int(jsonw_sv v, int64_t *out)
 	}
 	if (p >= end)
 		return false;
+	if (end - p <= 18) {
+		/* The common case: 18 digits cannot reach the overflow check. */
+		for (; p < end; p++) {
+			unsigned d = (unsigned)((unsigned char)*p - '0');
+
+			if (d >= 10u)
+				return false;
+			x = x * 10 + d;
+		}
+	}
 	for (; p < end; p++) {
 		if (!is_digit((unsigned char)*p))
 			return false;

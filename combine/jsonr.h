@@ -8,18 +8,21 @@
  * file) or stream token by token through a callback per token (yajl),
  * which is far from the target; none finds event boundaries and a few keys
  * at the speed of the disk. This scanner validates one complete value (an
- * event) in a contiguous buffer: strings are skipped 8 bytes at a time,
- * and only the keys forktrace interprets are located; everything else is
- * checked and left as text. Measured (docs/BENCHMARKS.md): the whole
- * combine, read + scan + write, at 715-735 MB/s and 10.5 MiB peak RSS on
- * 1 and 2 GB of VizTracer JSON; the scan itself is about half the time.
- * It is fuzzed by tests/fuzz/fuzz_jsonr.c.
+ * event) in a contiguous buffer: strings and digits are skipped 16 bytes
+ * at a time (SSE2), only the keys forktrace interprets are located, and
+ * the numbers of pid, tid, ts and dur are parsed on the way; everything
+ * else is checked and left as text. Measured (docs/BENCHMARKS.md): the
+ * whole combine, read + scan + write, at about 1.2 GB/s and 10.5 MiB peak
+ * RSS on 1 and 2 GB of VizTracer JSON; the scan itself is about half the
+ * time. It is fuzzed by tests/fuzz/fuzz_jsonr.c.
  *
  * Buffer contract: the text at p..end must be followed by at least
  * JSONR_PAD readable bytes, with end[0] == '\0' unless p..end holds one
  * complete value (the readers' buffers and sanitized copies are padded so).
  * The sentinel is what lets the hot loops run without a bounds check per
- * byte; the 8-byte string scan may read up to 7 bytes past a closing quote.
+ * byte; the 8-byte string scan may read up to 7 bytes past a closing
+ * quote, and the event scan (jsonr_value with keys) up to 15 bytes past
+ * the byte that stops a 16-byte string or digit scan.
  */
 #ifndef FT_COMBINE_JSONR_H
 #define FT_COMBINE_JSONR_H
@@ -68,9 +71,21 @@ typedef struct jsonr_obj {
 	jsonw_sv v[JSONR_K_COUNT];
 	uint32_t esc;
 	bool fix;
+	/* Bit k: num[k] holds the value of v[k], as jsonr_parse_int gives it
+	 * for pid and tid and jsonr_parse_us_ns for ts and dur; the scanner
+	 * parses plain numbers there as it passes them. Without the bit,
+	 * parse v[k] (jsonr_obj_int / jsonr_obj_us_ns do either). */
+	uint32_t has_num;
+	int64_t num[JSONR_K_COUNT];
 	const char *err_at;   /* JSONR_ERR: where */
 	const char *expected; /* JSONR_ERR: what was expected there */
 } jsonr_obj;
+
+/* The pid or tid of an event: jsonr_parse_int of v[k], parsed already
+ * when the scanner could. */
+static inline bool jsonr_obj_int(const jsonr_obj *o, enum jsonr_key k, int64_t *out);
+/* The ts or dur of an event in ns: jsonr_parse_us_ns of v[k], likewise. */
+static inline bool jsonr_obj_us_ns(const jsonr_obj *o, enum jsonr_key k, int64_t *ns);
 
 /*
  * Checks that p..end starts with one complete JSON value and sets *next
@@ -117,6 +132,17 @@ static inline size_t jsonr_sanitize_size(size_t n)
  */
 size_t jsonr_unescape(char *out, jsonw_sv lit);
 
+/*
+ * Picks the scanner implementation; all give the same results, and any
+ * test can run on another with FT_JSONR set: "generic" (the reference
+ * state machine alone), "scalar" (+ the event fast path, 8-byte word
+ * scans), "sse2" (+ 16-byte SSE2 scans, the default on x86_64), or
+ * "best"/NULL. Without a call, the first scan reads the environment
+ * variable FT_JSONR (an unknown name there means the best). Returns 0 or
+ * -EINVAL (unknown, or not available on this machine).
+ */
+int jsonr_select(const char *name);
+
 /* A JSON number in microseconds (as ts and dur are) in ns: exact for up to
  * 3 decimals, rounded to the nearest ns beyond. false if v is not a number
  * or out of range. */
@@ -125,5 +151,23 @@ bool jsonr_parse_us_ns(jsonw_sv v, int64_t *ns);
 /* An integer: a JSON number without fraction, or a string of decimal
  * digits ("123"). false otherwise. */
 bool jsonr_parse_int(jsonw_sv v, int64_t *out);
+
+static inline bool jsonr_obj_int(const jsonr_obj *o, enum jsonr_key k, int64_t *out)
+{
+	if (o->has_num >> k & 1) {
+		*out = o->num[k];
+		return true;
+	}
+	return jsonr_parse_int(o->v[k], out);
+}
+
+static inline bool jsonr_obj_us_ns(const jsonr_obj *o, enum jsonr_key k, int64_t *ns)
+{
+	if (o->has_num >> k & 1) {
+		*ns = o->num[k];
+		return true;
+	}
+	return jsonr_parse_us_ns(o->v[k], ns);
+}
 
 #endif /* FT_COMBINE_JSONR_H */

@@ -49,6 +49,12 @@ typedef struct reader_opts {
 	void *progress_ctx;
 	/* Read size; 0 means READER_CHUNK (tests use tiny ones). */
 	size_t chunk;
+	/* Called with the value of otherData.forktrace (valid JSON text,
+	 * borrowed for the call) when the file has one; may be NULL. combine
+	 * takes the run metadata of its inputs (host, command, exit status)
+	 * from it. */
+	void (*run_meta)(void *ctx, jsonw_sv forktrace);
+	void *run_meta_ctx;
 } reader_opts;
 
 /* What reading one file found. */

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "h5.h"
-#include "jsonscan.h"
+#include "jsonr.h"
 
 #define H5R_BLOCK 65536
 /* Above this many bytes of args text in one block, read it event by event. */
@@ -60,6 +60,8 @@ typedef struct h5r {
 	uint64_t *id, *aoff, *xoff;
 	char *blob;
 	size_t blob_cap;
+	char *check; /* a padded copy of extra keys being checked */
+	size_t check_cap;
 	ostream raw; /* an event rebuilt with its extra keys */
 	int err;
 } h5r;
@@ -318,21 +320,41 @@ static jsonw_sv string_at(h5r *r, uint32_t id, bool *bad)
 	return jsonw_sv_c(r->strings[id]);
 }
 
-/* The event with the extra keys put back, as the raw text of e. */
+/*
+ * The event with the extra keys put back, as the raw text of e. The extra
+ * text is checked with jsonr, the scanner that split it off in the sink,
+ * so that whatever it kept (integers beyond int64, any escape) comes back
+ * byte for byte. It is copied first: jsonr wants padding after the text.
+ */
 static void rebuild_raw(h5r *r, sink_event *e, jsonw_sv extra)
 {
-	jscan_val v;
+	const char *next, *end;
+	jsonr_obj o;
 	jsonw w;
 
 	/* Only a valid, non-empty object is merged: a corrupt file must not
 	 * make the JSON output invalid. */
-	if (jscan_parse(extra, &v) < 0 || v.type != JSCAN_OBJECT || extra.n < 3)
+	if (extra.n < 3 || extra.p[0] != '{')
+		return;
+	if (extra.n + JSONR_PAD > r->check_cap) {
+		char *nc = realloc(r->check, extra.n + JSONR_PAD);
+
+		if (nc == NULL)
+			return;
+		r->check = nc;
+		r->check_cap = extra.n + JSONR_PAD;
+	}
+	memcpy(r->check, extra.p, extra.n);
+	memset(r->check + extra.n, 0, JSONR_PAD);
+	end = r->check + extra.n;
+	if (jsonr_value(r->check, end, &next, &o, false) != JSONR_OK || o.fix || next != end ||
+	    end[-1] != '}')
 		return;
 	ostream_mem_reset(&r->raw);
 	jsonw_init(&w, &r->raw);
 	jsonw_event_begin(&w, &e->ev);
 	ostream_putc(&r->raw, ',');
-	ostream_write(&r->raw, v.text.p + 1, v.text.n - 2);
+	ostream_write(&r->raw, extra.p + 1, extra.n - 2);
 	jsonw_event_end(&w);
 	if (ostream_error(&r->raw) == 0) {
 		const char *p = r->raw.buf;
@@ -502,6 +524,7 @@ static void free_block(h5r *r)
 	free(r->aoff);
 	free(r->xoff);
 	free(r->blob);
+	free(r->check);
 	if (r->raw.buf != NULL)
 		ostream_finish(&r->raw);
 }

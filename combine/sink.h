@@ -48,10 +48,20 @@ typedef struct sink_event {
 	jsonw_sv raw;
 } sink_event;
 
+/* The run metadata one input of a combine states (its
+ * otherData.forktrace); NULL / false where it says nothing. Borrowed. */
+typedef struct sink_input_run {
+	const char *host;
+	const char *const *command; /* NULL-terminated */
+	bool has_exit_status;
+	int exit_status;
+} sink_input_run;
+
 /* What a sink knows about the whole trace. */
 typedef struct sink_meta {
 	/* Run metadata (host, command, anchors, exit status, lost events,
-	 * origin). For a combine, origin is "forktrace combine" and the model
+	 * origin). For a combine, origin is "forktrace combine", host, command
+	 * and exit status are the inputs' where they all agree, and the model
 	 * has no processes: the process records come as events. Borrowed. */
 	const model_trace *model;
 	/* Inputs of a combine (NULL-terminated paths), else NULL. */
@@ -60,6 +70,11 @@ typedef struct sink_meta {
 	 * time") or NULL when not aligned. Parallel to inputs. */
 	const char *const *align_methods;
 	const int64_t *align_shift_ns;
+	/* What each input says about its run, or NULL. Parallel to inputs. */
+	const sink_input_run *input_runs;
+	/* model->exit_status is the traced run's although origin is not
+	 * "forktrace run": a combine whose inputs agree on it. */
+	bool exit_status_known;
 	/* Processes in the trace (the model's, or the pids a combine saw). */
 	uint64_t processes;
 } sink_meta;

@@ -13,11 +13,20 @@
  * the open B slices of each thread, the region names, and the interned
  * strings (themselves capped, H5W_INTERN_MAX: past it new strings get an
  * id each without deduplication).
+ *
+ * Two kinds of JSON are read here, by two parsers. The args of metadata
+ * events (process and thread names, forktrace_process records) are parsed
+ * with jansson, like the HTML report's; the args of every other event are
+ * stored as text, unparsed. A raw input event is split into the keys the
+ * columns hold and the others with jsonr, the readers' event scanner,
+ * because the others must be kept byte for byte (numbers beyond int64 or
+ * double, escapes) and jansson gives values, not their text.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +34,7 @@
 #include <unistd.h>
 
 #include "h5.h"
-#include "jsonscan.h"
+#include "jsonr.h"
 
 /* Rows per chunk of the event datasets, and rows buffered per process
  * before a write (a multiple of the chunk, so writes fill whole chunks). */
@@ -366,6 +375,13 @@ typedef struct h5_sink {
 	bool *pending_owned;
 	size_t npending;
 	uint64_t strings_written;
+
+	/* A padded copy of the raw event being split (jsonr's buffer
+	 * contract), and the extra members found in it. */
+	char *scratch;
+	size_t scratch_cap;
+	jsonw_sv *extra;
+	size_t extra_cap;
 
 	size_t mem;
 	size_t budget; /* H5W_BUDGET unless sink_h5_set_budget */
@@ -1151,60 +1167,172 @@ static int blob_put(h5_sink *hs, h5w_proc *p, const char *s, size_t n, uint64_t 
 	return 0;
 }
 
-static bool known_key(const jscan_val *k)
+/* Whether the key text k (quotes included) names one of the columns. */
+static bool known_key(jsonw_sv k)
 {
 	static const char *const keys[] = {"ph", "name", "cat", "pid", "tid", "ts",
 					   "dur", "s", "id", "bp", "args"};
+	char buf[32];
+	jsonw_sv name = {k.p + 1, k.n - 2};
 
+	/* An escaped key ("p\u0068") is compared unescaped; no column name
+	 * takes more than 26 bytes even fully escaped. */
+	if (memchr(name.p, '\\', name.n) != NULL) {
+		if (k.n > sizeof(buf))
+			return false;
+		name = (jsonw_sv){buf, jsonr_unescape(buf, k)};
+	}
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (jscan_str_eq(k, keys[i]))
+		if (name.n == strlen(keys[i]) && memcmp(name.p, keys[i], name.n) == 0)
 			return true;
 	return false;
+}
+
+/* Past the blanks at p; the NUL after the scratch copy stops it. */
+static const char *skip_blanks(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	return p;
+}
+
+/* Past the one complete, valid value at p, which must end by end; NULL
+ * if there is none. */
+static const char *scan_value(const char *p, const char *end)
+{
+	jsonr_obj o;
+	const char *next;
+
+	if (jsonr_value(p, end, &next, &o, false) != JSONR_OK || o.fix || next > end)
+		return NULL;
+	return next;
+}
+
+/* Appends the member (key text, value text) to hs->extra. */
+static int extra_add(h5_sink *hs, size_t *n, jsonw_sv key, jsonw_sv val)
+{
+	if (*n + 2 > hs->extra_cap) {
+		size_t ncap = hs->extra_cap ? hs->extra_cap * 2 : 16;
+		jsonw_sv *ne = realloc(hs->extra, ncap * sizeof(*ne));
+
+		if (ne == NULL)
+			return -ENOMEM;
+		hs->extra = ne;
+		hs->extra_cap = ncap;
+	}
+	hs->extra[(*n)++] = key;
+	hs->extra[(*n)++] = val;
+	return 0;
+}
+
+/*
+ * The members of the raw event text whose keys no column holds, as key
+ * and value texts (slices of hs->scratch) in hs->extra[0..*n), two entries
+ * a member, in their order, duplicates included. The text is copied first:
+ * jsonr wants JSONR_PAD readable bytes after it and a NUL at its end.
+ * Returns 0, with *n = 0 when raw is not one valid object (none of its
+ * members is kept then), or -ENOMEM.
+ */
+static int split_raw(h5_sink *hs, jsonw_sv raw, size_t *n)
+{
+	const char *p, *end, *k, *ke, *v, *ve;
+	int err;
+
+	*n = 0;
+	if (raw.n + JSONR_PAD > hs->scratch_cap) {
+		size_t ncap = hs->scratch_cap ? hs->scratch_cap : 1024;
+		char *ns;
+
+		while (ncap < raw.n + JSONR_PAD)
+			ncap *= 2;
+		ns = realloc(hs->scratch, ncap);
+		if (ns == NULL)
+			return -ENOMEM;
+		hs->scratch = ns;
+		hs->scratch_cap = ncap;
+	}
+	memcpy(hs->scratch, raw.p, raw.n);
+	memset(hs->scratch + raw.n, 0, JSONR_PAD);
+	end = hs->scratch + raw.n;
+	p = skip_blanks(hs->scratch);
+	if (*p != '{')
+		return 0;
+	p = skip_blanks(p + 1);
+	while (*p != '}') {
+		k = p;
+		if (*k != '"' || (ke = scan_value(k, end)) == NULL)
+			goto invalid;
+		p = skip_blanks(ke);
+		if (*p != ':')
+			goto invalid;
+		v = skip_blanks(p + 1);
+		ve = scan_value(v, end);
+		if (ve == NULL)
+			goto invalid;
+		if (!known_key((jsonw_sv){k, (size_t)(ke - k)})) {
+			err = extra_add(hs, n, (jsonw_sv){k, (size_t)(ke - k)},
+					(jsonw_sv){v, (size_t)(ve - v)});
+			if (err < 0)
+				return err;
+		}
+		p = skip_blanks(ve);
+		if (*p == ',')
+			p = skip_blanks(p + 1);
+		else if (*p != '}')
+			goto invalid;
+		else
+			break;
+		if (*p == '}')
+			goto invalid; /* a trailing comma */
+	}
+	if (p >= end || skip_blanks(p + 1) != end)
+		goto invalid;
+	return 0;
+invalid:
+	*n = 0;
+	return 0;
 }
 
 /*
  * The keys of a raw input event that the columns do not hold (Chrome's
  * tts, tdur, sf, stack, VizTracer's own...), as one JSON object text
- * appended to the args text, so a round trip loses nothing. Nothing is
- * written when there are none or raw is not a valid object.
+ * appended to the args text, so a round trip loses nothing: each key and
+ * value byte for byte as in the input. Nothing is written when there are
+ * none or raw is not a valid object.
  */
 static int put_extra(h5_sink *hs, h5w_proc *p, jsonw_sv raw, uint64_t *off, uint32_t *len)
 {
-	jscan_val obj, k, v;
-	jscan_iter it;
 	uint64_t start = 0, o;
-	size_t total = 0;
+	size_t total = 0, n;
 	int err;
 
 	*off = 0;
 	*len = 0;
-	if (jscan_parse(raw, &obj) < 0 || obj.type != JSCAN_OBJECT)
-		return 0;
-	jscan_iter_init(&it, &obj);
-	while (jscan_next_member(&it, &k, &v)) {
-		if (known_key(&k))
-			continue;
-		/* Keep the pieces contiguous: flush first if they may not fit. */
-		if (total == 0 && p->blob_len + raw.n + 2 > H5W_FLUSH_BLOB && p->blob_len > 0) {
-			err = flush_proc(hs, p, false);
-			if (err < 0)
-				return err;
-		}
+	err = split_raw(hs, raw, &n);
+	if (err < 0 || n == 0)
+		return err;
+	/* Keep the pieces contiguous: flush first if they may not fit. */
+	if (p->blob_len + raw.n + 2 > H5W_FLUSH_BLOB && p->blob_len > 0) {
+		err = flush_proc(hs, p, false);
+		if (err < 0)
+			return err;
+	}
+	for (size_t i = 0; i < n; i += 2) {
+		jsonw_sv k = hs->extra[i], v = hs->extra[i + 1];
+
 		err = blob_put(hs, p, total == 0 ? "{" : ",", 1, &o);
 		if (err == 0 && total == 0)
 			start = o;
 		if (err == 0)
-			err = blob_put(hs, p, k.text.p, k.text.n, &o);
+			err = blob_put(hs, p, k.p, k.n, &o);
 		if (err == 0)
 			err = blob_put(hs, p, ":", 1, &o);
 		if (err == 0)
-			err = blob_put(hs, p, v.text.p, v.text.n, &o);
+			err = blob_put(hs, p, v.p, v.n, &o);
 		if (err < 0)
 			return err;
-		total += 2 + k.text.n + v.text.n;
+		total += 2 + k.n + v.n;
 	}
-	if (total == 0)
-		return 0;
 	err = blob_put(hs, p, "}", 1, &o);
 	if (err < 0)
 		return err;
@@ -1213,11 +1341,17 @@ static int put_extra(h5_sink *hs, h5w_proc *p, jsonw_sv raw, uint64_t *off, uint
 	return 0;
 }
 
-/* ---- metadata events: the process and thread tables */
+/* ---- metadata events: the process and thread tables, from args parsed
+ * with jansson */
 
-static char *dup_sv(const jscan_val *v)
+/* A copy of the string member key of obj, NULL if it is no string (or on
+ * allocation failure). A string holding \u0000 ends there, as the C
+ * strings of the tables do. */
+static char *get_str(const json_t *obj, const char *key)
 {
-	return v->type == JSCAN_STRING ? jscan_strdup(v, NULL) : NULL;
+	const char *s = json_string_value(json_object_get(obj, key));
+
+	return s != NULL ? strdup(s) : NULL;
 }
 
 static void set_str(char **dst, char *s)
@@ -1228,52 +1362,49 @@ static void set_str(char **dst, char *s)
 	*dst = s;
 }
 
-static void get_i64(const jscan_val *obj, const char *key, int64_t *out)
+/* *out = the integer member key of obj; unchanged if it is absent or no
+ * integer (1.5, 1e3, "12"). */
+static void get_i64(const json_t *obj, const char *key, int64_t *out)
 {
-	jscan_val v;
-	int64_t x;
+	const json_t *v = json_object_get(obj, key);
 
-	if (jscan_get(obj, key, &v) && jscan_i64(&v, &x) == 0)
-		*out = x;
+	if (json_is_integer(v))
+		*out = (int64_t)json_integer_value(v);
 }
 
-/* argv as one string, arguments joined by single spaces. */
-static char *join_argv(const jscan_val *arr)
+/* argv as one string, arguments joined by single spaces (elements that
+ * are no strings skipped). */
+static char *join_argv(const json_t *arr)
 {
-	jscan_iter it;
-	jscan_val v;
-	size_t len = 0, n;
-	char *out = NULL, *arg;
+	size_t len = 0, i;
+	char *out = NULL;
+	const json_t *v;
 
-	if (arr->type != JSCAN_ARRAY)
+	if (!json_is_array(arr))
 		return NULL;
-	jscan_iter_init(&it, arr);
-	while (jscan_next_elem(&it, &v)) {
+	json_array_foreach(arr, i, v) {
+		size_t n = json_string_length(v);
 		char *grown;
 
-		arg = jscan_strdup(&v, &n);
-		if (arg == NULL)
+		if (!json_is_string(v))
 			continue;
 		grown = realloc(out, len + n + 2);
-		if (grown == NULL) {
-			free(arg);
+		if (grown == NULL)
 			break;
-		}
 		out = grown;
 		if (len > 0)
 			out[len++] = ' ';
-		memcpy(out + len, arg, n);
+		memcpy(out + len, json_string_value(v), n);
 		len += n;
 		out[len] = '\0';
-		free(arg);
 	}
 	return out != NULL ? out : strdup("");
 }
 
 /* forktrace_process args (docs/TRACE_FORMAT.md) into p's record. */
-static void read_process_record(h5w_proc *p, const jscan_val *a)
+static void read_process_record(h5w_proc *p, const json_t *a)
 {
-	jscan_val v, x;
+	const json_t *ex;
 	int64_t i;
 
 	p->has_record = true;
@@ -1285,27 +1416,22 @@ static void read_process_record(h5w_proc *p, const jscan_val *a)
 	p->start_ticks = (uint64_t)i;
 	get_i64(a, "start_ns", &p->start_ns);
 	get_i64(a, "end_ns", &p->end_ns);
-	if (jscan_get(a, "name", &v))
-		set_str(&p->name, dup_sv(&v));
-	if (jscan_get(a, "exe", &v))
-		set_str(&p->exe, dup_sv(&v));
-	if (jscan_get(a, "cwd", &v))
-		set_str(&p->cwd, dup_sv(&v));
-	if (jscan_get(a, "spawn", &v))
-		set_str(&p->spawn, dup_sv(&v));
-	if (jscan_get(a, "argv", &v))
-		set_str(&p->argv, join_argv(&v));
-	if (jscan_get(a, "exit", &v) && v.type == JSCAN_OBJECT) {
-		if (jscan_get(&v, "kind", &x))
-			set_str(&p->exit_kind, dup_sv(&x));
+	set_str(&p->name, get_str(a, "name"));
+	set_str(&p->exe, get_str(a, "exe"));
+	set_str(&p->cwd, get_str(a, "cwd"));
+	set_str(&p->spawn, get_str(a, "spawn"));
+	set_str(&p->argv, join_argv(json_object_get(a, "argv")));
+	ex = json_object_get(a, "exit");
+	if (json_is_object(ex)) {
+		set_str(&p->exit_kind, get_str(ex, "kind"));
 		i = -1;
-		get_i64(&v, "code", &i);
+		get_i64(ex, "code", &i);
 		p->exit_code = (int32_t)i;
 		i = 0;
-		get_i64(&v, "signal", &i);
+		get_i64(ex, "signal", &i);
 		p->exit_signal = (int32_t)i;
 	}
-	p->instrumented = jscan_get(a, "instrumented", &v) && v.type == JSCAN_TRUE;
+	p->instrumented = json_is_true(json_object_get(a, "instrumented"));
 	i = 0;
 	get_i64(a, "images", &i);
 	p->images = (uint64_t)i;
@@ -1314,41 +1440,57 @@ static void read_process_record(h5w_proc *p, const jscan_val *a)
 	p->lost_events = (uint64_t)i;
 }
 
-/* The M events that name processes and threads. Malformed args are
- * stored as they are and otherwise ignored. */
+/*
+ * The M events that name processes and threads. Their args are parsed with
+ * jansson (JSON_ALLOW_NUL: a name with \u0000 is cut there, not refused;
+ * nesting deeper than JSON_PARSER_MAX_DEPTH is refused by jansson before
+ * it recurses further). Args jansson refuses - malformed, an integer
+ * beyond int64, a lone surrogate escape - are stored as they are and
+ * otherwise ignored.
+ */
 static int read_meta_event(h5w_proc *p, const jsonw_event *ev)
 {
-	jscan_val a, v;
+	json_t *a;
 	h5w_thread *t;
 	int64_t i;
+	int err = 0;
 
-	if (ev->name.p == NULL || jscan_parse(ev->args, &a) < 0 || a.type != JSCAN_OBJECT)
+	if (ev->name.p == NULL || ev->args.p == NULL)
 		return 0;
 #define IS(lit) (ev->name.n == sizeof(lit) - 1 && memcmp(ev->name.p, lit, ev->name.n) == 0)
+	if (!IS("forktrace_process") && !IS("process_name") && !IS("process_labels") &&
+	    !IS("process_sort_index") && !IS("thread_name") && !IS("thread_sort_index"))
+		return 0;
+	a = json_loadb(ev->args.p, ev->args.n, JSON_ALLOW_NUL, NULL);
+	if (!json_is_object(a))
+		goto out;
 	if (IS("forktrace_process")) {
-		read_process_record(p, &a);
+		read_process_record(p, a);
 	} else if (IS("process_name")) {
-		if (!p->has_record && jscan_get(&a, "name", &v))
-			set_str(&p->name, dup_sv(&v));
+		if (!p->has_record)
+			set_str(&p->name, get_str(a, "name"));
 	} else if (IS("process_labels")) {
-		if (jscan_get(&a, "labels", &v))
-			set_str(&p->labels, dup_sv(&v));
+		set_str(&p->labels, get_str(a, "labels"));
 	} else if (IS("process_sort_index")) {
-		get_i64(&a, "sort_index", &p->sort_index);
-	} else if (IS("thread_name") || IS("thread_sort_index")) {
+		get_i64(a, "sort_index", &p->sort_index);
+	} else {
 		t = thread_get(p, ev->tid);
-		if (t == NULL)
-			return -ENOMEM;
-		if (IS("thread_name") && jscan_get(&a, "name", &v))
-			set_str(&t->name, dup_sv(&v));
-		if (IS("thread_sort_index")) {
+		if (t == NULL) {
+			err = -ENOMEM;
+			goto out;
+		}
+		if (IS("thread_name")) {
+			set_str(&t->name, get_str(a, "name"));
+		} else {
 			i = -1;
-			get_i64(&a, "sort_index", &i);
+			get_i64(a, "sort_index", &i);
 			t->sort_index = i;
 		}
 	}
 #undef IS
-	return 0;
+out:
+	json_decref(a);
+	return err;
 }
 
 /* ---- the sink */
@@ -1756,6 +1898,8 @@ static void h5w_free(trace_sink *s)
 	free(hs->procs);
 	imap_free(&hs->pids);
 	smap_free(&hs->interned);
+	free(hs->scratch);
+	free(hs->extra);
 	if (hs->vlen_str >= 0)
 		H5Tclose(hs->vlen_str);
 	if (hs->bool_type >= 0)

@@ -1483,7 +1483,8 @@ static void write_meta(hw_out *o, const sink_meta *meta, uint64_t slices_total,
 	else
 		put(o, "null");
 	put(o, ",\"exit_status\":");
-	if (t != NULL && t->origin != NULL && strcmp(t->origin, "forktrace run") == 0)
+	if (t != NULL && ((t->origin != NULL && strcmp(t->origin, "forktrace run") == 0) ||
+			  meta->exit_status_known))
 		num(o, t->exit_status);
 	else
 		put(o, "null");

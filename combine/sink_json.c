@@ -41,6 +41,19 @@ static int json_event(trace_sink *s, const sink_event *e)
 	return ostream_error(&js->os);
 }
 
+/* What an input of a combine says about its run: only the keys it has. */
+static void write_input_run(jsonw *w, const sink_input_run *run)
+{
+	if (run->host != NULL)
+		jsonw_kv_cstr(w, "host", run->host);
+	if (run->command != NULL) {
+		jsonw_key(w, "command");
+		jsonw_strv(w, run->command);
+	}
+	if (run->has_exit_status)
+		jsonw_kv_i64(w, "exit_status", run->exit_status);
+}
+
 static void write_other_data(jsonw *w, const sink_meta *meta)
 {
 	const model_trace *t = meta->model;
@@ -70,6 +83,8 @@ static void write_other_data(jsonw *w, const sink_meta *meta)
 		for (size_t i = 0; meta->inputs[i] != NULL; i++) {
 			jsonw_obj_begin(w);
 			jsonw_kv_cstr(w, "path", meta->inputs[i]);
+			if (meta->input_runs != NULL)
+				write_input_run(w, &meta->input_runs[i]);
 			if (meta->align_methods != NULL) {
 				jsonw_kv_cstr(w, "align", meta->align_methods[i]);
 				jsonw_kv_i64(w, "shift_ns", meta->align_shift_ns[i]);

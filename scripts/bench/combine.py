@@ -12,10 +12,17 @@ interleaved rounds:
 
 and prints for each the median wall time, MB/s of input, events/s and
 the peak RSS of the command (/usr/bin/time -f %M). The inputs are read once before timing, so every
-run reads them from the page cache.
+run reads them from the page cache; each run starts after a sync, so that
+the writeback of the previous run's output does not slow it down, a
+first round is run untimed, and the order of the commands turns each
+round.
+
+With --baseline DIR, the forktrace of another build (e.g. one of the
+commit before a change) is timed in the same rounds, for a before/after
+on the same page cache and machine load.
 
 Usage: scripts/bench/combine.py [--build DIR] [--size 1G] [--rounds 3]
-                                [--dir DIR] [--gzip] [--keep]
+                                [--dir DIR] [--gzip] [--keep] [--baseline DIR]
 """
 import argparse
 import glob
@@ -67,17 +74,19 @@ def generate(outdir, size):
 
 
 def timed(argv, stdout_path):
-    """Runs argv (stdout to stdout_path); returns (seconds, peak RSS KiB).
-    The peak RSS comes from /usr/bin/time -f %M: a child of python would
-    report python's own RSS (Linux keeps the high-water mark across exec)."""
+    """Runs argv (stdout to stdout_path); returns (seconds, peak RSS KiB,
+    user seconds, system seconds). The peak RSS comes from /usr/bin/time
+    -f %M: a child of python would report python's own RSS (Linux keeps the
+    high-water mark across exec)."""
     with open(stdout_path, "wb") as f:
         t0 = time.perf_counter()
-        r = subprocess.run(["/usr/bin/time", "-f", "%M"] + argv, stdout=f,
+        r = subprocess.run(["/usr/bin/time", "-f", "%M %U %S"] + argv, stdout=f,
                            stderr=subprocess.PIPE)
         dt = time.perf_counter() - t0
     if r.returncode != 0:
         sys.exit(f"failed: {' '.join(argv[:4])} ...: {r.stderr.decode()[-2000:]}")
-    return dt, int(r.stderr.split()[-1])
+    rss, user, system = r.stderr.split()[-3:]
+    return dt, int(rss), float(user), float(system)
 
 
 def main():
@@ -88,6 +97,7 @@ def main():
     ap.add_argument("--dir", help="where to generate the inputs (default: a temporary dir)")
     ap.add_argument("--gzip", action="store_true", help="also time .json.gz output (--level 1)")
     ap.add_argument("--keep", action="store_true", help="keep the generated inputs")
+    ap.add_argument("--baseline", help="also time the forktrace of this build dir")
     a = ap.parse_args()
     ft = os.path.join(a.build, "bin", "forktrace")
     if not os.access(ft, os.X_OK):
@@ -104,26 +114,46 @@ def main():
         out = os.path.join(work, "out")
         cases = [("cat", ["cat"] + paths, out + ".cat"),
                  ("combine .json", [ft, "combine", "-q", "-o", out + ".json"] + paths, os.devnull)]
+        if a.baseline:
+            base = os.path.join(a.baseline, "bin", "forktrace")
+            cases.append(("combine .json baseline", [base, "combine", "-q", "-o", out + ".json"]
+                          + paths, os.devnull))
         if a.gzip:
             cases.append(("combine .json.gz -l1", [ft, "combine", "-q", "--level", "1", "-o",
                                                    out + ".json.gz"] + paths, os.devnull))
         res = {name: [] for name, _, _ in cases}
-        for _ in range(a.rounds):
-            for name, argv, so in cases:
-                res[name].append(timed(argv, so))
+        # One untimed round first: on a VM the first writes into memory
+        # the guest has not touched yet cost host page faults, which
+        # would land on whichever command runs first.
+        # The order turns each round: on this VM the command that runs
+        # right after another one's output was deleted often pays more
+        # system time (page cache churn), whichever it is.
+        for rnd in range(a.rounds + 1):
+            for name, argv, so in cases[rnd % len(cases):] + cases[:rnd % len(cases)]:
+                # Each run starts with no dirty pages of the previous one:
+                # otherwise its writeback throttles whichever comes next.
+                os.sync()
+                t = timed(argv, so)
+                if rnd > 0:
+                    res[name].append(t)
                 for p in glob.glob(out + "*"):
                     os.unlink(p)
         print(f"input: {len(paths)} files, {total / 1e6:.0f} MB, {events} events "
               f"(VizTracer 1.1.1 files replicated with new pids); {a.rounds} rounds, medians")
-        print(f"{'command':24} {'seconds':>8} {'MB/s':>8} {'Mevents/s':>10} {'peak RSS MiB':>13}")
-        cat_t = statistics.median(t for t, _ in res["cat"])
+        print(f"{'command':24} {'seconds':>8} {'MB/s':>8} {'Mevents/s':>10} {'peak RSS MiB':>13}"
+              f" {'user s':>7} {'sys s':>7}")
+        cat_t = statistics.median(x[0] for x in res["cat"])
         for name, _, _ in cases:
-            t = statistics.median(x for x, _ in res[name])
-            rss = max(r for _, r in res[name])
+            t = statistics.median(x[0] for x in res[name])
+            rss = max(x[1] for x in res[name])
+            user = statistics.median(x[2] for x in res[name])
+            system = statistics.median(x[3] for x in res[name])
             print(f"{name:24} {t:8.3f} {total / t / 1e6:8.0f} {events / t / 1e6:10.2f} "
-                  f"{rss / 1024:13.1f}")
-        t = statistics.median(x for x, _ in res["combine .json"])
-        print(f"combine .json / cat speed: {cat_t / t:.2f}")
+                  f"{rss / 1024:13.1f} {user:7.2f} {system:7.2f}")
+        for name, _, _ in cases:
+            if name.startswith("combine .json") and not name.startswith("combine .json.gz"):
+                t = statistics.median(x[0] for x in res[name])
+                print(f"{name} / cat speed: {cat_t / t:.2f}")
     finally:
         if not a.keep and not a.dir:
             shutil.rmtree(work, ignore_errors=True)

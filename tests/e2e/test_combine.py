@@ -409,5 +409,72 @@ def test_cli(t):
     same_events(ft.load_json(t.path("o.json.gz"))["traceEvents"], in_events([f]), "gzip output")
 
 
+def page_meta(path):
+    """The run header data ("meta") embedded in an HTML report."""
+    with open(path, encoding="utf-8") as f:
+        html = f.read()
+    m = re.search(r'<script type="application/json" id="ft-data">(.*?)</script>', html, re.S)
+    check(m, f"{path}: no embedded data")
+    return json.loads(m.group(1))["meta"]
+
+
+@test
+def test_report_header(t):
+    """`forktrace report t.json` shows the header `forktrace run --report` showed."""
+    t.run(["sh", "-c", "exit 3"], opts=["--report", "a.html"], out="t.json", expect_rc=3)
+    res = t.forktrace(["report", "t.json", "-o", "b.html"])
+    check(res.rc == 0, f"report exit {res.rc}\n  {res.describe()}")
+    a, b = page_meta(t.path("a.html")), page_meta(t.path("b.html"))
+    check(a["exit_status"] == 3 and a["command"] == ["sh", "-c", "exit 3"] and a["host"],
+          f"run --report header: {a}")
+    # All but what says how the page was made (origin, the input files).
+    for key in sorted(set(a) | set(b)):
+        if key in ("origin", "inputs"):
+            continue
+        check(a.get(key) == b.get(key), f"header field {key}: run --report has {a.get(key)!r}, "
+              f"report t.json has {b.get(key)!r}")
+    check(b["origin"] == "forktrace combine" and b["inputs"] == ["t.json"], f"report: {b}")
+
+
+@test
+def test_run_metadata(t):
+    """host, command and exit status of the inputs: carried when they agree,
+    else left empty; listed per input."""
+    run = t.run(["sh", "-c", "exit 3"], out="run.json", expect_rc=3)
+    want = {k: run.trace.meta[k] for k in ("host", "command", "exit_status")}
+    res = combine(t, ["run.json"])
+    meta = res.doc["otherData"]["forktrace"]
+    check({k: meta[k] for k in want} == want, f"one input: {meta}")
+    check(meta["inputs"] == [dict(path="run.json", **want)], f"inputs: {meta['inputs']}")
+    # The same run twice agrees; a combined trace as input still says it.
+    res = combine(t, ["run.json", "run.json"], out="twice.json")
+    meta = res.doc["otherData"]["forktrace"]
+    check({k: meta[k] for k in want} == want, f"two equal inputs: {meta}")
+    res = combine(t, ["twice.json"], out="again.json")
+    meta = res.doc["otherData"]["forktrace"]
+    check({k: meta[k] for k in want} == want, f"a combined input: {meta}")
+    # Another host and status: nothing at the top, each input's listed.
+    doc = ft.load_json(t.path("run.json"))
+    doc["otherData"]["forktrace"].update(host="elsewhere", exit_status=0)
+    with open(t.path("other.json"), "w") as f:
+        json.dump(doc, f)
+    res = combine(t, ["run.json", "other.json"], out="mixed.json")
+    meta = res.doc["otherData"]["forktrace"]
+    check(meta["host"] is None and meta["exit_status"] == 0 and meta["command"] == want["command"],
+          f"disagreeing inputs: {meta}")
+    check([(i.get("host"), i.get("exit_status")) for i in meta["inputs"]] ==
+          [(want["host"], 3), ("elsewhere", 0)], f"per input: {meta['inputs']}")
+    res = t.forktrace(["report", "run.json", "other.json", "-o", "mixed.html"])
+    check(res.rc == 0, f"report exit {res.rc}\n  {res.describe()}")
+    m = page_meta(t.path("mixed.html"))
+    check(m["host"] is None and m["exit_status"] is None, f"mixed report header: {m}")
+    # An input without run metadata (VizTracer) leaves it open too.
+    viz = glob.glob(os.path.join(data("v1.1.1_event_kinds"), "*.json.gz"))[0]
+    res = combine(t, ["run.json", viz], out="viz.json")
+    meta = res.doc["otherData"]["forktrace"]
+    check(meta["host"] is None and meta["command"] is None, f"with VizTracer: {meta}")
+    check(meta["inputs"][1] == {"path": viz}, f"VizTracer input: {meta['inputs'][1]}")
+
+
 if __name__ == "__main__":
     ft.main()

@@ -1,10 +1,12 @@
 #!/usr/bin/python3
-"""Runs `test_h5 unit DIR` (C checks: scanner, model round trip) and then
+"""Runs `test_h5 unit DIR` (C checks: model round trip) and then
 checks its synthetic stream with h5py: the HDF5 file written under a tiny
 memory budget holds, per process, exactly the events of the JSON written
 from the same stream (columns, strings, args, extra keys), in order; the
 regions are the X slices and the B/E pairs matched per thread; and the
 file read back to JSON (reader_h5) has the same events as the original.
+Then the edge cases of args.h5: metadata args parsed with jansson into the
+processes and threads tables, extra keys of raw events kept byte for byte.
 
 Usage: check_h5.py DIR   (FT_H5_TOOL: the test_h5 binary)
 """
@@ -144,6 +146,63 @@ def check_h5_against_json(h5path, doc):
     f.close()
 
 
+def check_args(d):
+    """DIR/args.h5: what test_args (test_h5.c) fed the sink."""
+    f = h5py.File(os.path.join(d, "args.h5"), "r")
+    procs = {int(r["pid"]): r for r in f["processes"][:]}
+    threads = {(int(r["pid"]), int(r["tid"])): r for r in f["threads"][:]}
+
+    def s(v):
+        return v.decode() if isinstance(v, bytes) else v
+
+    p = procs[1]
+    check(p["host_pid"] == -(1 << 63) and p["ppid"] == (1 << 63) - 1, f"int64 range: {p}")
+    check(p["start_ticks"] == 5 and p["start_ns"] == 10, f"integers: {p}")
+    check(p["end_ns"] == -1, f"1.5 is no integer: {p['end_ns']}")
+    check(s(p["name"]) == "\U0001F600\n", f"surrogate pair: {s(p['name'])!r}")
+    check(s(p["exe"]) == "/bin/x", f"escape: {s(p['exe'])!r}")
+    # The argument with \u0000 ends there (HDF5 strings are C strings).
+    check(s(p["argv"]) == "a bA c", f"argv: {s(p['argv'])!r}")
+    check(s(p["exit_kind"]) == "signal" and p["exit_signal"] == 9 and p["exit_code"] == -1,
+          f"exit: {p}")
+    check(bool(p["instrumented"]) and p["images"] == 2 and p["lost_events"] == 3, f"record: {p}")
+    check(s(procs[2]["name"]) == "", f"an integer beyond int64 refuses the args: {procs[2]}")
+    check(s(procs[3]["name"]) == "", f"a lone surrogate refuses the args: {procs[3]}")
+    check(s(procs[4]["name"]) == "deep", f"100 levels of nesting: {procs[4]}")
+    check((4, 44) not in threads, "100000 levels of nesting must be refused")
+    check(s(procs[5]["labels"]) == "lab", f"NUL in a string: {s(procs[5]['labels'])!r}")
+    check(procs[5]["sort_index"] == -1, "sort_index 1.5 is no integer")
+    check(s(threads[(5, 55)]["name"]) == "escaped key", f"escaped key: {threads[(5, 55)]}")
+    check(threads[(5, 55)]["sort_index"] == -1, "sort_index \"3\" is no integer")
+    for pid in range(10, 18):
+        check(s(procs[pid]["name"]) == "", f"malformed args of {pid} taken: {procs[pid]}")
+    check(s(procs[6]["name"]) == "raw", "process 6")
+
+    g = f["events"]["6"]
+    blob = g["args"][:].tobytes()
+    offs, lens = g["extra_offset"][:], g["extra_length"][:]
+    extras = [blob[int(o):int(o) + int(n)] for o, n in zip(offs, lens)]
+    want = (b'{"big":99999999999999999999,"lone":"\\udcff","deep":[[[[1]]]],'
+            b'"tts":1.50,"k\\u00e9":{"a":null}}')
+    check(extras[1] == want, f"extra keys: {extras[1]!r}\n want {want!r}")
+    check(extras[2:] == [b""] * 6, f"invalid or plain raw events got extra keys: {extras[2:]}")
+    f.close()
+
+    with open(os.path.join(d, "args_rt.json"), "rb") as fh:
+        text = fh.read()
+    check(b'"big":99999999999999999999' in text and b'"lone":"\\udcff"' in text,
+          "extra keys not back byte for byte in args_rt.json")
+    # One event a line; the deep args of pid 4 are too deep for Python's json.
+    ev = [json.loads(line.strip(b","), parse_float=decimal.Decimal)
+          for line in text.splitlines() if b'"ph":"i"' in line and b'"pid":6,' in line]
+    check(len(ev) == 7, f"{len(ev)} instants back")
+    e = ev[0]
+    check(e["big"] == 99999999999999999999 and e["lone"] == "\udcff" and
+          e["tts"] == decimal.Decimal("1.50") and e["k\u00e9"] == {"a": None}
+          and "ph" in e, f"event back: {e}")
+    check(all(set(x) <= KNOWN for x in ev[1:]), f"extra keys from invalid raw: {ev[1:]}")
+
+
 def main():
     d = sys.argv[1]
     shutil.rmtree(d, ignore_errors=True)
@@ -159,6 +218,7 @@ def main():
     check_h5_against_json(os.path.join(d, "synth.h5"), doc)
     # The model round trip is checked byte for byte in C; its h5 is valid too.
     check_h5_against_json(os.path.join(d, "model.h5"), load(os.path.join(d, "model.json")))
+    check_args(d)
     print("check_h5: ok")
 
 

@@ -1,9 +1,10 @@
 /*
- * Tests of the HDF5 sink and reader (combine/h5.h) and of the args scanner
- * (combine/jsonscan.h).
+ * Tests of the HDF5 sink and reader (combine/h5.h).
  *
- *   test_h5 unit DIR        scanner checks; a model written as JSON and as
- *                           HDF5, the HDF5 read back to JSON must be the
+ *   test_h5 unit DIR        edge cases of args and extra keys (DIR/args.h5,
+ *                           DIR/args_rt.json, for check_h5.py); a model
+ *                           written as JSON and as HDF5, the HDF5 read
+ *                           back to JSON must be the
  *                           same bytes; a synthetic interleaved stream
  *                           (DIR/synth.json, DIR/synth.h5, DIR/synth_rt.json)
  *                           written under a tiny memory budget, for
@@ -19,7 +20,6 @@
 #include <unistd.h>
 
 #include "h5.h"
-#include "jsonscan.h"
 #include "merge.h"
 #include "model.h"
 #include "sink.h"
@@ -42,63 +42,6 @@ static int failures;
 			exit(1);                                                      \
 		}                                                                     \
 	} while (0)
-
-static jscan_val parse(const char *s)
-{
-	jscan_val v;
-
-	jscan_parse(jsonw_sv_c(s), &v);
-	return v;
-}
-
-static void test_jsonscan(void)
-{
-	jscan_val o = parse(" {\"a\": 1, \"b\\u0041\": [\"x\", \"y z\"], \"e\": {\"k\": \"c\"}, "
-			    "\"n\": -9223372036854775808, \"s\": \"\\ud83d\\ude00\\n\"} ");
-	jscan_val v, w;
-	jscan_iter it;
-	char buf[16];
-	int64_t i;
-	char *s;
-	size_t n;
-
-	CHECK(o.type == JSCAN_OBJECT);
-	CHECK(jscan_get(&o, "a", &v) && jscan_i64(&v, &i) == 0 && i == 1);
-	CHECK(jscan_get(&o, "bA", &v) && v.type == JSCAN_ARRAY);
-	jscan_iter_init(&it, &v);
-	CHECK(jscan_next_elem(&it, &w) && jscan_str_eq(&w, "x"));
-	CHECK(jscan_next_elem(&it, &w) && jscan_str_eq(&w, "y z"));
-	CHECK(!jscan_next_elem(&it, &w) && it.err == 0);
-	CHECK(jscan_get(&o, "e", &v) && jscan_get(&v, "k", &w) && jscan_str_eq(&w, "c"));
-	CHECK(jscan_get(&o, "n", &v) && jscan_i64(&v, &i) == 0 && i == INT64_MIN);
-	CHECK(jscan_get(&o, "s", &v));
-	s = jscan_strdup(&v, &n);
-	CHECK(s != NULL && n == 5 && strcmp(s, "\xf0\x9f\x98\x80\n") == 0);
-	free(s);
-	/* Cut at a character boundary, never inside the emoji. */
-	CHECK(jscan_str(&v, buf, 3) == 5 && strlen(buf) == 0);
-	CHECK(!jscan_get(&o, "zz", &v));
-	/* Malformed or hostile input is refused, never overread. */
-	CHECK(parse("{\"a\":1,}").type == JSCAN_NONE);
-	CHECK(parse("{\"a\" 1}").type == JSCAN_NONE);
-	CHECK(parse("[1, 2").type == JSCAN_NONE);
-	CHECK(parse("\"\\x\"").type == JSCAN_NONE);
-	CHECK(parse("01").type == JSCAN_NONE);
-	CHECK(parse("{} x").type == JSCAN_NONE);
-	CHECK(parse("\"\\u12\"").type == JSCAN_NONE);
-	{
-		char deep[200];
-
-		memset(deep, '[', 100);
-		memset(deep + 100, ']', 100);
-		CHECK(jscan_parse((jsonw_sv){deep, 200}, &v) < 0);
-		CHECK(jscan_parse((jsonw_sv){deep + 40, 120}, &v) == 0);
-	}
-	v = parse("99999999999999999999");
-	CHECK(v.type == JSCAN_NUMBER && jscan_i64(&v, &i) == -ERANGE);
-	v = parse("1.5");
-	CHECK(jscan_i64(&v, &i) == -EINVAL);
-}
 
 static void slurp(const char *path, char **buf, size_t *len)
 {
@@ -455,6 +398,107 @@ static void test_synthetic(const char *dir)
 	model_free(meta);
 }
 
+/* One M event with args text a into s. */
+static void meta_event(trace_sink *s, const char *name, int64_t pid, int64_t tid, const char *a)
+{
+	sink_event e = {.ev = {.ph = 'M', .name = jsonw_sv_c(name), .pid = pid, .tid = tid,
+			       .ts_ns = JSONW_NO_TIME, .dur_ns = JSONW_NO_TIME,
+			       .args = jsonw_sv_c(a)}};
+
+	MUST(s->event(s, &e) == 0);
+}
+
+/* One instant of pid 6 as read from a file: raw is its whole text. */
+static void raw_event(trace_sink *s, int64_t ts_us, const char *raw)
+{
+	sink_event e = {.ev = {.ph = 'i', .scope = 't', .name = jsonw_sv_c("r"), .pid = 6,
+			       .tid = 6, .ts_ns = ts_us * 1000, .dur_ns = JSONW_NO_TIME},
+			.raw = jsonw_sv_c(raw)};
+
+	MUST(s->event(s, &e) == 0);
+}
+
+/*
+ * The args of metadata events (parsed with jansson) and the extra keys of
+ * raw events (split with jsonr) on edge cases: written to DIR/args.h5 and
+ * read back to DIR/args_rt.json, which check_h5.py inspects (the processes
+ * and threads tables, the extra text byte for byte, the round trip).
+ */
+static void test_args(const char *dir)
+{
+	static const char *const malformed[] = {
+	    "{\"name\":\"a\",}", "{\"name\" \"a\"}", "{\"name\":\"a\"",   "{\"name\":\"\\x\"}",
+	    "{\"name\":\"a\",\"n\":01}", "{\"name\":\"a\"} x", "{\"name\":\"\\u12\"}", "[\"a\"]"};
+	char ph[4096], prt[4096], *deep;
+	model_trace *meta = model_new();
+	sink_meta sm = {0};
+	trace_sink *s;
+	size_t n = 0;
+	int err;
+
+	MUST(meta != NULL);
+	meta->origin = "forktrace combine";
+	sm.model = meta;
+	snprintf(ph, sizeof(ph), "%s/args.h5", dir);
+	snprintf(prt, sizeof(prt), "%s/args_rt.json", dir);
+	MUST((s = sink_h5_new(ph, NULL, &err)) != NULL);
+	MUST(s->begin(s, &sm) == 0);
+	/* int64 range, a surrogate pair, escapes, a NUL in a string, values
+	 * that are no integers. */
+	meta_event(s, "forktrace_process", 1, 1,
+		   "{\"pid\":-9223372036854775808,\"ppid\":9223372036854775807,\"start_ticks\":5,"
+		   "\"name\":\"\\ud83d\\ude00\\n\",\"exe\":\"/bin/\\u0078\",\"argv\":[\"a\","
+		   "\"b\\u0041\",5,\"c\\u0000d\"],\"exit\":{\"kind\":\"signal\",\"code\":-1,"
+		   "\"signal\":9},\"instrumented\":true,\"images\":2,\"lost_events\":3,"
+		   "\"start_ns\":10,\"end_ns\":1.5}");
+	/* jansson refuses the whole object for an integer beyond int64 or a
+	 * lone surrogate: the name is not taken. */
+	meta_event(s, "process_name", 2, 2, "{\"name\":\"big\",\"n\":99999999999999999999}");
+	meta_event(s, "process_name", 3, 3, "{\"name\":\"\\udcff\"}");
+	/* Nesting: 100 levels are fine, past jansson's limit the args are
+	 * refused (without recursing that deep). */
+	deep = malloc(2 * 100000 + 64);
+	MUST(deep != NULL);
+	n = (size_t)sprintf(deep, "{\"name\":\"deep\",\"x\":");
+	memset(deep + n, '[', 100);
+	memset(deep + n + 100, ']', 100);
+	strcpy(deep + n + 200, "}");
+	meta_event(s, "process_name", 4, 4, deep);
+	n = (size_t)sprintf(deep, "{\"name\":\"deeper\",\"x\":");
+	memset(deep + n, '[', 100000);
+	memset(deep + n + 100000, ']', 100000);
+	strcpy(deep + n + 200000, "}");
+	meta_event(s, "thread_name", 4, 44, deep);
+	free(deep);
+	meta_event(s, "process_labels", 5, 5, "{\"labels\":\"lab\\u0000el\"}");
+	meta_event(s, "process_sort_index", 5, 5, "{\"sort_index\":1.5}");
+	meta_event(s, "thread_name", 5, 55, "{\"n\\u0061me\":\"escaped key\"}");
+	meta_event(s, "thread_sort_index", 5, 55, "{\"sort_index\":\"3\"}");
+	for (size_t i = 0; i < sizeof(malformed) / sizeof(malformed[0]); i++)
+		meta_event(s, "process_name", 10 + (int64_t)i, 10 + (int64_t)i, malformed[i]);
+
+	meta_event(s, "process_name", 6, 6, "{\"name\":\"raw\"}");
+	/* Extra keys kept byte for byte: an escaped column name is a column,
+	 * blanks around the colon go. */
+	raw_event(s, 1,
+		  "{\"ph\":\"i\",\"name\":\"r\",\"pid\":6,\"tid\":6,\"ts\":1,\"s\":\"t\","
+		  "\"p\\u0068\":\"i\",\"big\":99999999999999999999,\"lone\":\"\\udcff\","
+		  "\"deep\":[[[[1]]]],\"tts\" : 1.50 ,\"k\\u00e9\":{\"a\":null}}");
+	/* Not one valid object: no extra keys at all. */
+	raw_event(s, 2, "{\"ph\":\"i\",\"name\":\"r\",\"pid\":6,\"tid\":6,\"ts\":2,\"x\":1,}");
+	raw_event(s, 3, "{\"ph\":\"i\",\"name\":\"r\",\"pid\":6,\"tid\":6,\"ts\":3,\"x\":01}");
+	raw_event(s, 4, "{\"ph\":\"i\",\"name\":\"r\",\"pid\":6,\"tid\":6,\"ts\":4,\"x\":1} 2");
+	raw_event(s, 5, "{\"ph\":\"i\",\"name\":\"r\",\"pid\":6,\"tid\":6,\"ts\":5,\"x\":\"\x01\"}");
+	raw_event(s, 6, "{\"ph\":\"i\",\"name\":\"r\",\"pid\":6,\"tid\":6,\"ts\":6,\"x\":1");
+	/* Only columns: nothing extra. */
+	raw_event(s, 7, "{\"ph\":\"i\",\"name\":\"r\",\"pid\":6,\"tid\":6,\"ts\":7,\"s\":\"t\"}");
+	MUST(s->end(s, &sm) == 0);
+	s->free(s);
+	MUST(h5_to_json(ph, prt) == 0);
+	meta->origin = NULL;
+	model_free(meta);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "to-json") == 0) {
@@ -468,7 +512,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: test_h5 unit DIR | test_h5 to-json IN.h5 OUT.json\n");
 		return 2;
 	}
-	test_jsonscan();
+	test_args(argv[2]);
 	test_model_round_trip(argv[2]);
 	test_synthetic(argv[2]);
 	if (failures > 0)
