@@ -121,20 +121,11 @@ void report_file_abort(report_file *rf)
 int report_write_model(const model_trace *t, int fd, const report_opts *ro, merge_stats *stats)
 {
 	htmlw_opts ho = {ro->include, ro->exclude, ro->pids};
-	sink_meta meta = {.model = t, .processes = t->nprocs};
 	trace_sink *s;
 	int err = 0;
 
 	s = sink_html_new(fd, &ho, &err);
 	if (s == NULL)
 		return err;
-	err = s->begin(s, &meta);
-	if (err == 0)
-		err = merge_model_events(t, s);
-	if (err == 0)
-		err = s->end(s, &meta);
-	if (stats != NULL)
-		*stats = s->stats;
-	s->free(s);
-	return err;
+	return merge_model_write(t, s, stats);
 }

@@ -690,21 +690,11 @@ trace_sink *merge_sink_for(enum trace_format fmt, int fd, const merge_opts *opts
 	}
 }
 
-int merge_write(const model_trace *t, int fd, enum trace_format fmt, const merge_opts *opts,
-		merge_stats *stats)
+int merge_model_write(const model_trace *t, trace_sink *s, merge_stats *stats)
 {
-	sink_meta meta = {.model = t, .processes = t != NULL ? t->nprocs : 0};
-	trace_sink *s;
-	int err = 0;
+	sink_meta meta = {.model = t, .processes = t->nprocs};
+	int err = s->begin(s, &meta);
 
-	if (stats != NULL)
-		memset(stats, 0, sizeof(*stats));
-	if (t == NULL || fd < 0)
-		return -EINVAL;
-	s = merge_sink_for(fmt, fd, opts, &err);
-	if (s == NULL)
-		return err;
-	err = s->begin(s, &meta);
 	if (err == 0)
 		err = merge_model_events(t, s);
 	if (err == 0)
@@ -715,4 +705,20 @@ int merge_write(const model_trace *t, int fd, enum trace_format fmt, const merge
 	}
 	s->free(s);
 	return err;
+}
+
+int merge_write(const model_trace *t, int fd, enum trace_format fmt, const merge_opts *opts,
+		merge_stats *stats)
+{
+	trace_sink *s;
+	int err = 0;
+
+	if (stats != NULL)
+		memset(stats, 0, sizeof(*stats));
+	if (t == NULL || fd < 0)
+		return -EINVAL;
+	s = merge_sink_for(fmt, fd, opts, &err);
+	if (s == NULL)
+		return err;
+	return merge_model_write(t, s, stats);
 }

@@ -129,6 +129,13 @@ int htmlw_check_opts(const htmlw_opts *opts, char *msg, size_t size);
 trace_sink *merge_sink_for(enum trace_format fmt, int fd, const merge_opts *opts, int *err);
 
 /*
+ * Writes the whole model t through s: begin, merge_model_events, end.
+ * Consumes s (frees it, whatever happens). stats may be NULL. Returns 0 or
+ * the first negative errno.
+ */
+int merge_model_write(const model_trace *t, trace_sink *s, merge_stats *stats);
+
+/*
  * Emits the events of a model (everything docs/TRACE_FORMAT.md lists for
  * `forktrace run`) into s, between s->begin and s->end which the caller
  * calls. Returns 0 or the first negative errno of the sink.
