@@ -121,7 +121,7 @@ bool agent_trylock(void)
  * are reserved with a compare-and-swap so that handlers nested in
  * handlers do not collide, and marked ready once written.
  */
-#define AGENT_DEFER_MAX 16
+#define AGENT_DEFER_MAX 128 /* a SIGCHLD handler reaps bursts of dozens */
 
 struct agent_deferred {
 	uint64_t ts;

@@ -29,8 +29,26 @@ AGENT_EXPORT pid_t fork(void)
 		errno = ENOSYS;
 		return -1;
 	}
-	if (agent_bypass())
-		return f();
+	if (agent_bypass()) {
+		/*
+		 * A signal handler that interrupted the agent on this thread
+		 * forks: the child inherits a send in progress on the parent's
+		 * connection, which it must never finish there (STYLE: never
+		 * write on the parent's socket). The child drops the
+		 * connection (the interrupted send then fails and is counted)
+		 * and goes on untraced; the parent is untouched.
+		 */
+		bool inside = agent_t_guard && !agent_t_in_vfork &&
+			      __atomic_load_n(&agent_g.active, __ATOMIC_RELAXED);
+
+		pid = f();
+		if (pid == 0 && inside) {
+			agent_g.reconnected = 1;
+			__atomic_store_n(&agent_g.fd, -1, __ATOMIC_RELAXED);
+			__atomic_store_n(&agent_g.active, 0, __ATOMIC_RELAXED);
+		}
+		return pid;
+	}
 	agent_resolve_all();
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
