@@ -33,7 +33,6 @@ AGENT_TLS int agent_t_tramp;
 /* HELLO has its own buffer: a reconnect sends it while agent_buf still
  * holds the frame that failed. */
 static unsigned char agent_hello_buf[AGENT_ARGV_BYTES + 3 * PATH_MAX + 512];
-static int agent_lockword; /* 0 free, 1 locked, 2 locked with waiters */
 
 void *agent_resolve(void **slot, const char *name)
 {
@@ -81,7 +80,7 @@ pid_t agent_tid(void)
 
 static void agent_futex(int op, int val)
 {
-	syscall(SYS_futex, &agent_lockword, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
+	syscall(SYS_futex, &agent_g.lockword, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
 }
 
 /* Drepper's three-state mutex ("Futexes are tricky", mutex 2). Preserves
@@ -91,15 +90,15 @@ void agent_lock(void)
 	int c = 0;
 	int saved;
 
-	if (__atomic_compare_exchange_n(&agent_lockword, &c, 1, false, __ATOMIC_ACQUIRE,
+	if (__atomic_compare_exchange_n(&agent_g.lockword, &c, 1, false, __ATOMIC_ACQUIRE,
 					__ATOMIC_RELAXED))
 		return;
 	saved = errno;
 	if (c != 2)
-		c = __atomic_exchange_n(&agent_lockword, 2, __ATOMIC_ACQUIRE);
+		c = __atomic_exchange_n(&agent_g.lockword, 2, __ATOMIC_ACQUIRE);
 	while (c != 0) {
 		agent_futex(FUTEX_WAIT, 2);
-		c = __atomic_exchange_n(&agent_lockword, 2, __ATOMIC_ACQUIRE);
+		c = __atomic_exchange_n(&agent_g.lockword, 2, __ATOMIC_ACQUIRE);
 	}
 	errno = saved;
 }
@@ -108,7 +107,7 @@ bool agent_trylock(void)
 {
 	int c = 0;
 
-	return __atomic_compare_exchange_n(&agent_lockword, &c, 1, false, __ATOMIC_ACQUIRE,
+	return __atomic_compare_exchange_n(&agent_g.lockword, &c, 1, false, __ATOMIC_ACQUIRE,
 					   __ATOMIC_RELAXED);
 }
 
@@ -177,11 +176,20 @@ void agent_unlock(void)
 
 	if (agent_t_defer_tail != __atomic_load_n(&agent_t_defer_head, __ATOMIC_RELAXED))
 		agent_defer_flush();
-	if (__atomic_exchange_n(&agent_lockword, 0, __ATOMIC_RELEASE) == 2) {
+	if (__atomic_exchange_n(&agent_g.lockword, 0, __ATOMIC_RELEASE) == 2) {
 		saved = errno;
 		agent_futex(FUTEX_WAKE, 1);
 		errno = saved;
 	}
+}
+
+void agent_emit_frame(const void *frame, ssize_t n)
+{
+	agent_t_guard++;
+	agent_lock();
+	agent_write_locked(frame, n);
+	agent_unlock();
+	agent_t_guard--;
 }
 
 void agent_count_lost(void)
@@ -419,7 +427,7 @@ out:
 void agent_fork_child(pid_t parent_pid)
 {
 	/* The lock word was copied locked: nobody else exists to release it. */
-	__atomic_store_n(&agent_lockword, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&agent_g.lockword, 0, __ATOMIC_RELAXED);
 	agent_t_tid = (pid_t)syscall(SYS_gettid);
 	agent_g.pid = (pid_t)syscall(SYS_getpid);
 	agent_g.ppid = parent_pid;
@@ -428,8 +436,12 @@ void agent_fork_child(pid_t parent_pid)
 	agent_g.reconnected = 0;
 	agent_threads_reset();
 	agent_popen_reset();
-	/* Deferred WAITs are the parent's: it sends them itself. */
-	memset(agent_t_defer, 0, sizeof(agent_t_defer));
+	/* Deferred WAITs are the parent's: it sends them itself. Only the
+	 * slots between tail and head can be marked (a sent slot is cleared),
+	 * so only those are cleared: the whole 3 KiB queue would cost every
+	 * fork child page faults for nothing. */
+	for (unsigned i = agent_t_defer_tail; i != agent_t_defer_head; i++)
+		agent_t_defer[i % AGENT_DEFER_MAX].ready = 0;
 	agent_t_defer_head = agent_t_defer_tail = 0;
 	/* Close the parent's connection without ever writing on it. */
 	if (agent_g.fd >= 0)
@@ -519,9 +531,25 @@ static void agent_env_pick(const char *e, const char *name, char *out, size_t ca
  * process started with, which is what the constructor will read. Nothing
  * else is set up: recording starts with the constructor.
  */
+static __attribute__((noinline)) bool agent_env_load(void);
+
 bool agent_env_ready(void)
 {
 	static int tried;
+
+	if (__atomic_load_n(&agent_g.env_ready, __ATOMIC_ACQUIRE))
+		return true;
+	if (__atomic_load_n(&agent_g.init_done, __ATOMIC_ACQUIRE) ||
+	    __atomic_exchange_n(&tried, 1, __ATOMIC_ACQ_REL) || getauxval(AT_SECURE))
+		return false;
+	return agent_env_load();
+}
+
+/* The slow path of agent_env_ready, apart so that its 8 KiB of buffers
+ * are not on the stack of every exec (a fork child pays a page fault for
+ * each stack page it touches). */
+static bool agent_env_load(void)
+{
 	char sock[sizeof(agent_g.addr.sun_path)];
 	char preload[PATH_MAX];
 	bool has_sock = false, has_preload = false;
@@ -531,11 +559,6 @@ bool agent_env_ready(void)
 	ssize_t n;
 	int fd, saved;
 
-	if (__atomic_load_n(&agent_g.env_ready, __ATOMIC_ACQUIRE))
-		return true;
-	if (__atomic_load_n(&agent_g.init_done, __ATOMIC_ACQUIRE) ||
-	    __atomic_exchange_n(&tried, 1, __ATOMIC_ACQ_REL) || getauxval(AT_SECURE))
-		return false;
 	saved = errno;
 	fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
 	while (fd >= 0) {

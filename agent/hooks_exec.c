@@ -87,14 +87,15 @@ static const char *agent_fd_path(int fd, char *buf, size_t cap)
 }
 
 /*
- * The common exec path. dirfd/flags only for execveat, fd only for
- * fexecve. Preserves the real call's errno.
+ * The common exec path. dirfd/flags only for execveat, fd (in dirfd) and
+ * fdpath (PATH_MAX bytes, to name the file) only for fexecve: the other
+ * calls keep that buffer off their stack, since every stack page a fork
+ * child touches costs it a page fault. Preserves the real call's errno.
  */
 static int agent_exec(unsigned kind, int dirfd, const char *path, char *const argv[],
-		      char *const envp[], int flags)
+		      char *const envp[], int flags, char *fdpath)
 {
 	struct agent_env env;
-	char fdpath[PATH_MAX];
 	char exec_ts[sizeof(FT_ENV_EXEC_TS) + 24];
 	const char *extra = NULL;
 	bool record = !agent_bypass();
@@ -111,7 +112,7 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 	}
 	agent_env_merge(&env, envp, extra);
 	if (kind == FT_EXEC_FEXECVE && record)
-		path = agent_fd_path(dirfd, fdpath, sizeof(fdpath));
+		path = agent_fd_path(dirfd, fdpath, PATH_MAX);
 	if (record)
 		agent_emit_exec(kind, path, argv);
 
@@ -155,33 +156,35 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 
 AGENT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-	return agent_exec(FT_EXEC_EXECVE, -1, path, argv, envp, 0);
+	return agent_exec(FT_EXEC_EXECVE, -1, path, argv, envp, 0, NULL);
 }
 
 AGENT_EXPORT int execv(const char *path, char *const argv[])
 {
-	return agent_exec(FT_EXEC_EXECV, -1, path, argv, environ, 0);
+	return agent_exec(FT_EXEC_EXECV, -1, path, argv, environ, 0, NULL);
 }
 
 AGENT_EXPORT int execvp(const char *file, char *const argv[])
 {
-	return agent_exec(FT_EXEC_EXECVP, -1, file, argv, environ, 0);
+	return agent_exec(FT_EXEC_EXECVP, -1, file, argv, environ, 0, NULL);
 }
 
 AGENT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	return agent_exec(FT_EXEC_EXECVPE, -1, file, argv, envp, 0);
+	return agent_exec(FT_EXEC_EXECVPE, -1, file, argv, envp, 0, NULL);
 }
 
 AGENT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	return agent_exec(FT_EXEC_FEXECVE, fd, NULL, argv, envp, 0);
+	char fdpath[PATH_MAX];
+
+	return agent_exec(FT_EXEC_FEXECVE, fd, NULL, argv, envp, 0, fdpath);
 }
 
 AGENT_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
 			  int flags)
 {
-	return agent_exec(FT_EXEC_EXECVEAT, dirfd, path, argv, envp, flags);
+	return agent_exec(FT_EXEC_EXECVEAT, dirfd, path, argv, envp, flags, NULL);
 }
 
 /*
@@ -220,7 +223,7 @@ static int agent_execl(unsigned kind, const char *path, const char *arg0, va_lis
 		(void)va_arg(ap, char *); /* the terminating NULL */
 	if (kind == FT_EXEC_EXECLE)
 		envp = va_arg(ap, char *const *);
-	ret = agent_exec(kind, -1, path, argv, envp, 0);
+	ret = agent_exec(kind, -1, path, argv, envp, 0, NULL);
 	err = errno;
 	if (maplen)
 		munmap(argv, maplen);

@@ -66,9 +66,12 @@ AGENT_EXPORT pid_t fork(void)
 		agent_unlock();
 	agent_t_guard--;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (pid != 0 && !agent_bypass())
-		AGENT_EMIT(enc_fork(agent_buf, AGENT_BUF_SIZE, ts, agent_tid(), FT_SPAWN_FORK,
-				    pid, pid < 0 ? err : 0));
+	if (pid != 0 && !agent_bypass()) {
+		unsigned char frame[AGENT_SMALL_FRAME];
+
+		agent_emit_frame(frame, enc_fork(frame, sizeof(frame), ts, agent_tid(),
+						 FT_SPAWN_FORK, pid, pid < 0 ? err : 0));
+	}
 	errno = err;
 	return pid;
 }
@@ -91,11 +94,14 @@ static void agent_emit_wait(pid_t child, int status)
 
 	if (!WIFEXITED(status) && !WIFSIGNALED(status))
 		return;
-	if (agent_t_guard)
+	if (agent_t_guard) {
 		agent_defer_wait(agent_now(), child, status);
-	else
-		AGENT_EMIT(
-		    enc_wait(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), child, status));
+	} else {
+		unsigned char frame[AGENT_SMALL_FRAME];
+
+		agent_emit_frame(frame, enc_wait(frame, sizeof(frame), agent_now(), agent_tid(),
+						 child, status));
+	}
 	errno = err;
 }
 
@@ -196,7 +202,9 @@ static void agent_emit_exit(int code)
 	/* A fork child that never spoke: its parent's WAIT tells its end. */
 	if (agent_silent_fork_child())
 		return;
-	AGENT_EMIT(enc_exit(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), code));
+	unsigned char frame[AGENT_SMALL_FRAME];
+
+	agent_emit_frame(frame, enc_exit(frame, sizeof(frame), agent_now(), agent_tid(), code));
 }
 
 AGENT_EXPORT void exit(int code)

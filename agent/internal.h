@@ -101,8 +101,11 @@ static inline void *agent_resolve_fast(void **slot, const char *name)
 #define AGENT_REAL(name) ((agent_##name##_fn)agent_resolve_fast(&agent_real_##name, #name))
 
 /* Process-wide state. Written by the constructor and the fork child reset;
- * fd and the counters change under the send lock. */
+ * fd and the counters change under the send lock. The small fields come
+ * first, the send lock's word among them: a fork child writes all of them,
+ * and each page it writes costs it a copy-on-write fault. */
 struct agent_state {
+	int lockword;	 /* the send lock: 0 free, 1 locked, 2 with waiters */
 	int configured;	 /* FORKTRACE_SOCK was set: merge env on exec/spawn */
 	int env_ready;	 /* the env_* strings below are prepared (atomic) */
 	int init_done;	 /* the constructor ran (whatever it decided) */
@@ -180,6 +183,15 @@ static inline bool agent_silent_fork_child(void)
  * it runs in fork children. False whenever it cannot tell.
  */
 bool agent_exec_target_traced(unsigned kind, int dirfd, const char *path, int flags);
+
+/* Write one frame of n bytes (see agent_write_locked) under the send lock,
+ * raising the nesting guard. For frames encoded into the caller's stack:
+ * a fork parent then writes no page of agent_buf, which fork made
+ * copy-on-write. Signal-safe. Preserves errno. */
+void agent_emit_frame(const void *frame, ssize_t n);
+
+/* Room for a frame with no string in it (FORK, WAIT, EXIT, SIGNAL, LOST). */
+#define AGENT_SMALL_FRAME 64
 
 /* Encode with `call` into agent_buf and write it, under the send lock. */
 #define AGENT_EMIT(call)                                                                           \

@@ -16,6 +16,7 @@
 typedef struct srv {
 	uv_loop_t *loop;
 	uv_pipe_t listener;
+	uv_prepare_t batch;   /* sleeps briefly after a busy iteration */
 	bool listening;
 	proc_tree *pt;        /* borrowed */
 	msgpack_unpacked up;  /* scratch for decoding, reused per frame */
@@ -26,6 +27,7 @@ typedef struct srv {
 	uint64_t frames;      /* frames applied */
 	uint64_t rejected;    /* connections closed for protocol errors */
 	uint64_t truncated;   /* connections that ended inside a frame */
+	uint64_t batch_mark;  /* accepted + frames when the loop last polled */
 } srv;
 
 /* Binds and listens on path (which must not exist). Returns 0 or a
