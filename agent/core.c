@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -68,6 +69,14 @@ uint64_t agent_now(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t agent_boot_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -393,7 +402,8 @@ void agent_write_locked(const void *frame, ssize_t n)
 	if (agent_g.pending_connect) {
 		/* A fork child's first words: connect and introduce itself. */
 		agent_g.pending_connect = 0;
-		agent_g.start_ticks = agent_read_stat(NULL, 0);
+		if (!agent_g.start_ticks)
+			agent_g.start_ticks = agent_read_stat(NULL, 0);
 		if (agent_connect() < 0 || agent_send_hello() < 0) {
 			agent_count_lost();
 			agent_on_collector_gone();
@@ -424,10 +434,31 @@ out:
 	errno = saved;
 }
 
-void agent_fork_child(pid_t parent_pid)
+/*
+ * The start time of a fork child in clock ticks, as /proc/<pid>/stat will
+ * show it, without reading /proc: in a new process that costs ~6 us of
+ * kernel time (its /proc entries are made, then torn down at exit), which
+ * a fork+exec loop pays for every child. The kernel takes the child's
+ * start time during fork, so it lies between the parent's clock reading
+ * before the call (before) and the child's first one after it; when both
+ * fall in the same tick, that tick is the start time. Otherwise (a fork
+ * across a tick boundary: about fork's duration in 10 ms) returns 0, and
+ * the child reads /proc when it needs the value. Signal-safe.
+ */
+static uint64_t agent_fork_start_ticks(uint64_t before)
+{
+	uint64_t after = agent_boot_now();
+
+	if (!agent_g.tick_ns || !before || before / agent_g.tick_ns != after / agent_g.tick_ns)
+		return 0;
+	return after / agent_g.tick_ns;
+}
+
+void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
 {
 	/* The lock word was copied locked: nobody else exists to release it. */
 	__atomic_store_n(&agent_g.lockword, 0, __ATOMIC_RELAXED);
+	agent_g.start_ticks = agent_fork_start_ticks(boot_before);
 	agent_t_tid = (pid_t)syscall(SYS_gettid);
 	agent_g.pid = (pid_t)syscall(SYS_getpid);
 	agent_g.ppid = parent_pid;
@@ -604,6 +635,7 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 {
 	int saved = errno;
 	const char *sock;
+	unsigned long tck;
 	ssize_t n;
 
 	__atomic_store_n(&agent_g.init_done, 1, __ATOMIC_RELEASE);
@@ -620,11 +652,17 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	}
 	agent_g.fd = -1;
 	/* Before main: the program must never see our hand-over variable. */
-	agent_g.exec_ts = agent_env_take_exec_ts(envp);
+	agent_g.exec_ts = agent_env_take_exec_ts(envp, &agent_g.start_ticks);
 	agent_cache_argv(argc, argv);
 	agent_g.pid = getpid();
 	agent_g.ppid = getppid();
-	agent_g.start_ticks = agent_read_stat(agent_g.name, sizeof(agent_g.name));
+	tck = getauxval(AT_CLKTCK);
+	agent_g.tick_ns = tck ? 1000000000u / tck : 0;
+	/* The image a fork child exec'd is handed its start time (see
+	 * agent_fork_start_ticks); the comm is then one prctl away. */
+	if (!agent_g.start_ticks ||
+	    syscall(SYS_prctl, PR_GET_NAME, agent_g.name, 0, 0, 0) != 0)
+		agent_g.start_ticks = agent_read_stat(agent_g.name, sizeof(agent_g.name));
 	n = readlink("/proc/self/exe", agent_g.exe, sizeof(agent_g.exe) - 1);
 	agent_g.exe[n > 0 ? n : 0] = '\0';
 	__atomic_store_n(&agent_g.configured, 1, __ATOMIC_RELEASE);

@@ -136,19 +136,28 @@ void agent_env_release(struct agent_env *e)
 	errno = saved;
 }
 
-/* Removes FORKTRACE_EXEC_TS from environ (before main: single-threaded)
- * and returns its value, or 0. */
-uint64_t agent_env_take_exec_ts(char **envp)
+/* "<ns>[:<ticks>]": a value with anything else after the digits gives no
+ * ticks. */
+uint64_t agent_env_take_exec_ts(char **envp, uint64_t *ticks)
 {
 	uint64_t v = 0;
 	size_t i, j;
 
+	*ticks = 0;
 	if (!envp)
 		return 0;
 	for (i = 0, j = 0; envp[i]; i++) {
 		if (agent_env_is(envp[i], FT_ENV_EXEC_TS, sizeof(FT_ENV_EXEC_TS) - 1)) {
-			for (const char *p = envp[i] + sizeof(FT_ENV_EXEC_TS); *p >= '0' && *p <= '9'; p++)
+			const char *p = envp[i] + sizeof(FT_ENV_EXEC_TS);
+			uint64_t t = 0;
+
+			for (v = 0; *p >= '0' && *p <= '9'; p++)
 				v = v * 10 + (uint64_t)(*p - '0');
+			if (*p == ':' && p[1]) {
+				for (p++; *p >= '0' && *p <= '9'; p++)
+					t = t * 10 + (uint64_t)(*p - '0');
+				*ticks = *p ? 0 : t;
+			}
 			continue;
 		}
 		envp[j++] = envp[i];

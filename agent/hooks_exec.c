@@ -48,19 +48,33 @@ static void agent_emit_exec(unsigned kind, const char *path, char *const *argv)
 	agent_t_guard--;
 }
 
-/* "FORKTRACE_EXEC_TS=<ns>" into buf. Signal-safe (no printf). */
-static void agent_format_exec_ts(char *buf, uint64_t ns)
+/* Decimal digits of v at buf + off; returns the new offset. */
+static size_t agent_format_u64(char *buf, size_t off, uint64_t v)
 {
 	char digits[24];
-	size_t nd = 0, off = sizeof(FT_ENV_EXEC_TS);
+	size_t nd = 0;
 
-	memcpy(buf, FT_ENV_EXEC_TS "=", off);
 	do {
-		digits[nd++] = (char)('0' + ns % 10);
-		ns /= 10;
-	} while (ns);
+		digits[nd++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
 	while (nd)
 		buf[off++] = digits[--nd];
+	return off;
+}
+
+/* "FORKTRACE_EXEC_TS=<ns>[:<ticks>]" into buf (ticks 0: not known).
+ * Signal-safe (no printf). */
+static void agent_format_exec_ts(char *buf, uint64_t ns, uint64_t ticks)
+{
+	size_t off = sizeof(FT_ENV_EXEC_TS);
+
+	memcpy(buf, FT_ENV_EXEC_TS "=", off);
+	off = agent_format_u64(buf, off, ns);
+	if (ticks) {
+		buf[off++] = ':';
+		off = agent_format_u64(buf, off, ticks);
+	}
 	buf[off] = '\0';
 }
 
@@ -96,7 +110,7 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 		      char *const envp[], int flags, char *fdpath)
 {
 	struct agent_env env;
-	char exec_ts[sizeof(FT_ENV_EXEC_TS) + 24];
+	char exec_ts[sizeof(FT_ENV_EXEC_TS) + 48];
 	const char *extra = NULL;
 	bool record = !agent_bypass();
 	int ret, err;
@@ -106,7 +120,7 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 	 * of the call instead. */
 	if (record && agent_silent_fork_child() &&
 	    agent_exec_target_traced(kind, dirfd, path, flags)) {
-		agent_format_exec_ts(exec_ts, agent_now());
+		agent_format_exec_ts(exec_ts, agent_now(), agent_g.start_ticks);
 		extra = exec_ts;
 		record = false;
 	}

@@ -22,7 +22,7 @@ AGENT_EXPORT pid_t fork(void)
 	agent_fork_fn f = AGENT_REAL(fork);
 	sigset_t all, old;
 	pid_t parent, pid;
-	uint64_t ts;
+	uint64_t ts, boot;
 	int err;
 
 	if (!f) {
@@ -58,10 +58,11 @@ AGENT_EXPORT pid_t fork(void)
 	/* FORK carries the time before the child exists, so the collector
 	 * can order it before anything the child says or its end. */
 	ts = agent_now();
+	boot = agent_boot_now();
 	pid = f();
 	err = errno;
 	if (pid == 0)
-		agent_fork_child(parent);
+		agent_fork_child(parent, boot);
 	else
 		agent_unlock();
 	agent_t_guard--;

@@ -117,6 +117,7 @@ struct agent_state {
 	int pending_connect; /* fork child: connect and say HELLO at the first write */
 	int forked;	 /* this image is a fork child's copy (HELLO flag) */
 	uint64_t exec_ts; /* from FORKTRACE_EXEC_TS: when this image was exec'd */
+	uint64_t tick_ns; /* ns per clock tick (the unit of start_ticks), or 0 */
 	pid_t pid;
 	pid_t ppid;
 	uint64_t start_ticks;
@@ -219,9 +220,13 @@ void agent_on_collector_gone(void);
 void agent_fail(const char *msg);
 
 /* In the child of fork(), with the send lock held and signals blocked:
- * drop inherited state, connect anew, send HELLO, release the lock.
- * Only async-signal-safe calls. */
-void agent_fork_child(pid_t parent_pid);
+ * drop inherited state, release the lock; the child connects at its first
+ * write. boot_before is agent_boot_now() taken by the parent just before
+ * the fork. Only async-signal-safe calls. */
+void agent_fork_child(pid_t parent_pid, uint64_t boot_before);
+
+/* CLOCK_BOOTTIME ns, the clock of start_ticks. Signal-safe (vDSO). */
+uint64_t agent_boot_now(void);
 
 /* Fatal-signal handlers, installed by the constructor. */
 void agent_signals_install(void);
@@ -253,7 +258,9 @@ bool agent_env_ready(void);
 
 /* Fill e->envp from envp (borrowed; NULL means empty). */
 void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra);
-uint64_t agent_env_take_exec_ts(char **envp);
+/* Removes FORKTRACE_EXEC_TS from envp (before main: single-threaded) and
+ * returns its time, or 0; *ticks gets the start time it carries, or 0. */
+uint64_t agent_env_take_exec_ts(char **envp, uint64_t *ticks);
 /* Release what agent_env_merge mapped. Preserves errno. */
 void agent_env_release(struct agent_env *e);
 

@@ -46,9 +46,11 @@
 #define FT_ENV_SPILL_DIR "FORKTRACE_SPILL" /* where spill files go if no collector */
 #define FT_ENV_PRELOAD "LD_PRELOAD"
 /* Set by a fork child's exec hook for the new image only: the time of the
- * exec call (monotonic ns). The new image's agent removes it from environ
- * before main runs, so the program never sees it, and reports it as
- * FT_K_EXEC_TS in its HELLO. */
+ * exec call (monotonic ns), then, when known, ':' and the process's start
+ * time in clock ticks (FT_K_START_TICKS, which exec does not change). The
+ * new image's agent removes it from environ before main runs, so the
+ * program never sees it, and reports the time as FT_K_EXEC_TS in its HELLO;
+ * with the start time it need not read /proc/self/stat. */
 #define FT_ENV_EXEC_TS "FORKTRACE_EXEC_TS"
 
 enum ft_msg_type {

@@ -467,6 +467,36 @@ def test_exit_signal(t):
 
 
 @test
+def test_start_ticks(t):
+    """A fork child that execs hands its start time (ticks after boot) to
+    the new image, which then does not read /proc/self/stat: the value in
+    the trace must still be what /proc says, for every child, or processes
+    would not be told apart from a reused pid. Each child (forked by bash,
+    which forks where dash would vfork, then exec'd) prints its pid and
+    field 22 of its own stat."""
+    n = 40
+    script = ("i=0; while [ $i -lt %d ]; do i=$((i+1)); "
+              "/bin/sh -c 'read -r l < /proc/$$/stat; set -- ${l##*) }; "
+              "shift 19; echo $$ $1'; done" % n)
+    res = t.run(["/bin/bash", "-c", script], expect_rc=0)
+    tr = res.trace
+    seen = 0
+    for line in res.stdout.decode().split("\n"):
+        if not line.strip():
+            continue
+        pid, ticks = (int(x) for x in line.split())
+        procs = [p for p in tr.all() if p.rec.get("pid") == pid]
+        check(len(procs) == 1, f"pid {pid}: {len(procs)} processes in the trace\n{tr.dump()}")
+        p = procs[0]
+        check(p.rec.get("start_ticks") == ticks,
+              f"{p.describe()}: start_ticks {p.rec.get('start_ticks')}, /proc says {ticks}")
+        check(p.name == "sh" and p.images == 2 and p.instrumented,
+              f"{p.describe()}: expected the fork child and its exec'd sh, instrumented")
+        seen += 1
+    check(seen == n, f"{seen} children printed their start time, expected {n}")
+
+
+@test
 def test_exec_failed(t):
     res = t.run_compare([prog("bad_exec")], expect_rc=0)
     tr = res.trace
