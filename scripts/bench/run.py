@@ -8,6 +8,11 @@ each to the untraced median of the same run.
 
 Usage: scripts/bench/run.py [--build DIR] [--rounds N] [--children N]
                             [--files N] [--only fork,spawn,make]
+                            [--baseline DIR] [--no-strace]
+
+--baseline DIR adds the forktrace of another build (say, of the commit
+before a change) to the same interleaved rounds, so that a change is
+measured against its baseline in one run.
 """
 import argparse
 import os
@@ -55,6 +60,7 @@ def main():
     ap.add_argument("--files", type=int, default=1000)
     ap.add_argument("--only", default="fork,spawn,make")
     ap.add_argument("--no-strace", action="store_true")
+    ap.add_argument("--baseline", help="another build dir whose forktrace runs too")
     a = ap.parse_args()
 
     ft = os.path.join(os.path.abspath(a.build), "bin", "forktrace")
@@ -67,6 +73,9 @@ def main():
         "untraced": [],
         "forktrace": [ft, "run", "-q", "-o", trace, "--"],
     }
+    if a.baseline:
+        tracers["baseline"] = [os.path.join(os.path.abspath(a.baseline), "bin", "forktrace"),
+                               "run", "-q", "-o", trace, "--"]
     if not a.no_strace and shutil.which("strace"):
         tracers["strace -f"] = ["strace", "-f", "-qq", "-o", "/dev/null"]
 
