@@ -218,33 +218,72 @@ void agent_fail(const char *msg)
 	errno = saved;
 }
 
-/* Write all of buf on our socket, looping on partial writes and EINTR.
+/* Write all of iov on our socket, looping on partial writes and EINTR.
  * MSG_NOSIGNAL: a dead collector must never raise SIGPIPE in the program.
- * The fd is read again for each send: a signal handler of this thread that
- * dup2()s onto our fd moves the socket without the send lock (see
- * agent_fd_evacuate), and a send to the old number then fails with EBADF
- * or ENOTSOCK; what was sent so far went to the same socket, so the rest
- * goes to the new number. Returns 0 or -errno. Signal-safe. */
-static int agent_write_all(const void *buf, size_t n)
+ * passfd >= 0 travels with the first bytes as SCM_RIGHTS. The fd is read
+ * again for each send: a signal handler of this thread that dup2()s onto
+ * our fd moves the socket without the send lock (see agent_fd_evacuate),
+ * and a send to the old number then fails with EBADF or ENOTSOCK; what was
+ * sent so far went to the same socket, so the rest goes to the new number.
+ * iov is consumed (changed). Returns 0 or -errno. Signal-safe. */
+static int agent_writev_all(struct iovec *iov, int cnt, int passfd)
 {
-	const unsigned char *p = buf;
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cm;
 
-	while (n) {
+	while (cnt > 0) {
 		int fd = __atomic_load_n(&agent_g.fd, __ATOMIC_RELAXED);
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		struct msghdr mh;
+		ssize_t w;
 
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = iov;
+		mh.msg_iovlen = (size_t)cnt;
+		if (passfd >= 0) {
+			memset(&cm, 0, sizeof(cm));
+			mh.msg_control = cm.b;
+			mh.msg_controllen = sizeof(cm.b);
+			cm.h.cmsg_level = SOL_SOCKET;
+			cm.h.cmsg_type = SCM_RIGHTS;
+			cm.h.cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(&cm.h), &passfd, sizeof(int));
+		}
+		w = sendmsg(fd, &mh, MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
 			if ((errno == EBADF || errno == ENOTSOCK) &&
 			    fd != __atomic_load_n(&agent_g.fd, __ATOMIC_RELAXED))
 				continue;
+			/* The fd to pass was closed behind our back: send
+			 * the bytes without it (nothing to salvage then). */
+			if (errno == EBADF && passfd >= 0 && fcntl(passfd, F_GETFD) < 0) {
+				passfd = -1;
+				continue;
+			}
 			return -errno;
 		}
-		p += w;
-		n -= (size_t)w;
+		passfd = -1;
+		while (cnt > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			cnt--;
+		}
+		if (cnt > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
 	}
 	return 0;
+}
+
+static int agent_write_all(const void *buf, size_t n)
+{
+	struct iovec iov = {(void *)buf, n};
+
+	return agent_writev_all(&iov, 1, -1);
 }
 
 /* Read field 22 (starttime) of /proc/self/stat, and optionally the comm.
@@ -373,26 +412,37 @@ static void agent_flush_lost(void)
 		__atomic_add_fetch(&agent_g.lost, n, __ATOMIC_RELAXED);
 }
 
-void agent_write_locked(const void *frame, ssize_t n)
+/* A copy of iov for one attempt (a failed attempt consumes its copy). */
+#define AGENT_IOV_MAX 4
+
+static int agent_writev_try(const struct iovec *iov, int cnt, int passfd)
+{
+	struct iovec v[AGENT_IOV_MAX];
+
+	memcpy(v, iov, sizeof(*iov) * (size_t)cnt);
+	return agent_writev_all(v, cnt, passfd);
+}
+
+int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd, uint64_t nevents)
 {
 	int saved = errno;
 	int err;
 
-	if (n < 0 || !__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED)) {
-		agent_count_lost();
-		goto out;
+	if (n < 0 || cnt > AGENT_IOV_MAX || !__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED)) {
+		err = n < 0 ? (int)n : -ENOTCONN;
+		goto lost;
 	}
 	if (agent_g.pending_connect) {
 		/* A fork child's first words: connect and introduce itself. */
 		agent_g.pending_connect = 0;
 		agent_g.start_ticks = agent_read_stat(NULL, 0);
 		if (agent_connect() < 0 || agent_send_hello() < 0) {
-			agent_count_lost();
 			agent_on_collector_gone();
-			goto out;
+			err = -ENOTCONN;
+			goto lost;
 		}
 	}
-	err = agent_write_all(frame, (size_t)n);
+	err = agent_writev_try(iov, cnt, passfd);
 	if (err == -EBADF || err == -EPIPE || err == -ENOTSOCK || err == -ECONNRESET) {
 		/* Our fd was closed behind our back (raw syscalls) or the
 		 * connection broke: try one new connection before giving up. */
@@ -402,18 +452,28 @@ void agent_write_locked(const void *frame, ssize_t n)
 				syscall(SYS_close, agent_g.fd);
 			agent_g.fd = -1;
 			if (agent_connect() == 0 && agent_send_hello() == 0)
-				err = agent_write_all(frame, (size_t)n);
+				err = agent_writev_try(iov, cnt, passfd);
 		}
 	}
 	if (err < 0) {
-		agent_count_lost();
 		agent_on_collector_gone();
-		goto out;
+		goto lost;
 	}
 	if (__atomic_load_n(&agent_g.lost, __ATOMIC_RELAXED))
 		agent_flush_lost();
-out:
 	errno = saved;
+	return 0;
+lost:
+	__atomic_add_fetch(&agent_g.lost, nevents ? nevents : 1, __ATOMIC_RELAXED);
+	errno = saved;
+	return err;
+}
+
+void agent_write_locked(const void *frame, ssize_t n)
+{
+	struct iovec iov = {(void *)frame, n > 0 ? (size_t)n : 0};
+
+	(void)agent_writev_locked(&iov, 1, n, -1, 1);
 }
 
 void agent_fork_child(pid_t parent_pid)
@@ -428,6 +488,7 @@ void agent_fork_child(pid_t parent_pid)
 	agent_g.reconnected = 0;
 	agent_threads_reset();
 	agent_popen_reset();
+	agent_ev_fork_child();
 	/* Deferred WAITs are the parent's: it sends them itself. */
 	memset(agent_t_defer, 0, sizeof(agent_t_defer));
 	agent_t_defer_head = agent_t_defer_tail = 0;
@@ -604,6 +665,7 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	agent_g.start_ticks = agent_read_stat(agent_g.name, sizeof(agent_g.name));
 	n = readlink("/proc/self/exe", agent_g.exe, sizeof(agent_g.exe) - 1);
 	agent_g.exe[n > 0 ? n : 0] = '\0';
+	agent_ev_init(getenv("FORKTRACE_FUNCTIONS"));
 	__atomic_store_n(&agent_g.configured, 1, __ATOMIC_RELEASE);
 	agent_start_connection();
 	if (__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED))

@@ -22,6 +22,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -77,7 +78,8 @@ typedef int (*agent_main_fn)(int, char **, char **);
 	X(close_range, int, (unsigned, unsigned, int))                                             \
 	X(closefrom, void, (int))                                                                  \
 	X(dup2, int, (int, int))                                                                   \
-	X(dup3, int, (int, int, int))
+	X(dup3, int, (int, int, int))                                                              \
+	X(dlclose, int, (void *))
 
 #define AGENT_X(name, ret, args)                                                                   \
 	typedef ret(*agent_##name##_fn) args;                                                      \
@@ -161,6 +163,13 @@ void agent_lock(void);
 bool agent_trylock(void);
 void agent_unlock(void);
 
+/* Write a frame of n bytes gathered from iov[0..cnt) (cnt <= 4; n < 0:
+ * the encoder failed), with passfd (>= 0) attached as SCM_RIGHTS. When it
+ * cannot be written, nevents events are counted lost and a negative errno
+ * is returned; 0 on success. Caller holds the send lock. Signal-safe.
+ * Preserves errno. */
+int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd, uint64_t nevents);
+
 /* Write a frame of n bytes (n < 0: the encoder failed, count a loss).
  * Caller holds the send lock. Reconnects once on EBADF/EPIPE, reports
  * pending losses after a successful write. Signal-safe. Preserves errno. */
@@ -210,6 +219,21 @@ void agent_fail(const char *msg);
  * drop inherited state, connect anew, send HELLO, release the lock.
  * Only async-signal-safe calls. */
 void agent_fork_child(pid_t parent_pid);
+
+/* In-process events (events.c). */
+/* Reads FORKTRACE_FUNCTIONS ("0": the -finstrument-functions hooks do
+ * nothing). Constructor only. */
+void agent_ev_init(const char *functions);
+/* Send what the calling thread recorded (before fork, exec, spawn, exit).
+ * Takes the send lock; never from inside the agent. */
+void agent_ev_flush_self(void);
+/* The same with the send lock held by the caller (a fatal-signal handler
+ * that got it with agent_trylock). Signal-safe. */
+void agent_ev_flush_self_locked(void);
+/* The calling thread ends: flush and give its slot back. */
+void agent_ev_thread_end(void);
+/* In a fork child: forget the parent's buffers. Signal-safe. */
+void agent_ev_fork_child(void);
 
 /* Fatal-signal handlers, installed by the constructor. */
 void agent_signals_install(void);
