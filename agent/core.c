@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -189,11 +190,14 @@ void agent_count_lost(void)
 	__atomic_add_fetch(&agent_g.lost, 1, __ATOMIC_RELAXED);
 }
 
+static int agent_spill_open(void);
+
 void agent_on_collector_gone(void)
 {
-	/* The spill-to-file fallback (FORKTRACE_SPILL) will take over here.
-	 * Until then the agent stops recording; the fd stays open so the
-	 * collector still sees EOF only when the process goes away. */
+	if (!agent_g.spilling && agent_spill_open() == 0) {
+		__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	__atomic_store_n(&agent_g.active, 0, __ATOMIC_RELAXED);
 }
 
@@ -250,7 +254,8 @@ static int agent_writev_all(struct iovec *iov, int cnt, int passfd)
 			cm.h.cmsg_len = CMSG_LEN(sizeof(int));
 			memcpy(CMSG_DATA(&cm.h), &passfd, sizeof(int));
 		}
-		w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		/* A spill file takes the same bytes, without fds. */
+		w = agent_g.spilling ? writev(fd, iov, cnt) : sendmsg(fd, &mh, MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -387,15 +392,75 @@ static int agent_send_hello(void)
 /* Connect and say HELLO; on failure hand over to agent_on_collector_gone. */
 static void agent_start_connection(void)
 {
-	if (agent_connect() < 0) {
-		agent_on_collector_gone();
-		return;
-	}
-	if (agent_send_hello() < 0) {
+	if (agent_g.addr.sun_path[0] == '\0' || agent_connect() < 0 || agent_send_hello() < 0) {
 		agent_on_collector_gone();
 		return;
 	}
 	__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
+}
+
+/* Appends the decimal digits of v to p; returns the end. Signal-safe. */
+static char *agent_utoa(char *p, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+/*
+ * Opens this image's spill file, SPILL_DIR/<pid>-<start ticks>-<ns>.ftspill
+ * (created 0600, the directory 0700 if missing), moves it high like the
+ * socket, and writes HELLO into it: the file then holds the frames the
+ * connection would have carried, and `forktrace combine` reads it.
+ * Returns 0 or -errno. Signal-safe (no stdio, no malloc).
+ */
+static int agent_spill_open(void)
+{
+	char path[PATH_MAX + 80];
+	size_t n = strlen(agent_g.spill_dir);
+	char *p;
+	int fd, hi;
+
+	if (n == 0 || n >= PATH_MAX)
+		return -ENOENT;
+	memcpy(path, agent_g.spill_dir, n);
+	path[n] = '\0';
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	p = path + n;
+	*p++ = '/';
+	p = agent_utoa(p, (uint64_t)agent_g.pid);
+	*p++ = '-';
+	p = agent_utoa(p, agent_g.start_ticks);
+	*p++ = '-';
+	p = agent_utoa(p, agent_now());
+	memcpy(p, ".ftspill", sizeof(".ftspill"));
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	hi = fcntl(fd, F_DUPFD_CLOEXEC, AGENT_FD_MIN);
+	if (hi >= 0) {
+		syscall(SYS_close, fd);
+		fd = hi;
+	}
+	if (agent_g.fd >= 0)
+		syscall(SYS_close, agent_g.fd);
+	__atomic_store_n(&agent_g.fd, fd, __ATOMIC_RELAXED);
+	agent_g.spilling = 1;
+	if (agent_send_hello() < 0) {
+		agent_g.spilling = 0;
+		agent_g.fd = -1;
+		syscall(SYS_close, fd);
+		return -EIO;
+	}
+	return 0;
 }
 
 /* Report pending losses on the (working) connection. Best effort. */
@@ -433,17 +498,25 @@ int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd,
 		goto lost;
 	}
 	if (agent_g.pending_connect) {
-		/* A fork child's first words: connect and introduce itself. */
+		/* A fork child's first words: connect (or open its own spill
+		 * file) and introduce itself. */
 		agent_g.pending_connect = 0;
 		agent_g.start_ticks = agent_read_stat(NULL, 0);
-		if (agent_connect() < 0 || agent_send_hello() < 0) {
+		if (agent_g.spilling) {
+			agent_g.spilling = 0;
 			agent_on_collector_gone();
+		} else if (agent_g.addr.sun_path[0] == '\0' || agent_connect() < 0 ||
+			   agent_send_hello() < 0) {
+			agent_on_collector_gone();
+		}
+		if (!__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED)) {
 			err = -ENOTCONN;
 			goto lost;
 		}
 	}
 	err = agent_writev_try(iov, cnt, passfd);
-	if (err == -EBADF || err == -EPIPE || err == -ENOTSOCK || err == -ECONNRESET) {
+	if (!agent_g.spilling &&
+	    (err == -EBADF || err == -EPIPE || err == -ENOTSOCK || err == -ECONNRESET)) {
 		/* Our fd was closed behind our back (raw syscalls) or the
 		 * connection broke: try one new connection before giving up. */
 		if (!agent_g.reconnected) {
@@ -455,8 +528,15 @@ int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd,
 				err = agent_writev_try(iov, cnt, passfd);
 		}
 	}
-	if (err < 0) {
+	if (err < 0 && !agent_g.spilling) {
+		/* The collector is gone: the spill file takes this frame and
+		 * everything after it. */
 		agent_on_collector_gone();
+		if (agent_g.spilling)
+			err = agent_writev_try(iov, cnt, -1);
+	}
+	if (err < 0) {
+		__atomic_store_n(&agent_g.active, 0, __ATOMIC_RELAXED);
 		goto lost;
 	}
 	if (__atomic_load_n(&agent_g.lost, __ATOMIC_RELAXED))
@@ -637,6 +717,23 @@ bool agent_env_ready(void)
 	return __atomic_load_n(&agent_g.env_ready, __ATOMIC_ACQUIRE);
 }
 
+/* Where spill files go: $FORKTRACE_SPILL, else $TMPDIR (or /tmp)
+ * /forktrace-spill-<uid>. Constructor only. */
+static void agent_spill_dir(const char *dir, const char *tmp)
+{
+	char *p;
+
+	if (dir && *dir && strlen(dir) < sizeof(agent_g.spill_dir)) {
+		strcpy(agent_g.spill_dir, dir);
+		return;
+	}
+	if (!tmp || !*tmp || strlen(tmp) > sizeof(agent_g.spill_dir) - 64)
+		tmp = "/tmp";
+	p = stpcpy(agent_g.spill_dir, tmp);
+	p = stpcpy(p, "/forktrace-spill-");
+	*agent_utoa(p, (uint64_t)getuid()) = '\0';
+}
+
 /* glibc passes argc, argv and envp to .init_array functions. */
 __attribute__((constructor)) static void agent_init(int argc, char **argv, char **envp)
 {
@@ -648,9 +745,12 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	/* Never honour the environment of a setuid/setgid program. */
 	if (getauxval(AT_SECURE))
 		goto out;
+	/* Without a collector (no FORKTRACE_SOCK, or one that does not
+	 * answer) everything goes to spill files. */
 	sock = getenv(FT_ENV_SOCK);
-	if (!sock || !*sock)
-		goto out;
+	if (!sock)
+		sock = "";
+	agent_spill_dir(getenv(FT_ENV_SPILL_DIR), getenv("TMPDIR"));
 	if (!__atomic_load_n(&agent_g.env_ready, __ATOMIC_ACQUIRE) &&
 	    agent_prepare_env(sock, getenv(FT_ENV_PRELOAD)) < 0) {
 		agent_fail("FORKTRACE_SOCK or the agent path is too long; tracing disabled");

@@ -115,6 +115,7 @@ struct agent_state {
 	int exit_sent;	 /* EXIT was sent for this image (atomic) */
 	int pending_connect; /* fork child: connect and say HELLO at the first write */
 	int forked;	 /* this image is a fork child's copy (HELLO flag) */
+	int spilling;	 /* fd is this image's spill file, not a socket */
 	uint64_t exec_ts; /* from FORKTRACE_EXEC_TS: when this image was exec'd */
 	pid_t pid;
 	pid_t ppid;
@@ -133,6 +134,7 @@ struct agent_state {
 	char env_sock[sizeof(FT_ENV_SOCK "=") + sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char env_preload[PATH_MAX + sizeof(FT_ENV_PRELOAD "=")]; /* LD_PRELOAD=<original value> */
 	char agent_path[PATH_MAX];				 /* this .so, as loaded */
+	char spill_dir[PATH_MAX]; /* where spill files go (FORKTRACE_SPILL) */
 	const char *agent_base;					 /* basename in agent_path */
 };
 
@@ -208,8 +210,10 @@ void agent_defer_wait(uint64_t ts, pid_t child, int status);
 /* Count one dropped event (no lock needed). Signal-safe. */
 void agent_count_lost(void);
 
-/* The collector cannot be reached: stop recording. The spill-to-file
- * fallback goes here. Caller holds the send lock or is single-threaded. */
+/* The collector cannot be reached: write to a spill file from now on
+ * (docs/TRACE_FORMAT.md, "Spill files"), or stop recording when that
+ * fails too. Caller holds the send lock or is single-threaded.
+ * Signal-safe. */
 void agent_on_collector_gone(void);
 
 /* Write the one "forktrace-agent: <msg>" line to stderr and disable. */

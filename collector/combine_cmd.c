@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "combine.h"
 #include "internal.h"
+#include "spill.h"
 #include "merge.h"
 
 #define PROGRESS_INTERVAL_NS 200000000LL
@@ -137,6 +138,7 @@ int combine_main(int argc, char **argv)
 	bool quiet = false;
 	combine_opts co = {0};
 	combine_result res = {0};
+	spill_inputs sp;
 	merge_opts mo;
 	report_file rf;
 	trace_sink *sink;
@@ -193,8 +195,10 @@ int combine_main(int argc, char **argv)
 	prog.last_ns = now_ns();
 	co.progress = progress_cb;
 	co.progress_ctx = &prog;
-	err = combine_files((const char *const *)argv + optind, (size_t)(argc - optind), &co,
-			    sink, &res);
+	/* Agents' spill files become one more input, a trace of their own. */
+	err = spill_prepare((const char *const *)argv + optind, (size_t)(argc - optind), &sp);
+	if (err == 0)
+		err = combine_files(sp.paths, sp.npaths, &co, sink, &res);
 	sink->free(sink);
 	if (prog.shown)
 		fputs("\r\033[K", stderr);
@@ -205,15 +209,20 @@ int combine_main(int argc, char **argv)
 			strerror(-err));
 		report_file_abort(&rf);
 		combine_result_free(&res);
+		spill_release(&sp);
 		return 1;
 	}
 	report_inputs(&res, quiet, co.align);
+	if (sp.nspill && !quiet)
+		fprintf(stderr, "forktrace: read %zu spill file%s as one more input\n", sp.nspill,
+			sp.nspill == 1 ? "" : "s");
 	if (!quiet)
 		fprintf(stderr, "forktrace: combined %zu file%s, %" PRIu64 " events, %" PRIu64
 				" processes (%" PRIu64 " pids remapped) into %s\n",
 			res.ninputs, res.ninputs == 1 ? "" : "s", res.events, res.processes,
 			res.remapped, output);
-	code = res.problems > 0 ? 1 : 0;
+	code = res.problems > 0 || sp.problems > 0 ? 1 : 0;
 	combine_result_free(&res);
+	spill_release(&sp);
 	return code;
 }

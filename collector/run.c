@@ -150,6 +150,10 @@ static const char run_usage[] =
 	"SIGINT, SIGTERM and SIGHUP sent to forktrace are passed to COMMAND;\n"
 	"the trace is written all the same.\n"
 	"\n"
+	"If forktrace itself is killed, the traced processes go on and write\n"
+	"what they record to spill files in OUTPUT.spill/; get the trace back\n"
+	"with 'forktrace combine OUTPUT.spill -o OUTPUT'.\n"
+	"\n"
 	"Environment:\n"
 	"  TMPDIR            where the private socket directory is made.\n"
 	"  FORKTRACE_AGENT   path of libforktrace-agent.so (default: next to\n"
@@ -701,6 +705,19 @@ int run_main(int argc, char **argv)
 	 * again, for images that lost the variable with a cleared env). */
 	if (rs->o.no_functions)
 		setenv("FORKTRACE_FUNCTIONS", "0", 1);
+	/* Should forktrace die, the agents write what they record next to
+	 * the trace it would have written: OUTPUT.spill/. */
+	{
+		char cwd[PATH_MAX], *dir = NULL;
+		int n = rs->o.output[0] == '/' ? asprintf(&dir, "%s.spill", rs->o.output)
+			: getcwd(cwd, sizeof(cwd)) ? asprintf(&dir, "%s/%s.spill", cwd, rs->o.output)
+						   : -1;
+
+		if (n >= 0) {
+			setenv(FT_ENV_SPILL_DIR, dir, 1);
+			free(dir);
+		}
+	}
 	if (model_set_spill(rs->model, rs->sock_dir, rs->o.max_memory) < 0)
 		fprintf(stderr, "forktrace: warning: cannot create a spill file in %s; "
 				"--max-memory is not enforced\n", rs->sock_dir);

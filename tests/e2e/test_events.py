@@ -12,6 +12,7 @@ import collections
 import os
 import signal
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftcheck as ft  # noqa: E402
@@ -217,6 +218,45 @@ def ev_clock(ctx):
         check(off <= 1.0, f"pid {pid}: instant at {ts} us, recorded between clock reads "
               f"{before} and {after} us: {off:.3f} us outside")
     print(f"worst distance outside the clock reads {worst:.3f} us")
+
+
+@test
+def ev_collector_killed(ctx):
+    """forktrace is SIGKILLed while the program runs: the program goes on
+    unharmed, its agent writes spill files to OUTPUT.spill/, and
+    `forktrace combine` on them gives every event it recorded."""
+    n = 3000
+    go, pidfile = ctx.path("go"), ctx.path("pid")
+    started = ctx.start(ctx.run_args([prog("ev_prog"), "phases", str(n), go, pidfile]))
+    deadline = time.monotonic() + 20
+    while not os.path.exists(pidfile) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    check(os.path.exists(pidfile), "the program never started")
+    time.sleep(0.2)
+    os.kill(started[0].pid, signal.SIGKILL)
+    started[0].wait()
+    with open(pidfile) as f:
+        pid = int(f.read())
+    open(go, "w").close()
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.01)
+    else:
+        fail("the program did not finish after its collector was killed")
+    spill = ctx.path("trace.json.spill")
+    files = os.listdir(spill) if os.path.isdir(spill) else []
+    check(files and all(f.endswith(".ftspill") for f in files), f"spill files: {files}")
+    res = ctx.forktrace(["combine", spill, "-o", "recovered.json"])
+    check(res.rc == 0, f"combine of the spill files failed\n  {res.describe()}")
+    tr = ft.load_trace(ctx.path("recovered.json"))
+    p = tr.one(name="ev_prog")
+    for name in ("before", "after"):
+        got = slices(p, "region", name)
+        check(len(got) == n, f"{len(got)} of {n} regions {name!r} recovered")
+    ft.assert_exit(p, code=0, trace=tr)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,10 @@
  *       K processes (forked, 10 ms apart) each record 5 instants "mark",
  *       each between two reads of CLOCK_MONOTONIC, and print
  *       "mark <pid> <i> <ns before> <ns after>" for each.
+ *   ev_prog phases N GOFILE PIDFILE
+ *       writes its pid to PIDFILE, records N regions "before", waits
+ *       until GOFILE exists (the test kills the collector meanwhile),
+ *       records N regions "after" and exits.
  *   ev_prog flood THREADS N
  *       THREADS threads record N instants "e" each as fast as they can.
  *
@@ -176,8 +180,31 @@ static int flood(long threads)
 	return 0;
 }
 
+static int phases(long n, const char *go, const char *pidfile)
+{
+	FILE *f = fopen(pidfile, "w");
+
+	if (!f)
+		return 3;
+	fprintf(f, "%d\n", (int)getpid());
+	fclose(f);
+	for (long i = 0; i < n; i++) {
+		ft_region_begin("before");
+		ft_region_end();
+	}
+	while (access(go, F_OK) != 0)
+		usleep(10000);
+	for (long i = 0; i < n; i++) {
+		ft_region_begin("after");
+		ft_region_end();
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 5 && !strcmp(argv[1], "phases"))
+		return phases(atol(argv[2]), argv[3], argv[4]);
 	if (argc == 5 && !strcmp(argv[1], "regions")) {
 		outer_n = atol(argv[3]);
 		inner_n = atol(argv[4]);
