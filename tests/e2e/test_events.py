@@ -221,6 +221,24 @@ def ev_clock(ctx):
 
 
 @test
+def ev_exit_while_recording(ctx):
+    """Threads still recording when the process calls exit(): what each had
+    recorded by then (and more) is in the trace, salvaged from its buffer."""
+    threads = 3
+    res = ctx.run([prog("ev_prog"), "exitrun", str(threads)], expect_rc=0)
+    done = [int(l.split()[3]) for l in res.out.split("\n") if l.startswith("thread ")]
+    check(len(done) == threads and all(d > 0 for d in done), f"program said {res.out!r}")
+    p = res.trace.one(name="ev_prog")
+    per = collections.Counter(e["tid"] for e in slices(p, "region", "busy")
+                              if not (e.get("args") or {}).get("unfinished"))
+    got = sorted(per.values())
+    check(len(got) == threads, f"regions on {len(got)} threads, expected {threads}: {dict(per)}")
+    for want, have in zip(sorted(done), got):
+        check(have >= want, f"a thread finished {want} regions before exit, the trace has "
+              f"{have}: {dict(per)} vs {done}")
+
+
+@test
 def ev_collector_killed(ctx):
     """forktrace is SIGKILLed while the program runs: the program goes on
     unharmed, its agent writes spill files to OUTPUT.spill/, and

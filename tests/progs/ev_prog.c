@@ -21,6 +21,10 @@
  *       writes its pid to PIDFILE, records N regions "before", waits
  *       until GOFILE exists (the test kills the collector meanwhile),
  *       records N regions "after" and exits.
+ *   ev_prog exitrun THREADS
+ *       THREADS threads record regions "busy" without end while the main
+ *       thread waits 100 ms, prints how many each had finished, and calls
+ *       exit(): the threads are still recording when the process ends.
  *   ev_prog flood THREADS N
  *       THREADS threads record N instants "e" each as fast as they can.
  *
@@ -180,6 +184,34 @@ static int flood(long threads)
 	return 0;
 }
 
+static long exitrun_done[16];
+
+static void *exitrun_thread(void *arg)
+{
+	long *done = arg;
+
+	for (;;) {
+		ft_region_begin("busy");
+		ft_region_end();
+		__atomic_add_fetch(done, 1, __ATOMIC_RELEASE);
+		usleep(20);
+	}
+	return NULL;
+}
+
+static int exitrun(long threads)
+{
+	pthread_t th;
+
+	for (long i = 0; i < threads && i < 16; i++)
+		pthread_create(&th, NULL, exitrun_thread, &exitrun_done[i]);
+	usleep(100000);
+	for (long i = 0; i < threads && i < 16; i++)
+		printf("thread %ld done %ld\n", i, __atomic_load_n(&exitrun_done[i], __ATOMIC_ACQUIRE));
+	fflush(stdout);
+	exit(0);
+}
+
 static int phases(long n, const char *go, const char *pidfile)
 {
 	FILE *f = fopen(pidfile, "w");
@@ -203,6 +235,8 @@ static int phases(long n, const char *go, const char *pidfile)
 
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "exitrun"))
+		return exitrun(atol(argv[2]));
 	if (argc == 5 && !strcmp(argv[1], "phases"))
 		return phases(atol(argv[2]), argv[3], argv[4]);
 	if (argc == 5 && !strcmp(argv[1], "regions")) {
