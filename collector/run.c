@@ -157,7 +157,8 @@ static const char run_usage[] =
 	"Environment:\n"
 	"  TMPDIR            where the private socket directory is made.\n"
 	"  FORKTRACE_AGENT   path of libforktrace-agent.so (default: next to\n"
-	"                    the forktrace executable).\n"
+	"                    the forktrace executable, or ../lib/forktrace/\n"
+	"                    from it when installed).\n"
 	"\n"
 	"Examples:\n"
 	"  forktrace run -- make -j4\n"
@@ -657,6 +658,10 @@ static int spawn_root(run_state *rs, const char *path, char **env)
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	rc = posix_spawn(&rs->root, path, NULL, &attr, rs->o.command, env);
 	posix_spawnattr_destroy(&attr);
+	/* COMMAND got the environment as it was. Naming functions later must
+	 * not go to the network: elfutils would ask debuginfod servers for
+	 * every library without local debug info. */
+	unsetenv("DEBUGINFOD_URLS");
 	return -rc;
 }
 
