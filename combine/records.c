@@ -13,7 +13,7 @@
  * by the collector) map them to ns: piecewise linear between pairs at
  * least 100 us apart, and the slope of the first and last pair outside.
  *
- * Begin/end records pair on a per-thread stack and are written as 'X'
+ * Begin/end records pair on per-thread stacks and are written as 'X'
  * slices when they end (children before parents, as VizTracer writes
  * them); what is still open when the thread's records end is written up
  * to the thread's end with args {"unfinished": true}.
@@ -77,6 +77,26 @@ static int clock_cmp(const void *a, const void *b)
 	return x->tsc < y->tsc ? -1 : x->tsc > y->tsc;
 }
 
+/* Times made from records stay within +-REC_NS_LIMIT (73 years), so that
+ * the difference of two of them fits in an int64_t whatever ticks and
+ * clock pairs a program sent. */
+#define REC_NS_LIMIT ((int64_t)1 << 61)
+
+static int64_t ns_clamp(int64_t ns)
+{
+	return ns < -REC_NS_LIMIT ? -REC_NS_LIMIT : ns > REC_NS_LIMIT ? REC_NS_LIMIT : ns;
+}
+
+/* base (within the limit) plus delta ns, clamped to the limit. */
+static int64_t ns_add(int64_t base, double delta)
+{
+	if (!(delta > -2.0 * REC_NS_LIMIT)) /* NaN too */
+		delta = -2.0 * REC_NS_LIMIT;
+	else if (delta > 2.0 * REC_NS_LIMIT)
+		delta = 2.0 * REC_NS_LIMIT;
+	return ns_clamp(base + (int64_t)delta);
+}
+
 static int clock_build(rec_clock *c, const model_trace *t)
 {
 	model_clock *v;
@@ -96,21 +116,28 @@ static int clock_build(rec_clock *c, const model_trace *t)
 	memcpy(v, t->clocks, t->nclocks * sizeof(*v));
 	qsort(v, t->nclocks, sizeof(*v), clock_cmp);
 	for (size_t i = 0; i < t->nclocks; i++) {
-		if (n > 0 && (v[i].ns - c->ns[n - 1] < REC_MIN_PAIR_GAP_NS ||
-			      v[i].tsc == c->tsc[n - 1]) &&
-		    i + 1 < t->nclocks)
+		int64_t ns = ns_clamp(v[i].ns);
+
+		/* A pair that does not move both clocks forward from the one
+		 * before was not read together (or a program made it up). */
+		if (n > 0 && (v[i].tsc == c->tsc[n - 1] || ns <= c->ns[n - 1]))
 			continue;
-		/* The last pair replaces a close predecessor: the ends
-		 * matter most for the overall slope. */
-		if (n > 1 && v[i].ns - c->ns[n - 1] < REC_MIN_PAIR_GAP_NS)
-			n--;
+		if (n > 0 && ns - c->ns[n - 1] < REC_MIN_PAIR_GAP_NS) {
+			if (i + 1 < t->nclocks)
+				continue;
+			/* The last pair replaces a close predecessor: the
+			 * ends matter most for the overall slope. */
+			if (n > 1)
+				n--;
+		}
 		c->tsc[n] = v[i].tsc;
-		c->ns[n] = v[i].ns;
+		c->ns[n] = ns;
 		n++;
 	}
 	free(v);
 	c->n = n;
-	if (n >= 2 && c->tsc[n - 1] > c->tsc[0] && c->ns[n - 1] > c->ns[0])
+	/* Both clocks increase strictly from pair to pair now. */
+	if (n >= 2)
 		c->slope = (double)(c->ns[n - 1] - c->ns[0]) / (double)(c->tsc[n - 1] - c->tsc[0]);
 	return 0;
 }
@@ -122,11 +149,11 @@ static int64_t clock_ns(const rec_clock *c, uint64_t tsc)
 	double slope;
 
 	if (c->n == 0)
-		return (int64_t)tsc;
+		return ns_clamp(tsc > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)tsc);
 	if (tsc <= c->tsc[0])
-		return c->ns[0] - (int64_t)((double)(c->tsc[0] - tsc) * c->slope);
+		return ns_add(c->ns[0], -((double)(c->tsc[0] - tsc) * c->slope));
 	if (tsc >= c->tsc[c->n - 1])
-		return c->ns[c->n - 1] + (int64_t)((double)(tsc - c->tsc[c->n - 1]) * c->slope);
+		return ns_add(c->ns[c->n - 1], (double)(tsc - c->tsc[c->n - 1]) * c->slope);
 	hi = c->n - 1;
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -137,7 +164,7 @@ static int64_t clock_ns(const rec_clock *c, uint64_t tsc)
 			hi = mid;
 	}
 	slope = (double)(c->ns[hi] - c->ns[lo]) / (double)(c->tsc[hi] - c->tsc[lo]);
-	return c->ns[lo] + (int64_t)((double)(tsc - c->tsc[lo]) * slope);
+	return ns_add(c->ns[lo], (double)(tsc - c->tsc[lo]) * slope);
 }
 
 static void regexes_free(regex_t *r, size_t n)
@@ -448,9 +475,15 @@ typedef struct rec_open {
 	uint64_t tsc;
 	uint64_t addr;  /* functions */
 	jsonw_sv name;  /* regions: borrowed from the chunk */
+	uint64_t seq;   /* order of the begins, to close the innermost first */
 	uint32_t seg;
 	bool func;
 } rec_open;
+
+typedef struct rec_stack {
+	rec_open *v;
+	size_t n, cap;
+} rec_stack;
 
 typedef struct rec_walk {
 	rec_ctx *rc;
@@ -458,8 +491,10 @@ typedef struct rec_walk {
 	int64_t pid, tid;
 	int (*emit)(void *arg, const jsonw_event *ev);
 	void *arg;
-	rec_open *stack;
-	size_t depth, cap;
+	/* What is open, regions [0] and functions [1] apart: they pair
+	 * separately, and an end then finds its begin on top. */
+	rec_stack open[2];
+	uint64_t seq;
 	uint64_t last_tsc;
 	int err;
 } rec_walk;
@@ -482,10 +517,11 @@ static void walk_emit(rec_walk *w, jsonw_event *ev)
 static void walk_close(rec_walk *w, const rec_open *o, int64_t end_ns, bool unfinished)
 {
 	int64_t start = clock_ns(&w->rc->clk, o->tsc);
+	int64_t end = ns_clamp(end_ns); /* so that end - start fits */
 	jsonw_event ev = {
 	    .ph = 'X',
 	    .ts_ns = start,
-	    .dur_ns = end_ns > start ? end_ns - start : 0,
+	    .dur_ns = end > start ? end - start : 0,
 	};
 
 	if (unfinished)
@@ -509,45 +545,50 @@ static void walk_close(rec_walk *w, const rec_open *o, int64_t end_ns, bool unfi
 
 static int walk_push(rec_walk *w, const rec_open *o)
 {
-	if (w->depth == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 256;
-		rec_open *s = realloc(w->stack, cap * sizeof(*s));
+	rec_stack *st = &w->open[o->func];
 
-		if (s == NULL)
+	if (st->n == st->cap) {
+		size_t cap = st->cap ? st->cap * 2 : 256;
+		rec_open *v = realloc(st->v, cap * sizeof(*v));
+
+		if (v == NULL)
 			return -ENOMEM;
-		w->stack = s;
-		w->cap = cap;
+		st->v = v;
+		st->cap = cap;
 	}
-	w->stack[w->depth++] = *o;
+	st->v[st->n] = *o;
+	st->v[st->n++].seq = w->seq++;
 	return 0;
 }
 
 /*
  * The innermost open entry of a kind (function or region) ends at ns.
  * Functions and regions pair separately: a region is often begun and
- * ended inside calls of their own. Entries of the same kind above it
- * never ended (a longjmp past them): they end here too, marked
- * unfinished. Entries of the other kind stay open. An end without a begin
- * (recorded before the agent's buffers existed) is ignored.
+ * ended inside calls of their own. Entries of the other kind stay open.
+ * An end without a begin (recorded before the agent's buffers existed) is
+ * ignored.
  */
 static void walk_end(rec_walk *w, bool func, int64_t ns)
 {
-	size_t i = w->depth, keep;
+	rec_stack *st = &w->open[func];
 
-	while (i-- > 0)
-		if (w->stack[i].func == func)
-			break;
-	if (i == SIZE_MAX)
-		return;
-	for (size_t j = w->depth - 1; j > i; j--)
-		if (w->stack[j].func == func)
-			walk_close(w, &w->stack[j], ns, true);
-	walk_close(w, &w->stack[i], ns, false);
-	keep = i;
-	for (size_t j = i + 1; j < w->depth; j++)
-		if (w->stack[j].func != func)
-			w->stack[keep++] = w->stack[j];
-	w->depth = keep;
+	if (st->n > 0)
+		walk_close(w, &st->v[--st->n], ns, false);
+}
+
+/* Everything still open ends at ns, unfinished, innermost first. */
+static void walk_close_all(rec_walk *w, int64_t ns)
+{
+	rec_stack *r = &w->open[0], *f = &w->open[1];
+
+	while ((r->n > 0 || f->n > 0) && !w->err) {
+		rec_stack *st = r;
+
+		if (r->n == 0 || (f->n > 0 && f->v[f->n - 1].seq > r->v[r->n - 1].seq))
+			st = f;
+
+		walk_close(w, &st->v[--st->n], ns, true);
+	}
 }
 
 /* Walks one chunk. Returns false when a record did not parse. */
@@ -641,18 +682,20 @@ int rec_write_thread(rec_ctx *rc, const model_process *p, const model_thread *th
 	if (th->chunks == NULL)
 		return 0;
 	for (const model_chunk *ch = th->chunks; ch && !w.err; ch = ch->next) {
+		const rec_stack *st = w.open[0].n > 0 ? &w.open[0] : &w.open[1];
+
 		/* An exec ended the image before: what it left open ends
-		 * with it. */
-		if (ch != th->chunks && w.depth > 0 && ch->seg != w.stack[0].seg) {
-			uint32_t s = w.stack[0].seg;
+		 * with it. (All that is open was begun in one image: this
+		 * closes it whenever the image changes.) */
+		if (st->n > 0 && ch->seg != st->v[0].seg) {
+			uint32_t s = st->v[0].seg;
 			int64_t at = s < p->nsegs && p->segs[s].end_ns >= 0 ? p->segs[s].end_ns
 				     : ch->seg < p->nsegs ? p->segs[ch->seg].start_ns
 							  : -1;
 
 			if (at < 0)
 				at = clock_ns(&rc->clk, w.last_tsc);
-			while (w.depth > 0 && !w.err)
-				walk_close(&w, &w.stack[--w.depth], at, true);
+			walk_close_all(&w, at);
 		}
 		if (!walk_chunk(&w, ch))
 			rc->stats.corrupt_chunks++;
@@ -660,8 +703,8 @@ int rec_write_thread(rec_ctx *rc, const model_process *p, const model_thread *th
 	last_ns = clock_ns(&rc->clk, w.last_tsc);
 	if (end_ns < last_ns)
 		end_ns = last_ns;
-	while (w.depth > 0 && !w.err)
-		walk_close(&w, &w.stack[--w.depth], end_ns, true);
-	free(w.stack);
+	walk_close_all(&w, end_ns);
+	free(w.open[0].v);
+	free(w.open[1].v);
 	return w.err;
 }
