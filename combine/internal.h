@@ -140,8 +140,6 @@ typedef struct rec_stats {
 rec_ctx *rec_ctx_new(const struct model_trace *t, int *err);
 void rec_ctx_free(rec_ctx *rc); /* NULL: no-op */
 const rec_stats *rec_ctx_stats(const rec_ctx *rc);
-/* CLOCK_MONOTONIC ns of a time stamp counter value. */
-int64_t rec_ctx_ns(const rec_ctx *rc, uint64_t tsc);
 
 /*
  * Emits the trace events of thread th's records (p's thread; written as

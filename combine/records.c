@@ -43,6 +43,11 @@ typedef struct rec_clock {
 	int64_t *ns;
 	size_t n;
 	double slope; /* ns per tick, first to last pair */
+	/* The interval [tsc[hint], tsc[hint + 1]) of the last conversion and
+	 * its slope: a thread's records come in time order, so most
+	 * conversions land in it and skip the search. */
+	size_t hint;
+	double hint_slope;
 } rec_clock;
 
 /* What an address of an image is called, and whether it is written. */
@@ -143,11 +148,13 @@ static int clock_build(rec_clock *c, const model_trace *t)
 }
 
 /* CLOCK_MONOTONIC ns of a tick count. */
-static int64_t clock_ns(const rec_clock *c, uint64_t tsc)
+static int64_t clock_ns(rec_clock *c, uint64_t tsc)
 {
 	size_t lo = 0, hi;
 	double slope;
 
+	if (c->hint + 1 < c->n && tsc >= c->tsc[c->hint] && tsc < c->tsc[c->hint + 1])
+		return ns_add(c->ns[c->hint], (double)(tsc - c->tsc[c->hint]) * c->hint_slope);
 	if (c->n == 0)
 		return ns_clamp(tsc > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)tsc);
 	if (tsc <= c->tsc[0])
@@ -164,6 +171,8 @@ static int64_t clock_ns(const rec_clock *c, uint64_t tsc)
 			hi = mid;
 	}
 	slope = (double)(c->ns[hi] - c->ns[lo]) / (double)(c->tsc[hi] - c->tsc[lo]);
+	c->hint = lo;
+	c->hint_slope = slope;
 	return ns_add(c->ns[lo], (double)(tsc - c->tsc[lo]) * slope);
 }
 
@@ -243,10 +252,6 @@ const rec_stats *rec_ctx_stats(const rec_ctx *rc)
 	return &rc->stats;
 }
 
-int64_t rec_ctx_ns(const rec_ctx *rc, uint64_t tsc)
-{
-	return clock_ns(&rc->clk, tsc);
-}
 
 /* Does a function of this name go into the trace? */
 static bool name_kept(const rec_ctx *rc, const char *name)
