@@ -176,6 +176,12 @@ static inline void agent_ev_leave(struct agent_tev *e, uint64_t tsc)
 	e->busy = 0;
 }
 
+/* The hooks GCC and clang call on entry to and exit from every function
+ * of code built with -finstrument-functions (glibc has no-op ones; the
+ * preloaded agent's come first). */
+void __cyg_profile_func_enter(void *fn, void *site);
+void __cyg_profile_func_exit(void *fn, void *site);
+
 AGENT_EXPORT void __cyg_profile_func_enter(void *fn, void *site)
 {
 	struct agent_tev *e = &agent_t_ev;
