@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -206,11 +207,14 @@ void agent_count_lost(void)
 	__atomic_add_fetch(&agent_g.lost, 1, __ATOMIC_RELAXED);
 }
 
+static int agent_spill_open(void);
+
 void agent_on_collector_gone(void)
 {
-	/* The spill-to-file fallback (FORKTRACE_SPILL) will take over here.
-	 * Until then the agent stops recording; the fd stays open so the
-	 * collector still sees EOF only when the process goes away. */
+	if (!agent_g.spilling && agent_spill_open() == 0) {
+		__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	__atomic_store_n(&agent_g.active, 0, __ATOMIC_RELAXED);
 }
 
@@ -235,33 +239,73 @@ void agent_fail(const char *msg)
 	errno = saved;
 }
 
-/* Write all of buf on our socket, looping on partial writes and EINTR.
+/* Write all of iov on our socket, looping on partial writes and EINTR.
  * MSG_NOSIGNAL: a dead collector must never raise SIGPIPE in the program.
- * The fd is read again for each send: a signal handler of this thread that
- * dup2()s onto our fd moves the socket without the send lock (see
- * agent_fd_evacuate), and a send to the old number then fails with EBADF
- * or ENOTSOCK; what was sent so far went to the same socket, so the rest
- * goes to the new number. Returns 0 or -errno. Signal-safe. */
-static int agent_write_all(const void *buf, size_t n)
+ * passfd >= 0 travels with the first bytes as SCM_RIGHTS. The fd is read
+ * again for each send: a signal handler of this thread that dup2()s onto
+ * our fd moves the socket without the send lock (see agent_fd_evacuate),
+ * and a send to the old number then fails with EBADF or ENOTSOCK; what was
+ * sent so far went to the same socket, so the rest goes to the new number.
+ * iov is consumed (changed). Returns 0 or -errno. Signal-safe. */
+static int agent_writev_all(struct iovec *iov, int cnt, int passfd)
 {
-	const unsigned char *p = buf;
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cm;
 
-	while (n) {
+	while (cnt > 0) {
 		int fd = __atomic_load_n(&agent_g.fd, __ATOMIC_RELAXED);
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		struct msghdr mh;
+		ssize_t w;
 
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = iov;
+		mh.msg_iovlen = (size_t)cnt;
+		if (passfd >= 0) {
+			memset(&cm, 0, sizeof(cm));
+			mh.msg_control = cm.b;
+			mh.msg_controllen = sizeof(cm.b);
+			cm.h.cmsg_level = SOL_SOCKET;
+			cm.h.cmsg_type = SCM_RIGHTS;
+			cm.h.cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(&cm.h), &passfd, sizeof(int));
+		}
+		/* A spill file takes the same bytes, without fds. */
+		w = agent_g.spilling ? writev(fd, iov, cnt) : sendmsg(fd, &mh, MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
 			if ((errno == EBADF || errno == ENOTSOCK) &&
 			    fd != __atomic_load_n(&agent_g.fd, __ATOMIC_RELAXED))
 				continue;
+			/* The fd to pass was closed behind our back: send
+			 * the bytes without it (nothing to salvage then). */
+			if (errno == EBADF && passfd >= 0 && fcntl(passfd, F_GETFD) < 0) {
+				passfd = -1;
+				continue;
+			}
 			return -errno;
 		}
-		p += w;
-		n -= (size_t)w;
+		passfd = -1;
+		while (cnt > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			cnt--;
+		}
+		if (cnt > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
 	}
 	return 0;
+}
+
+static int agent_write_all(const void *buf, size_t n)
+{
+	struct iovec iov = {(void *)buf, n};
+
+	return agent_writev_all(&iov, 1, -1);
 }
 
 /* Read field 22 (starttime) of /proc/self/stat, and optionally the comm.
@@ -365,15 +409,75 @@ static int agent_send_hello(void)
 /* Connect and say HELLO; on failure hand over to agent_on_collector_gone. */
 static void agent_start_connection(void)
 {
-	if (agent_connect() < 0) {
-		agent_on_collector_gone();
-		return;
-	}
-	if (agent_send_hello() < 0) {
+	if (agent_g.addr.sun_path[0] == '\0' || agent_connect() < 0 || agent_send_hello() < 0) {
 		agent_on_collector_gone();
 		return;
 	}
 	__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
+}
+
+/* Appends the decimal digits of v to p; returns the end. Signal-safe. */
+static char *agent_utoa(char *p, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+/*
+ * Opens this image's spill file, SPILL_DIR/<pid>-<start ticks>-<ns>.ftspill
+ * (created 0600, the directory 0700 if missing), moves it high like the
+ * socket, and writes HELLO into it: the file then holds the frames the
+ * connection would have carried, and `forktrace combine` reads it.
+ * Returns 0 or -errno. Signal-safe (no stdio, no malloc).
+ */
+static int agent_spill_open(void)
+{
+	char path[PATH_MAX + 80];
+	size_t n = strlen(agent_g.spill_dir);
+	char *p;
+	int fd, hi;
+
+	if (n == 0 || n >= PATH_MAX)
+		return -ENOENT;
+	memcpy(path, agent_g.spill_dir, n);
+	path[n] = '\0';
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	p = path + n;
+	*p++ = '/';
+	p = agent_utoa(p, (uint64_t)agent_g.pid);
+	*p++ = '-';
+	p = agent_utoa(p, agent_g.start_ticks);
+	*p++ = '-';
+	p = agent_utoa(p, agent_now());
+	memcpy(p, ".ftspill", sizeof(".ftspill"));
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	hi = fcntl(fd, F_DUPFD_CLOEXEC, AGENT_FD_MIN);
+	if (hi >= 0) {
+		syscall(SYS_close, fd);
+		fd = hi;
+	}
+	if (agent_g.fd >= 0)
+		syscall(SYS_close, agent_g.fd);
+	__atomic_store_n(&agent_g.fd, fd, __ATOMIC_RELAXED);
+	agent_g.spilling = 1;
+	if (agent_send_hello() < 0) {
+		agent_g.spilling = 0;
+		agent_g.fd = -1;
+		syscall(SYS_close, fd);
+		return -EIO;
+	}
+	return 0;
 }
 
 /* Report pending losses on the (working) connection. Best effort. */
@@ -390,28 +494,47 @@ static void agent_flush_lost(void)
 		__atomic_add_fetch(&agent_g.lost, n, __ATOMIC_RELAXED);
 }
 
-void agent_write_locked(const void *frame, ssize_t n)
+/* A copy of iov for one attempt (a failed attempt consumes its copy). */
+#define AGENT_IOV_MAX 4
+
+static int agent_writev_try(const struct iovec *iov, int cnt, int passfd)
+{
+	struct iovec v[AGENT_IOV_MAX];
+
+	memcpy(v, iov, sizeof(*iov) * (size_t)cnt);
+	return agent_writev_all(v, cnt, passfd);
+}
+
+int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd, uint64_t nevents)
 {
 	int saved = errno;
 	int err;
 
-	if (n < 0 || !__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED)) {
-		agent_count_lost();
-		goto out;
+	if (n < 0 || cnt > AGENT_IOV_MAX || !__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED)) {
+		err = n < 0 ? (int)n : -ENOTCONN;
+		goto lost;
 	}
 	if (agent_g.pending_connect) {
-		/* A fork child's first words: connect and introduce itself. */
+		/* A fork child's first words: connect (or open its own spill
+		 * file) and introduce itself. */
 		agent_g.pending_connect = 0;
 		if (!agent_g.start_ticks)
 			agent_g.start_ticks = agent_read_stat(NULL, 0);
-		if (agent_connect() < 0 || agent_send_hello() < 0) {
-			agent_count_lost();
+		if (agent_g.spilling) {
+			agent_g.spilling = 0;
 			agent_on_collector_gone();
-			goto out;
+		} else if (agent_g.addr.sun_path[0] == '\0' || agent_connect() < 0 ||
+			   agent_send_hello() < 0) {
+			agent_on_collector_gone();
+		}
+		if (!__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED)) {
+			err = -ENOTCONN;
+			goto lost;
 		}
 	}
-	err = agent_write_all(frame, (size_t)n);
-	if (err == -EBADF || err == -EPIPE || err == -ENOTSOCK || err == -ECONNRESET) {
+	err = agent_writev_try(iov, cnt, passfd);
+	if (!agent_g.spilling &&
+	    (err == -EBADF || err == -EPIPE || err == -ENOTSOCK || err == -ECONNRESET)) {
 		/* Our fd was closed behind our back (raw syscalls) or the
 		 * connection broke: try one new connection before giving up. */
 		if (!agent_g.reconnected) {
@@ -420,18 +543,35 @@ void agent_write_locked(const void *frame, ssize_t n)
 				syscall(SYS_close, agent_g.fd);
 			agent_g.fd = -1;
 			if (agent_connect() == 0 && agent_send_hello() == 0)
-				err = agent_write_all(frame, (size_t)n);
+				err = agent_writev_try(iov, cnt, passfd);
 		}
 	}
-	if (err < 0) {
-		agent_count_lost();
+	if (err < 0 && !agent_g.spilling) {
+		/* The collector is gone: the spill file takes this frame and
+		 * everything after it. */
 		agent_on_collector_gone();
-		goto out;
+		if (agent_g.spilling)
+			err = agent_writev_try(iov, cnt, -1);
+	}
+	if (err < 0) {
+		__atomic_store_n(&agent_g.active, 0, __ATOMIC_RELAXED);
+		goto lost;
 	}
 	if (__atomic_load_n(&agent_g.lost, __ATOMIC_RELAXED))
 		agent_flush_lost();
-out:
 	errno = saved;
+	return 0;
+lost:
+	__atomic_add_fetch(&agent_g.lost, nevents ? nevents : 1, __ATOMIC_RELAXED);
+	errno = saved;
+	return err;
+}
+
+void agent_write_locked(const void *frame, ssize_t n)
+{
+	struct iovec iov = {(void *)frame, n > 0 ? (size_t)n : 0};
+
+	(void)agent_writev_locked(&iov, 1, n, -1, 1);
 }
 
 /*
@@ -467,6 +607,7 @@ void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
 	agent_g.reconnected = 0;
 	agent_threads_reset();
 	agent_popen_reset();
+	agent_ev_fork_child();
 	/* Deferred WAITs are the parent's: it sends them itself. Only the
 	 * slots between tail and head can be marked (a sent slot is cleared),
 	 * so only those are cleared: the whole 3 KiB queue would cost every
@@ -630,6 +771,23 @@ static bool agent_env_load(void)
 	return __atomic_load_n(&agent_g.env_ready, __ATOMIC_ACQUIRE);
 }
 
+/* Where spill files go: $FORKTRACE_SPILL, else $TMPDIR (or /tmp)
+ * /forktrace-spill-<uid>. Constructor only. */
+static void agent_spill_dir(const char *dir, const char *tmp)
+{
+	char *p;
+
+	if (dir && *dir && strlen(dir) < sizeof(agent_g.spill_dir)) {
+		strcpy(agent_g.spill_dir, dir);
+		return;
+	}
+	if (!tmp || !*tmp || strlen(tmp) > sizeof(agent_g.spill_dir) - 64)
+		tmp = "/tmp";
+	p = stpcpy(agent_g.spill_dir, tmp);
+	p = stpcpy(p, "/forktrace-spill-");
+	*agent_utoa(p, (uint64_t)getuid()) = '\0';
+}
+
 /* glibc passes argc, argv and envp to .init_array functions. */
 __attribute__((constructor)) static void agent_init(int argc, char **argv, char **envp)
 {
@@ -642,9 +800,12 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	/* Never honour the environment of a setuid/setgid program. */
 	if (getauxval(AT_SECURE))
 		goto out;
+	/* Without a collector (no FORKTRACE_SOCK, or one that does not
+	 * answer) everything goes to spill files. */
 	sock = getenv(FT_ENV_SOCK);
-	if (!sock || !*sock)
-		goto out;
+	if (!sock)
+		sock = "";
+	agent_spill_dir(getenv(FT_ENV_SPILL_DIR), getenv("TMPDIR"));
 	if (!__atomic_load_n(&agent_g.env_ready, __ATOMIC_ACQUIRE) &&
 	    agent_prepare_env(sock, getenv(FT_ENV_PRELOAD)) < 0) {
 		agent_fail("FORKTRACE_SOCK or the agent path is too long; tracing disabled");
@@ -665,6 +826,7 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 		agent_g.start_ticks = agent_read_stat(agent_g.name, sizeof(agent_g.name));
 	n = readlink("/proc/self/exe", agent_g.exe, sizeof(agent_g.exe) - 1);
 	agent_g.exe[n > 0 ? n : 0] = '\0';
+	agent_ev_init(getenv("FORKTRACE_FUNCTIONS"));
 	__atomic_store_n(&agent_g.configured, 1, __ATOMIC_RELEASE);
 	agent_start_connection();
 	if (__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED))

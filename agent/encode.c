@@ -246,3 +246,50 @@ ssize_t enc_lost(void *buf, size_t cap, uint64_t ts, int32_t tid, uint64_t count
 	      enc_kuint(&pk, FT_K_COUNT, count);
 	return enc_end(&c, FT_MSG_LOST, err);
 }
+
+ssize_t enc_shm(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t first_slot,
+		uint32_t count, uint64_t slot_size, uint64_t tsc)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, 6) || enc_ts_tid(&pk, ts, tid) ||
+	      enc_kuint(&pk, FT_K_COUNT, count) || enc_kuint(&pk, FT_K_SLOT, first_slot) ||
+	      enc_kuint(&pk, FT_K_TSC, tsc) || enc_kuint(&pk, FT_K_SIZE, slot_size);
+	return enc_end(&c, FT_MSG_SHM, err);
+}
+
+ssize_t enc_events_head(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t slot,
+			uint64_t offset, uint64_t tsc, uint32_t data_len)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	size_t plen;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, 6) || enc_ts_tid(&pk, ts, tid) ||
+	      enc_kuint(&pk, FT_K_SLOT, slot) || enc_kuint(&pk, FT_K_OFFSET, offset) ||
+	      enc_kuint(&pk, FT_K_TSC, tsc) || msgpack_pack_uint32(&pk, FT_K_DATA) ||
+	      msgpack_pack_bin(&pk, data_len);
+	if (err)
+		return -ENOBUFS;
+	plen = c.len - FT_WIRE_HEADER_SIZE + data_len;
+	if (plen > FT_WIRE_MAX_PAYLOAD)
+		return -ENOBUFS;
+	ft_wire_header(c.buf, FT_MSG_EVENTS, (uint32_t)plen);
+	return (ssize_t)c.len;
+}
+
+ssize_t enc_module(void *buf, size_t cap, uint64_t ts, int32_t tid, const char *path,
+		   uint64_t bias, uint64_t lo, uint64_t hi)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, 6) || enc_ts_tid(&pk, ts, tid) ||
+	      enc_kstr(&pk, FT_K_PATH, path) || enc_kuint(&pk, FT_K_ADDR, bias) ||
+	      enc_kuint(&pk, FT_K_LO, lo) || enc_kuint(&pk, FT_K_HI, hi);
+	return enc_end(&c, FT_MSG_MODULE, err);
+}

@@ -71,4 +71,18 @@ ssize_t enc_shell(void *buf, size_t cap, int end, uint64_t ts, int32_t tid, uint
 
 ssize_t enc_lost(void *buf, size_t cap, uint64_t ts, int32_t tid, uint64_t count);
 
+/* SHM: a region of event buffer slots (its memfd goes as SCM_RIGHTS). */
+ssize_t enc_shm(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t first_slot,
+		uint32_t count, uint64_t slot_size, uint64_t tsc);
+
+/* EVENTS without its data: the frame header and the payload up to and
+ * including the bin header of DATA; the caller sends data_len bytes of
+ * records right behind it (the frame header counts them). */
+ssize_t enc_events_head(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t slot,
+			uint64_t offset, uint64_t tsc, uint32_t data_len);
+
+/* MODULE: a loaded object and where it lies. */
+ssize_t enc_module(void *buf, size_t cap, uint64_t ts, int32_t tid, const char *path,
+		   uint64_t bias, uint64_t lo, uint64_t hi);
+
 #endif /* AGENT_ENCODE_H */

@@ -115,6 +115,8 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 	bool record = !agent_bypass();
 	int ret, err;
 
+	if (record)
+		agent_ev_flush_self();
 	/* A silent fork child whose new image will say HELLO itself need not
 	 * connect just to announce the exec: it hands the new image the time
 	 * of the call instead. */
@@ -317,6 +319,8 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 		return ENOSYS;
 	if (!agent_env_ready())
 		return f(pid, path, fa, attr, argv, envp);
+	if (!agent_bypass())
+		agent_ev_flush_self();
 	agent_env_merge(&env, envp, NULL);
 	/* The time before the child exists (see fork). */
 	uint64_t ts = agent_now();

@@ -49,6 +49,7 @@ AGENT_EXPORT pid_t fork(void)
 		}
 		return pid;
 	}
+	agent_ev_flush_self();
 	agent_resolve_all();
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -198,6 +199,7 @@ AGENT_EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
 /* EXIT goes out once per process image, whichever path comes first. */
 static void agent_emit_exit(int code)
 {
+	agent_ev_flush_self();
 	if (agent_bypass() || __atomic_exchange_n(&agent_g.exit_sent, 1, __ATOMIC_RELAXED))
 		return;
 	/* A fork child that never spoke: its parent's WAIT tells its end. */
@@ -344,6 +346,8 @@ AGENT_EXPORT int system(const char *cmd)
 		return f(cmd);
 	record = !agent_bypass();
 	if (record)
+		agent_ev_flush_self();
+	if (record)
 		AGENT_EMIT(enc_shell(agent_buf, AGENT_BUF_SIZE, 0, agent_now(), agent_tid(),
 				     FT_SPAWN_SYSTEM, cmd, 0));
 	agent_env_merge(&env, environ, NULL);
@@ -486,6 +490,8 @@ AGENT_EXPORT FILE *popen(const char *cmd, const char *mode)
 
 	if (!cmd || !mode || agent_t_in_vfork || agent_t_guard || !agent_env_ready())
 		return f(cmd, mode);
+	if (!agent_bypass())
+		agent_ev_flush_self();
 	agent_env_merge(&env, environ, NULL);
 	agent_t_guard++;
 	agent_lock();

@@ -78,6 +78,7 @@ static void agent_thread_end(void *unused)
 	(void)unused;
 	if (agent_bypass())
 		return;
+	agent_ev_thread_end();
 	agent_t_guard++;
 	agent_lock();
 	agent_threads_set(pthread_self(), agent_tid(), 0);
@@ -142,9 +143,11 @@ AGENT_EXPORT void pthread_exit(void *ret)
 {
 	agent_pthread_exit_fn f = AGENT_REAL(pthread_exit);
 
-	if (!agent_t_tramp && !agent_bypass())
+	if (!agent_t_tramp && !agent_bypass()) {
+		agent_ev_thread_end();
 		AGENT_EMIT(enc_thread(agent_buf, AGENT_BUF_SIZE, FT_MSG_THREAD_END, agent_now(),
 				      agent_tid(), NULL));
+	}
 	f(ret);
 	__builtin_unreachable();
 }

@@ -22,6 +22,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -77,7 +78,8 @@ typedef int (*agent_main_fn)(int, char **, char **);
 	X(close_range, int, (unsigned, unsigned, int))                                             \
 	X(closefrom, void, (int))                                                                  \
 	X(dup2, int, (int, int))                                                                   \
-	X(dup3, int, (int, int, int))
+	X(dup3, int, (int, int, int))                                                              \
+	X(dlclose, int, (void *))
 
 #define AGENT_X(name, ret, args)                                                                   \
 	typedef ret(*agent_##name##_fn) args;                                                      \
@@ -116,6 +118,7 @@ struct agent_state {
 	int exit_sent;	 /* EXIT was sent for this image (atomic) */
 	int pending_connect; /* fork child: connect and say HELLO at the first write */
 	int forked;	 /* this image is a fork child's copy (HELLO flag) */
+	int spilling;	 /* fd is this image's spill file, not a socket */
 	uint64_t exec_ts; /* from FORKTRACE_EXEC_TS: when this image was exec'd */
 	uint64_t tick_ns; /* ns per clock tick (the unit of start_ticks), or 0 */
 	pid_t pid;
@@ -135,6 +138,7 @@ struct agent_state {
 	char env_sock[sizeof(FT_ENV_SOCK "=") + sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char env_preload[PATH_MAX + sizeof(FT_ENV_PRELOAD "=")]; /* LD_PRELOAD=<original value> */
 	char agent_path[PATH_MAX];				 /* this .so, as loaded */
+	char spill_dir[PATH_MAX]; /* where spill files go (FORKTRACE_SPILL) */
 	const char *agent_base;					 /* basename in agent_path */
 };
 
@@ -164,6 +168,13 @@ pid_t agent_tid(void);
 void agent_lock(void);
 bool agent_trylock(void);
 void agent_unlock(void);
+
+/* Write a frame of n bytes gathered from iov[0..cnt) (cnt <= 4; n < 0:
+ * the encoder failed), with passfd (>= 0) attached as SCM_RIGHTS. When it
+ * cannot be written, nevents events are counted lost and a negative errno
+ * is returned; 0 on success. Caller holds the send lock. Signal-safe.
+ * Preserves errno. */
+int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd, uint64_t nevents);
 
 /* Write a frame of n bytes (n < 0: the encoder failed, count a loss).
  * Caller holds the send lock. Reconnects once on EBADF/EPIPE, reports
@@ -212,8 +223,10 @@ void agent_defer_wait(uint64_t ts, pid_t child, int status);
 /* Count one dropped event (no lock needed). Signal-safe. */
 void agent_count_lost(void);
 
-/* The collector cannot be reached: stop recording. The spill-to-file
- * fallback goes here. Caller holds the send lock or is single-threaded. */
+/* The collector cannot be reached: write to a spill file from now on
+ * (docs/TRACE_FORMAT.md, "Spill files"), or stop recording when that
+ * fails too. Caller holds the send lock or is single-threaded.
+ * Signal-safe. */
 void agent_on_collector_gone(void);
 
 /* Write the one "forktrace-agent: <msg>" line to stderr and disable. */
@@ -227,6 +240,21 @@ void agent_fork_child(pid_t parent_pid, uint64_t boot_before);
 
 /* CLOCK_BOOTTIME ns, the clock of start_ticks. Signal-safe (vDSO). */
 uint64_t agent_boot_now(void);
+
+/* In-process events (events.c). */
+/* Reads FORKTRACE_FUNCTIONS ("0": the -finstrument-functions hooks do
+ * nothing). Constructor only. */
+void agent_ev_init(const char *functions);
+/* Send what the calling thread recorded (before fork, exec, spawn, exit).
+ * Takes the send lock; never from inside the agent. */
+void agent_ev_flush_self(void);
+/* The same with the send lock held by the caller (a fatal-signal handler
+ * that got it with agent_trylock). Signal-safe. */
+void agent_ev_flush_self_locked(void);
+/* The calling thread ends: flush and give its slot back. */
+void agent_ev_thread_end(void);
+/* In a fork child: forget the parent's buffers. Signal-safe. */
+void agent_ev_fork_child(void);
 
 /* Fatal-signal handlers, installed by the constructor. */
 void agent_signals_install(void);

@@ -28,6 +28,7 @@ static void agent_on_fatal(int sig, siginfo_t *si, void *uctx)
 	    !agent_t_guard) {
 		agent_t_guard++;
 		if (agent_trylock()) {
+			agent_ev_flush_self_locked();
 			agent_write_locked(agent_buf, enc_signal(agent_buf, AGENT_BUF_SIZE,
 								 agent_now(), agent_tid(), sig));
 			agent_unlock();

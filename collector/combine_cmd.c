@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "combine.h"
 #include "internal.h"
+#include "spill.h"
 #include "merge.h"
 
 #define PROGRESS_INTERVAL_NS 200000000LL
@@ -36,6 +37,12 @@ static const char combine_usage[] =
 	"Processes stay apart: when a pid appears in two files (two hosts, two\n"
 	"runs, a reused pid), the later one is given an unused pid (4194304 and\n"
 	"up) and a forktrace_origin record that keeps its original pid and file.\n"
+	"So do flow arrows and async slices: each file's ids are rewritten into a\n"
+	"range of their own, so that two files' arrows never pair up.\n"
+	"\n"
+	"Other top-level keys of the files (file_info, viztracer_metadata, ...)\n"
+	"are kept in the JSON output: once when the files agree; else the first\n"
+	"file's, and each other file's in its entry of otherData.forktrace.inputs.\n"
 	"\n"
 	"A file that cannot be read to its end does not stop the others: a\n"
 	"truncated file (its writer was killed) keeps every complete event; a\n"
@@ -45,8 +52,8 @@ static const char combine_usage[] =
 	"so that the output stays valid JSON.\n"
 	"\n"
 	"Exit status: 0 when every file was combined whole, 1 when a file was\n"
-	"skipped, cut short or repaired (or the output cannot be written), 2\n"
-	"for a usage error.\n"
+	"skipped, cut short or repaired, or a top-level key could not be kept\n"
+	"(or the output cannot be written), 2 for a usage error.\n"
 	"\n"
 	"Options:\n"
 	"  -o, --output OUT     where to write the combined trace (required). The\n"
@@ -115,6 +122,10 @@ static void report_inputs(const combine_result *res, bool quiet, bool align)
 					"replaced by U+FFFD\n",
 				in->path, in->utf8_offset, in->utf8_fixed,
 				in->utf8_fixed == 1 ? "" : "s");
+		if (in->skipped_keys > 0)
+			fprintf(stderr, "forktrace: warning: %s: top-level key%s not kept (larger "
+					"than 16 MiB, not valid JSON, or twice in the file): %s\n",
+				in->path, in->skipped_keys == 1 ? "" : "s", in->skipped);
 		if (align && !quiet && in->align != NULL)
 			fprintf(stderr, "forktrace: %s: aligned by %s, shifted by %+.6f s\n",
 				in->path, in->align, (double)in->shift_ns / 1e9);
@@ -137,6 +148,7 @@ int combine_main(int argc, char **argv)
 	bool quiet = false;
 	combine_opts co = {0};
 	combine_result res = {0};
+	spill_inputs sp;
 	merge_opts mo;
 	report_file rf;
 	trace_sink *sink;
@@ -193,8 +205,10 @@ int combine_main(int argc, char **argv)
 	prog.last_ns = now_ns();
 	co.progress = progress_cb;
 	co.progress_ctx = &prog;
-	err = combine_files((const char *const *)argv + optind, (size_t)(argc - optind), &co,
-			    sink, &res);
+	/* Agents' spill files become one more input, a trace of their own. */
+	err = spill_prepare((const char *const *)argv + optind, (size_t)(argc - optind), &sp);
+	if (err == 0)
+		err = combine_files(sp.paths, sp.npaths, &co, sink, &res);
 	sink->free(sink);
 	if (prog.shown)
 		fputs("\r\033[K", stderr);
@@ -205,15 +219,26 @@ int combine_main(int argc, char **argv)
 			strerror(-err));
 		report_file_abort(&rf);
 		combine_result_free(&res);
+		spill_release(&sp);
 		return 1;
 	}
 	report_inputs(&res, quiet, co.align);
+	if (sp.nspill && !quiet)
+		fprintf(stderr, "forktrace: read %zu spill file%s as one more input\n", sp.nspill,
+			sp.nspill == 1 ? "" : "s");
+	/* Nothing is lost (docs/TRACE_FORMAT.md), but a viewer sees one value. */
+	if (res.differ != NULL && merge_format_for_path(output) != TRACE_FORMAT_H5)
+		fprintf(stderr, "forktrace: warning: the inputs differ in top-level %s: the "
+				"output has the first input's; the others are in their entries of "
+				"otherData.forktrace.inputs, under \"top_level\"\n",
+			res.differ);
 	if (!quiet)
 		fprintf(stderr, "forktrace: combined %zu file%s, %" PRIu64 " events, %" PRIu64
 				" processes (%" PRIu64 " pids remapped) into %s\n",
 			res.ninputs, res.ninputs == 1 ? "" : "s", res.events, res.processes,
 			res.remapped, output);
-	code = res.problems > 0 ? 1 : 0;
+	code = res.problems > 0 || sp.problems > 0 ? 1 : 0;
 	combine_result_free(&res);
+	spill_release(&sp);
 	return code;
 }

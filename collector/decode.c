@@ -26,6 +26,9 @@ static const char *const type_names[FT_MSG_TYPE_MAX] = {
 	[FT_MSG_SHELL_BEGIN] = "SHELL_BEGIN",
 	[FT_MSG_SHELL_END] = "SHELL_END",
 	[FT_MSG_LOST] = "LOST",
+	[FT_MSG_SHM] = "SHM",
+	[FT_MSG_EVENTS] = "EVENTS",
+	[FT_MSG_MODULE] = "MODULE",
 };
 
 const char *wire_type_name(unsigned type)
@@ -68,6 +71,15 @@ static bool obj_str(const msgpack_object *o, wire_str *s)
 	return true;
 }
 
+static bool obj_bin(const msgpack_object *o, wire_str *s)
+{
+	if (o->type != MSGPACK_OBJECT_BIN)
+		return false;
+	s->ptr = o->via.bin.ptr;
+	s->len = o->via.bin.size;
+	return true;
+}
+
 static bool obj_argv(const msgpack_object *o, wire_msg *m)
 {
 	if (o->type != MSGPACK_OBJECT_ARRAY)
@@ -105,6 +117,14 @@ static bool decode_field(wire_msg *m, uint64_t key, const msgpack_object *v)
 	case FT_K_CMD: return obj_str(v, &m->cmd);
 	case FT_K_FLAGS: return obj_uint(v, &m->flags);
 	case FT_K_EXEC_TS: return obj_uint(v, &m->exec_ts);
+	case FT_K_SLOT: return obj_uint(v, &m->slot);
+	case FT_K_OFFSET: return obj_uint(v, &m->offset);
+	case FT_K_TSC: return obj_uint(v, &m->tsc);
+	case FT_K_DATA: return obj_bin(v, &m->data);
+	case FT_K_ADDR: return obj_uint(v, &m->addr);
+	case FT_K_LO: return obj_uint(v, &m->lo);
+	case FT_K_HI: return obj_uint(v, &m->hi);
+	case FT_K_SIZE: return obj_uint(v, &m->size);
 	default:
 		/* Unknown keys are allowed: newer agents may add fields. */
 		return true;

@@ -40,7 +40,9 @@ typedef struct wire_msg {
 	uint64_t present; /* bit (1 << key) for each key that was present */
 	int64_t ts, tid, pid, ppid, child, err, status, code, signo;
 	uint64_t realtime, start_ticks, kind, count, flags, exec_ts;
+	uint64_t slot, offset, tsc, addr, lo, hi, size;
 	wire_str path, cwd, exe, name, cmd;
+	wire_str data; /* DATA (bin) */
 	const msgpack_object *argv; /* elements of the ARGV array, or NULL */
 	uint32_t argc;
 } wire_msg;
@@ -92,6 +94,28 @@ const char *wire_type_name(unsigned type);
 typedef struct proc_tree proc_tree;
 typedef struct proc_entry proc_entry;
 
+/* ---- shm.c: event buffers of one process image ---------------------------- */
+
+typedef struct shm_image shm_image;
+
+/* A new state with one reference; NULL on allocation failure. */
+shm_image *shm_image_new(void);
+void shm_image_ref(shm_image *si);
+/* Drops a reference; the last closes the regions' fds. NULL: no-op. */
+void shm_image_unref(shm_image *si);
+/* Adds a region (FT_MSG_SHM). Consumes fd, also on error. Returns 0,
+ * -EINVAL for a region that is not plausible, or -ENOMEM. */
+int shm_add_region(shm_image *si, int fd, uint64_t first, uint64_t count, uint64_t slot_size);
+/* An EVENTS frame of len bytes at stream offset of slot arrived from
+ * thread tid: returns how many of its first bytes were received before
+ * (salvaged already), which the caller drops. */
+uint64_t shm_accept(shm_image *si, uint64_t slot, uint64_t offset, uint64_t len, int64_t tid);
+/* Reads what every slot holds beyond what was received and hands it to
+ * fn (data borrowed for the call); *salvaged gets the byte count. Returns
+ * 0 or the first negative return of fn or -ENOMEM. */
+int shm_salvage(shm_image *si, int (*fn)(void *arg, int64_t tid, const void *data, size_t len),
+		void *arg, uint64_t *salvaged);
+
 /*
  * What the tree knows about one agent connection: which process and which
  * of its images the connection speaks for, and the exec it announced.
@@ -106,6 +130,9 @@ typedef struct proc_conn {
 	const char *exec_path;  /* in the model's arena */
 	const char **exec_argv; /* in the model's arena */
 	size_t exec_argc;
+	shm_image *shm;         /* its event buffers; a reference, or NULL */
+	int fds[8];             /* fds received (SCM_RIGHTS) not yet claimed */
+	int nfds;
 } proc_conn;
 
 /* Creates a tree that fills t (borrowed until proc_tree_free). */
@@ -139,7 +166,11 @@ pid_t proc_pid(const proc_entry *pe);
  */
 void proc_finish(proc_tree *pt, int64_t now_ns, bool tree_done);
 
+/* Closes fds received on c that no message claimed. */
+void proc_conn_drop_fds(proc_conn *c);
+
 typedef struct proc_counts {
+	uint64_t salvaged_bytes; /* event records read from dead processes' buffers */
 	uint64_t processes;
 	uint64_t running; /* connected or not yet known to have ended */
 	uint64_t messages;
@@ -150,6 +181,10 @@ void proc_get_counts(const proc_tree *pt, proc_counts *c);
 
 int64_t ft_now_mono_ns(void);
 int64_t ft_now_real_ns(void);
+/* Adds a (time stamp counter, CLOCK_MONOTONIC) pair read now to t: with
+ * the agents' own pairs, it converts in-process event times. Returns 0 or
+ * -ENOMEM. */
+int ft_add_clock_pair(model_trace *t);
 
 /* ---- run.c ------------------------------------------------------------- */
 

@@ -50,6 +50,8 @@ struct proc_entry {
 	int64_t last_seen_ns;
 	open_shell shells[MAX_OPEN_SHELLS];
 	int nshells;
+	shm_image *shm;      /* event buffers of image shm_seg (a reference) */
+	size_t shm_seg;
 };
 
 struct proc_tree {
@@ -61,6 +63,7 @@ struct proc_tree {
 	proc_entry **all; /* by model index */
 	size_t nall, all_cap;
 	uint64_t messages;
+	uint64_t salvaged_bytes;
 	int64_t self; /* the collector's pid: where orphans are reparented */
 };
 
@@ -78,6 +81,27 @@ int64_t ft_now_real_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The tightest of a few (counter, clock, counter) reads: see the agent's
+ * agent_clock_pair for why one is not enough. */
+int ft_add_clock_pair(model_trace *t)
+{
+	uint64_t best = UINT64_MAX, tsc = 0;
+	int64_t ns = 0;
+
+	for (int i = 0; i < 8; i++) {
+		uint64_t t0 = __builtin_ia32_rdtsc();
+		int64_t n = ft_now_mono_ns();
+		uint64_t t1 = __builtin_ia32_rdtsc();
+
+		if (t1 - t0 < best) {
+			best = t1 - t0;
+			tsc = t0 + (t1 - t0) / 2;
+			ns = n;
+		}
+	}
+	return model_add_clock(t, tsc, ns);
 }
 
 proc_tree *proc_tree_new(model_trace *t)
@@ -104,8 +128,10 @@ void proc_tree_free(proc_tree *pt)
 {
 	if (!pt)
 		return;
-	for (size_t i = 0; i < pt->nall; i++)
+	for (size_t i = 0; i < pt->nall; i++) {
+		shm_image_unref(pt->all[i]->shm);
 		free(pt->all[i]);
+	}
 	free(pt->all);
 	free(pt->keys);
 	free(pt->vals);
@@ -383,6 +409,9 @@ static void set_status(proc_entry *pe, int status, int64_t ts)
 		return; /* stopped or continued: not an end */
 	}
 	pe->status_known = true;
+	/* Its connections salvage what they hold; nothing reconnects now. */
+	shm_image_unref(pe->shm);
+	pe->shm = NULL;
 	/* The process ended no later than whoever reaped it noticed; the
 	 * agent's own EXIT time, when there is one, is exact. */
 	if (!pe->exit_recorded && (!pe->end_seen || ts < p->end_ns)) {
@@ -486,6 +515,17 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 	s->argv_truncated = (m->flags & FT_HELLO_ARGV_TRUNCATED) != 0;
 	c->pe = pe;
 	c->seg = p->nsegs - 1;
+	if (pe->shm && pe->shm_seg != c->seg) {
+		/* A new image: the old one's buffers were salvaged when its
+		 * connection closed. */
+		shm_image_unref(pe->shm);
+		pe->shm = NULL;
+	}
+	/* The agent reconnected: its buffers are those of the image before. */
+	if (pe->shm && pe->shm_seg == c->seg) {
+		shm_image_ref(pe->shm);
+		c->shm = pe->shm;
+	}
 
 	model_thread *th = model_find_thread(p, m->pid);
 	if (!th)
@@ -673,6 +713,120 @@ static void on_signal(proc_tree *pt, proc_conn *c, const wire_msg *m)
 	mk->args_json = args_signal(pt->t, (int)m->signo);
 }
 
+/* The event buffers of c's image, created at the first need. */
+static shm_image *conn_shm(proc_conn *c)
+{
+	proc_entry *pe = c->pe;
+
+	if (c->shm)
+		return c->shm;
+	c->shm = shm_image_new();
+	if (!c->shm)
+		return NULL;
+	shm_image_unref(pe->shm);
+	shm_image_ref(c->shm);
+	pe->shm = c->shm;
+	pe->shm_seg = c->seg;
+	return c->shm;
+}
+
+static model_thread *thread_of(proc_tree *pt, model_process *p, int64_t tid)
+{
+	model_thread *th = model_find_thread(p, tid);
+
+	return th ? th : model_add_thread(pt->t, p, tid);
+}
+
+static void on_shm(proc_tree *pt, proc_conn *c, const wire_msg *m)
+{
+	shm_image *si = conn_shm(c);
+	int fd;
+
+	if (wire_has(m, FT_K_TSC))
+		model_add_clock(pt->t, m->tsc, m->ts);
+	if (c->nfds == 0)
+		return; /* sent without its fd: nothing to salvage from */
+	fd = c->fds[0];
+	memmove(c->fds, c->fds + 1, sizeof(c->fds[0]) * (size_t)--c->nfds);
+	if (!si) {
+		close(fd);
+		return;
+	}
+	if (shm_add_region(si, fd, m->slot, m->count, m->size) == -EINVAL)
+		fprintf(stderr,
+			"forktrace: warning: process %d sent an implausible event buffer "
+			"(slots %llu+%llu of %llu bytes); what it does not send is lost\n",
+			(int)proc_pid(c->pe), (unsigned long long)m->slot,
+			(unsigned long long)m->count, (unsigned long long)m->size);
+}
+
+static void on_events(proc_tree *pt, proc_conn *c, const wire_msg *m)
+{
+	shm_image *si = conn_shm(c);
+	model_process *p = c->pe->mp;
+	model_thread *th = thread_of(pt, p, m->tid);
+	uint64_t skip = si ? shm_accept(si, m->slot, m->offset, m->data.len, m->tid) : 0;
+
+	if (wire_has(m, FT_K_TSC))
+		model_add_clock(pt->t, m->tsc, m->ts);
+	if (th && skip < m->data.len)
+		model_add_chunk(pt->t, th, (uint32_t)c->seg, m->data.ptr + skip,
+				m->data.len - (size_t)skip);
+}
+
+static void on_module(proc_tree *pt, proc_conn *c, const wire_msg *m)
+{
+	model_process *p = c->pe->mp;
+
+	if (c->seg < p->nsegs && m->path.ptr && m->hi > m->lo)
+		model_add_module(pt->t, &p->segs[c->seg], m->path.ptr, m->path.len, m->addr, m->lo,
+				 m->hi);
+}
+
+struct salvage_ctx {
+	proc_tree *pt;
+	proc_conn *c;
+};
+
+static int salvage_chunk(void *arg, int64_t tid, const void *data, size_t len)
+{
+	struct salvage_ctx *sc = arg;
+	model_thread *th = thread_of(sc->pt, sc->c->pe->mp, tid ? tid : proc_pid(sc->c->pe));
+
+	if (!th)
+		return -ENOMEM;
+	return model_add_chunk(sc->pt->t, th, (uint32_t)sc->c->seg, data, len);
+}
+
+/* The image of c ended, or its connection did: read what its threads
+ * recorded and never sent. Another connection of the same image (a
+ * reconnect) later skips what was salvaged here. */
+static void conn_salvage(proc_tree *pt, proc_conn *c)
+{
+	struct salvage_ctx sc = {pt, c};
+	uint64_t n = 0;
+
+	if (!c->shm)
+		return;
+	shm_salvage(c->shm, salvage_chunk, &sc, &n);
+	pt->salvaged_bytes += n;
+	/* Keep the image's state for a reconnect of a live process only: an
+	 * image that exited or exec'd speaks no more (and holding its fds
+	 * would run a long build out of them). */
+	if (c->pe->shm == c->shm && (c->pe->exit_recorded || c->pe->status_known || c->exec_sent)) {
+		shm_image_unref(c->pe->shm);
+		c->pe->shm = NULL;
+	}
+	shm_image_unref(c->shm);
+	c->shm = NULL;
+}
+
+void proc_conn_drop_fds(proc_conn *c)
+{
+	while (c->nfds > 0)
+		close(c->fds[--c->nfds]);
+}
+
 int proc_apply(proc_tree *pt, proc_conn *c, const wire_msg *m, int64_t now_ns)
 {
 	pt->messages++;
@@ -724,6 +878,15 @@ int proc_apply(proc_tree *pt, proc_conn *c, const wire_msg *m, int64_t now_ns)
 		c->pe->mp->lost_events += m->count;
 		pt->t->lost_events += m->count;
 		break;
+	case FT_MSG_SHM:
+		on_shm(pt, c, m);
+		break;
+	case FT_MSG_EVENTS:
+		on_events(pt, c, m);
+		break;
+	case FT_MSG_MODULE:
+		on_module(pt, c, m);
+		break;
 	default:
 		break; /* a newer agent's message: ignored */
 	}
@@ -734,8 +897,10 @@ void proc_conn_closed(proc_tree *pt, proc_conn *c, int64_t now_ns)
 {
 	proc_entry *pe = c->pe;
 
+	proc_conn_drop_fds(c);
 	if (!pe)
 		return;
+	conn_salvage(pt, c);
 	pe->conns--;
 	seen(pe, now_ns);
 	if (c->exec_sent && c->seg + 1 == pe->mp->nsegs) {
@@ -924,4 +1089,5 @@ void proc_get_counts(const proc_tree *pt, proc_counts *c)
 		if (!pt->all[i]->status_known && !pt->all[i]->end_seen)
 			c->running++;
 	c->messages = pt->messages;
+	c->salvaged_bytes = pt->salvaged_bytes;
 }

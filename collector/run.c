@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <regex.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -49,6 +50,9 @@ typedef struct run_opts {
 	char **command;
 	const char *report; /* --report FILE, or NULL */
 	report_opts ro;     /* --include, --exclude, --pids */
+	bool no_functions;  /* --no-functions */
+	const char **fn_filter; /* --filter (NULL-terminated, malloc'd) */
+	size_t nfilter;
 } run_opts;
 
 typedef struct run_state {
@@ -122,22 +126,39 @@ static const char run_usage[] =
 	"      --include REGEX      report only processes whose program or\n"
 	"                           command line matches REGEX (POSIX extended),\n"
 	"                           and regions/functions that match; repeatable.\n"
-	"      --exclude REGEX      leave out of the report processes whose\n"
-	"                           program matches REGEX, and regions/functions/\n"
-	"                           counters that match; repeatable.\n"
+	"      --exclude REGEX      leave out instrumented functions whose name\n"
+	"                           matches REGEX, from the trace and the report;\n"
+	"                           the report also leaves out processes whose\n"
+	"                           program matches, and regions and counters\n"
+	"                           that match. Repeatable.\n"
 	"      --pids RANGES        report only these trace pids, e.g. 0-3,7,10-.\n"
-	"                           The three filters apply to the report only;\n"
-	"                           the trace always holds everything.\n"
+	"                           --include and --pids apply to the report\n"
+	"                           only; the trace holds every process.\n"
+	"\n"
+	"In-process events (see include/forktrace.h): regions, instants and\n"
+	"counters that programs record with the forktrace API, and every call\n"
+	"of code built with -finstrument-functions, named from the symbol\n"
+	"tables of the executable and its libraries:\n"
+	"      --no-functions       do not record -finstrument-functions calls.\n"
+	"      --filter REGEX       keep only instrumented functions whose name\n"
+	"                           (C++ demangled) matches REGEX (POSIX\n"
+	"                           extended); repeatable: any may match.\n"
+	"                           Example: --filter '^(solve|mylib_)'.\n"
 	"  -q, --quiet              no progress and no summary on stderr.\n"
 	"  -h, --help               show this help.\n"
 	"\n"
 	"SIGINT, SIGTERM and SIGHUP sent to forktrace are passed to COMMAND;\n"
 	"the trace is written all the same.\n"
 	"\n"
+	"If forktrace itself is killed, the traced processes go on and write\n"
+	"what they record to spill files in OUTPUT.spill/; get the trace back\n"
+	"with 'forktrace combine OUTPUT.spill -o OUTPUT'.\n"
+	"\n"
 	"Environment:\n"
 	"  TMPDIR            where the private socket directory is made.\n"
 	"  FORKTRACE_AGENT   path of libforktrace-agent.so (default: next to\n"
-	"                    the forktrace executable).\n"
+	"                    the forktrace executable, or ../lib/forktrace/\n"
+	"                    from it when installed).\n"
 	"\n"
 	"Examples:\n"
 	"  forktrace run -- make -j4\n"
@@ -171,7 +192,7 @@ static int parse_size(const char *s, uint64_t *out)
 /* Returns 0 to go on, or the exit code to leave with. */
 static int parse_opts(int argc, char **argv, run_opts *o)
 {
-	enum { OPT_WAIT = 256, OPT_MAXMEM, OPT_LEVEL, OPT_REPORT };
+	enum { OPT_WAIT = 256, OPT_MAXMEM, OPT_LEVEL, OPT_REPORT, OPT_NOFUNC, OPT_FILTER };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "wait-timeout", required_argument, NULL, OPT_WAIT },
@@ -183,6 +204,8 @@ static int parse_opts(int argc, char **argv, run_opts *o)
 		{ "include", required_argument, NULL, REPORT_OPT_INCLUDE },
 		{ "exclude", required_argument, NULL, REPORT_OPT_EXCLUDE },
 		{ "pids", required_argument, NULL, REPORT_OPT_PIDS },
+		{ "no-functions", no_argument, NULL, OPT_NOFUNC },
+		{ "filter", required_argument, NULL, OPT_FILTER },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -226,6 +249,24 @@ static int parse_opts(int argc, char **argv, run_opts *o)
 		case OPT_REPORT:
 			o->report = optarg;
 			break;
+		case OPT_NOFUNC:
+			o->no_functions = true;
+			break;
+		case OPT_FILTER: {
+			const char **v = realloc(o->fn_filter, (o->nfilter + 2) * sizeof(*v));
+			regex_t re;
+
+			if (!v)
+				return 1;
+			o->fn_filter = v;
+			v[o->nfilter++] = optarg;
+			v[o->nfilter] = NULL;
+			if (regcomp(&re, optarg, REG_EXTENDED | REG_NOSUB) != 0)
+				return cli_usage_error("run", "--filter takes a POSIX extended "
+							      "regular expression, got '%s'", optarg);
+			regfree(&re);
+			break;
+		}
 		case REPORT_OPT_INCLUDE:
 		case REPORT_OPT_EXCLUDE:
 		case REPORT_OPT_PIDS:
@@ -246,8 +287,8 @@ static int parse_opts(int argc, char **argv, run_opts *o)
 		return cli_usage_error("run", "no COMMAND given (forktrace run [OPTIONS] -- "
 					      "COMMAND [ARGS...])");
 	o->command = argv + optind;
-	if ((o->ro.ninclude || o->ro.nexclude || o->ro.pids) && !o->report)
-		return cli_usage_error("run", "--include, --exclude and --pids filter the report: "
+	if ((o->ro.ninclude || o->ro.pids) && !o->report)
+		return cli_usage_error("run", "--include and --pids filter the report: "
 					      "give --report FILE too");
 	return report_check(&o->ro, "run");
 }
@@ -297,13 +338,22 @@ static int resolve_command(const char *cmd, char *out, size_t outsz)
 	return 127;
 }
 
-/* Where the agent library is: $FORKTRACE_AGENT, or next to us, or in
- * ../lib/forktrace/ for an installed layout. */
+/* Where the agent library is: $FORKTRACE_AGENT, or next to the forktrace
+ * executable (the build tree), or in ../lib/forktrace/ from it (an
+ * installed $prefix/bin/forktrace). A path found next to the executable is
+ * made canonical, so LD_PRELOAD carries no "bin/..". A path LD_PRELOAD
+ * cannot carry (it splits on spaces and colons) is refused here, rather
+ * than running COMMAND without the agent. */
 static int find_agent(char *out, size_t outsz)
 {
+	static const char *const beside_self[] = {
+		"libforktrace-agent.so",
+		"../lib/forktrace/libforktrace-agent.so",
+	};
 	const char *env = getenv("FORKTRACE_AGENT");
-	char self[PATH_MAX];
+	char self[PATH_MAX], cand[PATH_MAX], real[PATH_MAX];
 	ssize_t n;
+	size_t i;
 
 	if (env && *env) {
 		if (env[0] != '/' || access(env, R_OK) < 0) {
@@ -312,7 +362,7 @@ static int find_agent(char *out, size_t outsz)
 			return -ENOENT;
 		}
 		snprintf(out, outsz, "%s", env);
-		return 0;
+		goto found;
 	}
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n > 0) {
@@ -320,18 +370,27 @@ static int find_agent(char *out, size_t outsz)
 		char *slash = strrchr(self, '/');
 		if (slash) {
 			*slash = '\0';
-			if ((size_t)snprintf(out, outsz, "%s/libforktrace-agent.so", self) < outsz &&
-			    access(out, R_OK) == 0)
-				return 0;
-			if ((size_t)snprintf(out, outsz, "%s/../lib/forktrace/libforktrace-agent.so",
-					     self) < outsz &&
-			    access(out, R_OK) == 0)
-				return 0;
+			for (i = 0; i < sizeof(beside_self) / sizeof(beside_self[0]); i++) {
+				if ((size_t)snprintf(cand, sizeof(cand), "%s/%s", self,
+						     beside_self[i]) < sizeof(cand) &&
+				    realpath(cand, real) && access(real, R_OK) == 0 &&
+				    (size_t)snprintf(out, outsz, "%s", real) < outsz)
+					goto found;
+			}
 		}
 	}
 	fprintf(stderr, "forktrace: cannot find libforktrace-agent.so next to the forktrace "
-			"executable; set FORKTRACE_AGENT to its path\n");
+			"executable or in ../lib/forktrace/ from it; set FORKTRACE_AGENT to "
+			"its path\n");
 	return -ENOENT;
+found:
+	if (strpbrk(out, " :")) {
+		fprintf(stderr, "forktrace: the agent's path %s holds a space or a colon, which "
+				"LD_PRELOAD cannot carry; install forktrace elsewhere or set "
+				"FORKTRACE_AGENT to a path without them\n", out);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* Creates the output's temporary sibling now, so that an unwritable path
@@ -599,6 +658,10 @@ static int spawn_root(run_state *rs, const char *path, char **env)
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	rc = posix_spawn(&rs->root, path, NULL, &attr, rs->o.command, env);
 	posix_spawnattr_destroy(&attr);
+	/* COMMAND got the environment as it was. Naming functions later must
+	 * not go to the network: elfutils would ask debuginfod servers for
+	 * every library without local debug info. */
+	unsetenv("DEBUGINFOD_URLS");
 	return -rc;
 }
 
@@ -640,11 +703,32 @@ int run_main(int argc, char **argv)
 		goto out_sockdir;
 	}
 	rs->model->origin = "forktrace run";
+	rs->model->fn_include = rs->o.fn_filter;
+	rs->model->fn_exclude = rs->o.ro.exclude;
+	rs->model->no_functions = rs->o.no_functions;
+	/* The agents skip function calls altogether (and the trace writer
+	 * again, for images that lost the variable with a cleared env). */
+	if (rs->o.no_functions)
+		setenv("FORKTRACE_FUNCTIONS", "0", 1);
+	/* Should forktrace die, the agents write what they record next to
+	 * the trace it would have written: OUTPUT.spill/. */
+	{
+		char cwd[PATH_MAX], *dir = NULL;
+		int n = rs->o.output[0] == '/' ? asprintf(&dir, "%s.spill", rs->o.output)
+			: getcwd(cwd, sizeof(cwd)) ? asprintf(&dir, "%s/%s.spill", cwd, rs->o.output)
+						   : -1;
+
+		if (n >= 0) {
+			setenv(FT_ENV_SPILL_DIR, dir, 1);
+			free(dir);
+		}
+	}
 	if (model_set_spill(rs->model, rs->sock_dir, rs->o.max_memory) < 0)
 		fprintf(stderr, "forktrace: warning: cannot create a spill file in %s; "
 				"--max-memory is not enforced\n", rs->sock_dir);
 	rs->model->anchor_mono_ns = ft_now_mono_ns();
 	rs->model->anchor_real_ns = ft_now_real_ns();
+	ft_add_clock_pair(rs->model);
 	char host[256] = "";
 	gethostname(host, sizeof(host) - 1);
 	rs->model->host = model_strdup(rs->model, host);
@@ -704,6 +788,7 @@ int run_main(int argc, char **argv)
 	progress_clear(rs);
 
 	int64_t end = ft_now_mono_ns();
+	ft_add_clock_pair(rs->model);
 	proc_finish(rs->tree, end, rs->tree_done);
 	if (!rs->root_done)
 		code = 1;
@@ -778,6 +863,7 @@ out_unlink_tmp:
 	report_file_abort(&rs->rep);
 out_free:
 	report_opts_free(&rs->o.ro);
+	free(rs->o.fn_filter);
 	free(rs);
 	return code;
 }

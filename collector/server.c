@@ -13,6 +13,7 @@
  * read buffers.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,7 @@ static void conn_close_cb(uv_handle_t *h)
 	srv_conn *c = h->data;
 
 	c->s->nconns--;
+	proc_conn_drop_fds(&c->pc);
 	free(c->buf);
 	free(c);
 }
@@ -149,11 +151,127 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	*buf = uv_buf_init(c->buf + c->len, (unsigned)(c->cap - c->len));
 }
 
+static void fd_close_cb(uv_handle_t *h)
+{
+	free(h);
+}
+
+/*
+ * Takes the fds that came with the bytes just read (an agent's SHM frame
+ * carries its memfd as SCM_RIGHTS) into the connection, for the frame that
+ * claims them. libuv queues received fds on an IPC pipe and hands them out
+ * through uv_accept into a handle; the fd is duplicated out of that handle,
+ * which is then closed.
+ */
+static void conn_take_fds(srv_conn *c)
+{
+	while (uv_pipe_pending_count(&c->pipe) > 0) {
+		uv_pipe_t *h = malloc(sizeof(*h));
+		uv_os_fd_t fd;
+		int dup = -1;
+
+		if (!h || uv_pipe_init(c->s->loop, h, 0) < 0) {
+			free(h);
+			return;
+		}
+		if (uv_accept((uv_stream_t *)&c->pipe, (uv_stream_t *)h) == 0 &&
+		    uv_fileno((uv_handle_t *)h, &fd) == 0)
+			dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		uv_close((uv_handle_t *)h, fd_close_cb);
+		if (dup < 0)
+			continue;
+		if (c->pc.nfds == (int)(sizeof(c->pc.fds) / sizeof(c->pc.fds[0])))
+			close(dup);
+		else
+			c->pc.fds[c->pc.nfds++] = dup;
+	}
+}
+
+/* Keeps fds that came as SCM_RIGHTS in a message read by conn_drain. */
+static void conn_keep_cmsg_fds(srv_conn *c, struct msghdr *mh)
+{
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		size_t n;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (c->pc.nfds == (int)(sizeof(c->pc.fds) / sizeof(c->pc.fds[0])))
+				close(fd);
+			else
+				c->pc.fds[c->pc.nfds++] = fd;
+		}
+	}
+}
+
+/*
+ * libuv said EOF, but there may be bytes it never read. A Unix socket
+ * read stops early at a message that carries fds (SCM_RIGHTS), and when
+ * the peer has hung up by then, libuv takes that short read for the last
+ * one and reports EOF (the POLLHUP short-cut in uv__stream_io). An agent
+ * that sent its buffers' memfd and exited at once would lose everything
+ * after it. So the socket is read to its real end here.
+ */
+static void conn_drain(srv_conn *c)
+{
+	uv_os_fd_t fd;
+
+	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0)
+		return;
+	while (!c->closing) {
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(int) * 8)];
+		} cm;
+		struct iovec iov;
+		struct msghdr mh;
+		ssize_t n, used;
+
+		if (c->cap - c->len < SHARED_BUF_SIZE) {
+			char *nb = realloc(c->buf, c->len + SHARED_BUF_SIZE);
+
+			if (!nb)
+				return;
+			c->buf = nb;
+			c->cap = c->len + SHARED_BUF_SIZE;
+		}
+		iov.iov_base = c->buf + c->len;
+		iov.iov_len = c->cap - c->len;
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cm.b;
+		mh.msg_controllen = sizeof(cm.b);
+		n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		conn_keep_cmsg_fds(c, &mh);
+		c->len += (size_t)n;
+		used = conn_frames(c, c->buf, c->len);
+		if (used < 0)
+			return;
+		memmove(c->buf, c->buf + used, c->len - (size_t)used);
+		c->len -= (size_t)used;
+	}
+}
+
 static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
 	srv_conn *c = stream->data;
 	ssize_t used;
 
+	conn_take_fds(c);
+
+	if (nread == UV_EOF)
+		conn_drain(c);
+	if (c->closing)
+		return;
 	if (nread < 0) {
 		if (nread != UV_EOF && nread != UV_ECONNRESET)
 			fprintf(stderr, "forktrace: warning: reading from process %d: %s\n",
@@ -208,7 +326,8 @@ static void on_connection(uv_stream_t *server, int status)
 		return;
 	}
 	c->s = s;
-	uv_pipe_init(s->loop, &c->pipe, 0);
+	/* IPC mode: the agent passes its event buffers' memfd. */
+	uv_pipe_init(s->loop, &c->pipe, 1);
 	c->pipe.data = c;
 	s->nconns++;
 	s->accepted++;

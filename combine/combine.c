@@ -15,15 +15,27 @@
  * the output's where it is unambiguous - one input, or all inputs say the
  * same - so that `forktrace report run.json` shows what `forktrace run
  * --report` showed; each input's is listed with it (sink_meta.input_runs).
+ *
+ * The other top-level keys of the inputs (file_info, viztracer_metadata,
+ * systemTraceEvents, the members of another tool's otherData, ...) come
+ * out after traceEvents, where the JSON sink calls back (sink_extra): each
+ * key once with the value of the first input that has it, and the value
+ * of every other input that differs in that input's object of
+ * otherData.forktrace.inputs, as "top_level" (docs/TRACE_FORMAT.md). The
+ * values go to an unlinked temporary file as the inputs stream past, so
+ * memory stays flat however big they are; only the first value of each
+ * key, when small, is also kept in memory, to compare the others with.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "combine.h"
 #include "jsonr.h"
@@ -193,6 +205,443 @@ static int expand(pathv *pv, const char *path)
 	return 0;
 }
 
+/* ---- top-level keys of the inputs ----------------------------------- */
+
+/* First values up to TL_CACHE_ONE bytes are also kept in memory, up to
+ * TL_CACHE_ALL in all: comparing with them costs no read. */
+#define TL_CACHE_ONE (256u << 10)
+#define TL_CACHE_ALL (4u << 20)
+/* Read size for the spool. */
+#define TL_IO (64u << 10)
+
+typedef struct tl_key {
+	char *name;        /* unescaped, owned */
+	bool other;        /* a member of otherData */
+	bool per_input;    /* an otherData that is not an object: never at the top */
+	bool dtu;          /* displayTimeUnit */
+	bool differ;       /* an input has another value */
+	bool ms;           /* the first value is "ms" */
+	uint64_t off, len; /* the first input's value, in the spool */
+	char *cache;       /* a copy of it, or NULL; owned */
+	size_t last;       /* 1 + the last input that had it */
+} tl_key;
+
+/* One input's value of a key, written in that input's object. */
+typedef struct tl_val {
+	size_t input, key;
+	uint64_t off, len;
+} tl_val;
+
+typedef struct toplevel {
+	tl_key *keys;
+	size_t nkeys, keys_cap;
+	size_t *slots; /* a hash of the names: 1 + index into keys; 0: free */
+	size_t nslots;
+	tl_val *vals;  /* in input order */
+	size_t nvals, vals_cap;
+	int fd;        /* the spool: -1 until a value comes */
+	uint64_t size;
+	size_t cached;
+	char *io;      /* TL_IO bytes */
+	size_t ninputs, cur;
+	size_t dtu_inputs; /* inputs that state displayTimeUnit */
+	/* 1 + the last input that had an otherData object (members), or one
+	 * that is not an object: a file with both keeps the first kind. */
+	size_t od_members, od_other;
+	sink_extra extra;
+} toplevel;
+
+static uint64_t tl_hash(const char *p, size_t n, bool other)
+{
+	uint64_t h = other ? 0x84222325cbf29ce4ull : 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static bool tl_is(const tl_key *k, jsonw_sv name, bool other)
+{
+	return k->other == other && strlen(k->name) == name.n && !memcmp(k->name, name.p, name.n);
+}
+
+/* The key's index, or -1. */
+static ssize_t tl_find(const toplevel *t, jsonw_sv name, bool other)
+{
+	size_t mask = t->nslots - 1;
+
+	if (t->nslots == 0)
+		return -1;
+	for (size_t i = tl_hash(name.p, name.n, other) & mask;; i = (i + 1) & mask) {
+		if (t->slots[i] == 0)
+			return -1;
+		if (tl_is(&t->keys[t->slots[i] - 1], name, other))
+			return (ssize_t)(t->slots[i] - 1);
+	}
+}
+
+static void tl_slot(toplevel *t, size_t k)
+{
+	const tl_key *key = &t->keys[k];
+	size_t i = tl_hash(key->name, strlen(key->name), key->other) & (t->nslots - 1);
+
+	while (t->slots[i] != 0)
+		i = (i + 1) & (t->nslots - 1);
+	t->slots[i] = k + 1;
+}
+
+/* A new key (name has no NUL): its index, or -ENOMEM. */
+static ssize_t tl_add(toplevel *t, jsonw_sv name, bool other)
+{
+	tl_key *key;
+
+	if ((t->nkeys + 1) * 2 > t->nslots) {
+		size_t n = t->nslots ? t->nslots * 2 : 16;
+		size_t *ns = calloc(n, sizeof(*ns));
+
+		if (ns == NULL)
+			return -ENOMEM;
+		free(t->slots);
+		t->slots = ns;
+		t->nslots = n;
+		for (size_t k = 0; k < t->nkeys; k++)
+			tl_slot(t, k);
+	}
+	if (t->nkeys == t->keys_cap) {
+		size_t n = t->keys_cap ? t->keys_cap * 2 : 8;
+		tl_key *nk = realloc(t->keys, n * sizeof(*nk));
+
+		if (nk == NULL)
+			return -ENOMEM;
+		t->keys = nk;
+		t->keys_cap = n;
+	}
+	key = &t->keys[t->nkeys];
+	memset(key, 0, sizeof(*key));
+	key->name = strndup(name.p, name.n);
+	if (key->name == NULL)
+		return -ENOMEM;
+	key->other = other;
+	key->dtu = !other && !strcmp(key->name, "displayTimeUnit");
+	key->per_input = !other && !strcmp(key->name, "otherData");
+	tl_slot(t, t->nkeys);
+	return (ssize_t)t->nkeys++;
+}
+
+/* Appends v to the spool (made on first use: an unlinked file in TMPDIR);
+ * *off is where it starts. Returns 0 or a negative errno. */
+static int tl_spool(toplevel *t, jsonw_sv v, uint64_t *off)
+{
+	size_t done = 0;
+
+	if (t->fd < 0) {
+		const char *dir = getenv("TMPDIR");
+		char *path;
+
+		if (dir == NULL || *dir == '\0')
+			dir = "/tmp";
+		t->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		if (t->fd < 0) {
+			/* A file system without O_TMPFILE. */
+			if (asprintf(&path, "%s/forktrace-combine-XXXXXX", dir) < 0)
+				return -ENOMEM;
+			t->fd = mkostemp(path, O_CLOEXEC);
+			if (t->fd >= 0)
+				unlink(path);
+			free(path);
+			if (t->fd < 0)
+				return -errno;
+		}
+	}
+	while (done < v.n) {
+		ssize_t k = write(t->fd, v.p + done, v.n - done);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		done += (size_t)k;
+	}
+	*off = t->size;
+	t->size += v.n;
+	return 0;
+}
+
+/* Reads n bytes of the spool at off into p. Returns 0 or a negative errno. */
+static int tl_read(const toplevel *t, uint64_t off, char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = pread(t->fd, p, n, (off_t)off);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		p += k;
+		n -= (size_t)k;
+		off += (uint64_t)k;
+	}
+	return 0;
+}
+
+/* Whether v is the key's first value: 1, 0, or a negative errno. */
+static int tl_same(toplevel *t, const tl_key *key, jsonw_sv v)
+{
+	if (key->len != v.n)
+		return 0;
+	if (key->cache != NULL)
+		return !memcmp(key->cache, v.p, v.n);
+	for (size_t at = 0; at < v.n; at += TL_IO) {
+		size_t n = v.n - at < TL_IO ? v.n - at : TL_IO;
+		int err = tl_read(t, key->off + at, t->io, n);
+
+		if (err < 0)
+			return err;
+		if (memcmp(t->io, v.p + at, n) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+static int tl_add_val(toplevel *t, size_t k, uint64_t off, uint64_t len)
+{
+	if (t->nvals == t->vals_cap) {
+		size_t n = t->vals_cap ? t->vals_cap * 2 : 16;
+		tl_val *nv = realloc(t->vals, n * sizeof(*nv));
+
+		if (nv == NULL)
+			return -ENOMEM;
+		t->vals = nv;
+		t->vals_cap = n;
+	}
+	t->vals[t->nvals++] = (tl_val){t->cur, k, off, len};
+	return 0;
+}
+
+/* reader_opts.top_key: one top-level key (or member of otherData) of the
+ * input being read. */
+static int on_top_key(void *ctx, jsonw_sv name, bool other, jsonw_sv v)
+{
+	toplevel *t = ctx;
+	tl_key *key;
+	ssize_t k;
+	uint64_t off;
+	int err, same;
+
+	/* A name with NUL in it cannot be written back (jsonw_key). */
+	if (memchr(name.p, '\0', name.n) != NULL)
+		return 1;
+	/* otherData twice in a file, an object and not: its "top_level"
+	 * would have "otherData" twice. */
+	if (other ? t->od_other == t->cur + 1
+		  : (name.n == 9 && !memcmp(name.p, "otherData", 9) && t->od_members == t->cur + 1))
+		return 1;
+	if (other)
+		t->od_members = t->cur + 1;
+	else if (name.n == 9 && !memcmp(name.p, "otherData", 9))
+		t->od_other = t->cur + 1;
+	k = tl_find(t, name, other);
+	if (k < 0) {
+		k = tl_add(t, name, other);
+		if (k < 0)
+			return (int)k;
+		key = &t->keys[k];
+		err = tl_spool(t, v, &key->off);
+		if (err < 0)
+			return err;
+		key->len = v.n;
+		key->last = t->cur + 1;
+		key->ms = v.n == 4 && !memcmp(v.p, "\"ms\"", 4);
+		if (v.n <= TL_CACHE_ONE && t->cached + v.n <= TL_CACHE_ALL &&
+		    (key->cache = malloc(v.n)) != NULL) {
+			memcpy(key->cache, v.p, v.n);
+			t->cached += v.n;
+		}
+		t->dtu_inputs += key->dtu;
+		if (key->dtu || key->per_input)
+			return tl_add_val(t, (size_t)k, key->off, key->len);
+		return 0;
+	}
+	key = &t->keys[k];
+	/* Twice in one file: JSON readers keep one; the first is kept. */
+	if (key->last == t->cur + 1)
+		return 1;
+	key->last = t->cur + 1;
+	t->dtu_inputs += key->dtu;
+	same = tl_same(t, key, v);
+	if (same < 0)
+		return same;
+	if (same && !key->dtu && !key->per_input)
+		return 0;
+	off = key->off;
+	if (!same) {
+		key->differ = true;
+		err = tl_spool(t, v, &off);
+		if (err < 0)
+			return err;
+	}
+	return tl_add_val(t, (size_t)k, off, v.n);
+}
+
+/* Whether the inputs agree on displayTimeUnit (key): all say the same, or
+ * those that say nothing (the format's default "ms") agree. */
+static bool tl_dtu_agreed(const toplevel *t, const tl_key *key)
+{
+	return !key->differ && (t->dtu_inputs == t->ninputs || key->ms);
+}
+
+/* Writes a value of the spool with w (after its key). */
+static void tl_put(toplevel *t, jsonw *w, const tl_key *key, uint64_t off, uint64_t len)
+{
+	if (key->cache != NULL && off == key->off) {
+		jsonw_raw(w, (jsonw_sv){key->cache, len});
+		return;
+	}
+	for (uint64_t at = 0; at < len; at += TL_IO) {
+		size_t n = len - at < TL_IO ? (size_t)(len - at) : TL_IO;
+		int err = tl_read(t, off + at, t->io, n);
+
+		if (err < 0) {
+			ostream_fail(w->os, err);
+			return;
+		}
+		if (at == 0)
+			jsonw_raw(w, (jsonw_sv){t->io, n});
+		else
+			ostream_write(w->os, t->io, n);
+	}
+}
+
+/* Whether input value v goes into its input's object. */
+static bool tl_val_kept(const toplevel *t, const tl_val *v)
+{
+	const tl_key *key = &t->keys[v->key];
+
+	return !key->dtu || !tl_dtu_agreed(t, key);
+}
+
+/* The values of input i that go in its object: "top_level" with them,
+ * those of otherData's members in "otherData" inside. */
+static void tl_write_input(toplevel *t, jsonw *w, size_t i)
+{
+	size_t lo = 0, hi = t->nvals, n = 0, nother = 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->vals[mid].input < i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (hi = lo; hi < t->nvals && t->vals[hi].input == i; hi++)
+		if (tl_val_kept(t, &t->vals[hi])) {
+			n++;
+			nother += t->keys[t->vals[hi].key].other;
+		}
+	if (n == 0)
+		return;
+	jsonw_key(w, "top_level");
+	jsonw_obj_begin(w);
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1 && nother == 0)
+			break;
+		if (pass == 1) {
+			jsonw_key(w, "otherData");
+			jsonw_obj_begin(w);
+		}
+		for (size_t j = lo; j < hi; j++) {
+			const tl_val *v = &t->vals[j];
+			const tl_key *key = &t->keys[v->key];
+
+			if (key->other != (pass == 1) || !tl_val_kept(t, v))
+				continue;
+			jsonw_key(w, key->name);
+			tl_put(t, w, key, v->off, v->len);
+		}
+		if (pass == 1)
+			jsonw_obj_end(w);
+	}
+	jsonw_obj_end(w);
+}
+
+/* sink_extra.write (sink.h). */
+static void tl_write(void *ctx, jsonw *w, enum sink_extra_place where, size_t input)
+{
+	toplevel *t = ctx;
+	jsonw_sv dtu_name = {"displayTimeUnit", 15};
+	ssize_t dtu;
+
+	if (where == SINK_EXTRA_INPUT) {
+		tl_write_input(t, w, input);
+		return;
+	}
+	if (where == SINK_EXTRA_TOP) {
+		dtu = tl_find(t, dtu_name, false);
+		if (dtu >= 0 && tl_dtu_agreed(t, &t->keys[dtu])) {
+			jsonw_key(w, dtu_name.p);
+			tl_put(t, w, &t->keys[dtu], t->keys[dtu].off, t->keys[dtu].len);
+		} else {
+			jsonw_kv_cstr(w, dtu_name.p, "ms");
+		}
+	}
+	for (size_t k = 0; k < t->nkeys; k++) {
+		const tl_key *key = &t->keys[k];
+
+		if (key->other != (where == SINK_EXTRA_OTHER_DATA) || key->per_input || key->dtu)
+			continue;
+		jsonw_key(w, key->name);
+		tl_put(t, w, key, key->off, key->len);
+	}
+}
+
+/* The names of the keys whose inputs disagree ("otherData.x" for a member
+ * of otherData), comma-separated, or NULL; owned by the caller. */
+static char *tl_differ(const toplevel *t)
+{
+	char *s = NULL;
+	size_t len = 0;
+
+	for (size_t k = 0; k < t->nkeys; k++) {
+		const tl_key *key = &t->keys[k];
+		bool d = key->dtu ? !tl_dtu_agreed(t, key) : key->differ;
+		size_t n = strlen(key->name) + 16;
+		char *ns;
+
+		if (!d)
+			continue;
+		if (len > 200) {
+			if ((ns = realloc(s, len + 8)) == NULL)
+				break;
+			s = ns;
+			len += (size_t)sprintf(s + len, ", ...");
+			break;
+		}
+		if ((ns = realloc(s, len + n)) == NULL)
+			break;
+		s = ns;
+		len += (size_t)sprintf(s + len, "%s%s%s", len ? ", " : "",
+				       key->other ? "otherData." : "", key->name);
+	}
+	return s;
+}
+
+static void tl_free(toplevel *t)
+{
+	for (size_t k = 0; k < t->nkeys; k++) {
+		free(t->keys[k].name);
+		free(t->keys[k].cache);
+	}
+	free(t->keys);
+	free(t->slots);
+	free(t->vals);
+	free(t->io);
+	if (t->fd >= 0)
+		close(t->fd);
+}
+
 /* ---- the combine -------------------------------------------------------- */
 
 typedef struct cmb {
@@ -206,6 +655,7 @@ typedef struct cmb {
 	ostream aos;	   /* args text of synthesized events */
 	model_trace *model;   /* the output's run metadata; its arena holds runs' strings */
 	sink_input_run *runs; /* per input, parallel to res->inputs */
+	toplevel tl;	      /* the inputs' other top-level keys */
 	int err;
 	const combine_opts *o;
 	uint64_t done_before, total;
@@ -430,6 +880,7 @@ static void fill_input(combine_input *in, const reader_info *inf)
 	in->utf8_fixed = inf->utf8_fixed;
 	in->utf8_offset = inf->utf8_offset;
 	in->skipped_keys = inf->skipped_keys;
+	memcpy(in->skipped, inf->skipped, sizeof(in->skipped));
 	in->gzip = inf->gzip;
 	in->truncated = inf->truncated;
 	in->error_offset = inf->error_offset;
@@ -490,7 +941,7 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 {
 	static const combine_opts defaults;
 	pathv pv = {0};
-	cmb c = {.sink = sink, .res = res};
+	cmb c = {.sink = sink, .res = res, .tl = {.fd = -1}};
 	fwd_sink fwd = {.base = {.event = fwd_event}, .c = &c};
 	const char **inputs = NULL, **methods = NULL;
 	int64_t *shifts = NULL;
@@ -516,7 +967,7 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 	c.runs = calloc(pv.n + 1, sizeof(*c.runs));
 	c.model = model;
 	if (res->inputs == NULL || inputs == NULL || methods == NULL || shifts == NULL ||
-	    model == NULL || c.runs == NULL) {
+	    model == NULL || c.runs == NULL || (c.tl.io = malloc(TL_IO)) == NULL) {
 		err = -ENOMEM;
 		goto fail_alloc;
 	}
@@ -553,6 +1004,9 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 	meta.align_methods = o->align ? methods : NULL;
 	meta.align_shift_ns = o->align ? shifts : NULL;
 	meta.input_runs = c.runs;
+	c.tl.ninputs = res->ninputs;
+	c.tl.extra = (sink_extra){.write = tl_write, .ctx = &c.tl};
+	meta.extra = &c.tl.extra;
 	err = sink->begin(sink, &meta);
 	if (err < 0)
 		goto fail_aos;
@@ -568,11 +1022,17 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 		    .chunk = o->chunk,
 		    .run_meta = on_run_meta,
 		    .run_meta_ctx = &c,
+		    /* One input has nobody to collide with: its ids stay. */
+		    .remap_ids = res->ninputs > 1,
+		    .id_input = i,
+		    .top_key = on_top_key,
+		    .top_key_ctx = &c.tl,
 		};
 		reader_info inf;
 
 		c.in = in;
 		c.index = i;
+		c.tl.cur = i;
 		pm_clear(&c.file);
 		err = reader_read(in->path, &ro, &fwd.base, &inf);
 		if (err == 0 && c.err != 0)
@@ -584,7 +1044,8 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 		res->events += in->events;
 		res->bytes += in->bytes;
 		res->remapped += in->remapped;
-		if (in->error != NULL || in->truncated || in->utf8_fixed > 0)
+		if (in->error != NULL || in->truncated || in->utf8_fixed > 0 ||
+		    in->skipped_keys > 0)
 			res->problems++;
 		if (inf.min_ts <= inf.max_ts) {
 			start = inf.min_ts < start ? inf.min_ts : start;
@@ -606,12 +1067,14 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 	model->exit_status = res->problems > 0 ? 1 : 0;
 	meta.exit_status_known = agree(model, c.runs, res->ninputs);
 	meta.processes = res->processes;
+	res->differ = tl_differ(&c.tl);
 	err = sink->end(sink, &meta);
 	res->out = sink->stats;
 	res->out.processes = res->processes;
 fail_aos:
 	ostream_finish(&c.aos);
 fail_alloc:
+	tl_free(&c.tl);
 	free(c.runs);
 	model_free(model);
 	free(shifts);
@@ -635,5 +1098,6 @@ void combine_result_free(combine_result *res)
 		free(res->inputs[i].error);
 	}
 	free(res->inputs);
+	free(res->differ);
 	memset(res, 0, sizeof(*res));
 }

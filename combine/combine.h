@@ -15,6 +15,14 @@
  * used it (two hosts, two runs, pid reuse); then it gets an unused pid
  * from COMBINE_REMAP_BASE on, and a "forktrace_origin" metadata event
  * records the original pid and the input (docs/TRACE_FORMAT.md).
+ *
+ * ids: with two inputs or more, each input's flow and async ids are
+ * rewritten into a namespace of its own (reader.h, READER_ID_SHIFT), so
+ * that arrows and async slices of two files never pair up.
+ *
+ * Top-level keys other than traceEvents are kept (sink_meta.extra): each
+ * with the first input's value, and the differing values of the others
+ * in their entry of otherData.forktrace.inputs (docs/TRACE_FORMAT.md).
  */
 #ifndef FT_COMBINE_COMBINE_H
 #define FT_COMBINE_COMBINE_H
@@ -52,7 +60,9 @@ typedef struct combine_input {
 	uint64_t utf8_fixed; /* events whose strings had invalid UTF-8 (or raw
 	                        control characters), replaced by U+FFFD */
 	uint64_t utf8_offset; /* where the first of them starts */
-	uint64_t skipped_keys; /* top-level keys not carried over */
+	uint64_t skipped_keys; /* top-level keys not kept: larger than
+	                          READER_MAX_EVENT, not valid JSON, twice */
+	char skipped[160];     /* their names, comma-separated (cut) */
 	bool gzip;
 	/* Salvaged: the file ends early (killed while writing); every
 	 * complete event before error_offset was kept. */
@@ -76,7 +86,12 @@ typedef struct combine_result {
 	uint64_t bytes;     /* JSON bytes read, all inputs */
 	uint64_t processes; /* distinct pids written */
 	uint64_t remapped;  /* pids given another number */
-	size_t problems;    /* inputs with an error, truncated, or repaired */
+	size_t problems;    /* inputs with an error, truncated, repaired, or
+	                       with top-level keys not kept */
+	/* Top-level keys that the inputs disagree on ("file_info, otherData.x"),
+	 * whose first value is the output's and the others are in the
+	 * inputs' entries; NULL when none. Owned. */
+	char *differ;
 	merge_stats out;    /* what the sink wrote */
 } combine_result;
 

@@ -51,6 +51,9 @@ enum jsonr_key {
 	JSONR_K_ID,
 	JSONR_K_BP,
 	JSONR_K_ARGS,
+	/* Flow and async ids that combine keeps apart per input. */
+	JSONR_K_ID2,
+	JSONR_K_BIND_ID,
 	JSONR_K_COUNT
 };
 
@@ -62,10 +65,11 @@ enum jsonr_status {
 
 /*
  * What jsonr_value found. v[k] is the value text of key k at the first
- * level of the object (strings with their quotes), p == NULL when absent;
- * esc bit k: that string holds backslash escapes. fix: a string holds bytes
- * that are not valid JSON text (invalid UTF-8, raw control characters):
- * jsonr_sanitize makes a valid copy.
+ * level of the object (strings with their quotes), p == NULL when absent
+ * (n is then meaningless); esc bit k: that string holds backslash
+ * escapes. fix: a string holds bytes that are not valid JSON text
+ * (invalid UTF-8, raw control characters): jsonr_sanitize makes a valid
+ * copy.
  */
 typedef struct jsonr_obj {
 	jsonw_sv v[JSONR_K_COUNT];

@@ -41,6 +41,7 @@ typedef struct merge_ctx {
 	ostream aos;	   /* args text of the event being built */
 	jsonw w;	   /* writes into aos */
 	jsonw_event meta;  /* the metadata event meta_begin started */
+	rec_ctx *rec;      /* in-process event records */
 	uint64_t threads;
 	int err;	   /* first error of the sink or of aos */
 } merge_ctx;
@@ -515,6 +516,31 @@ static void write_loss(merge_ctx *c, const model_process *p)
 	emit(c, &ev);
 }
 
+static int emit_record(void *arg, const jsonw_event *ev)
+{
+	merge_ctx *c = arg;
+
+	emit(c, ev);
+	return c->err;
+}
+
+/* The functions, regions, instants and counters each thread recorded. */
+static void write_records(merge_ctx *c, const model_process *p)
+{
+	for (size_t i = 0; i < p->nthreads && c->err == 0; i++) {
+		const model_thread *th = &p->threads[i];
+		int64_t end = th->end_ns >= 0 ? th->end_ns : p->end_ns >= 0 ? p->end_ns : c->t->end_ns;
+		int err;
+
+		if (th->chunks == NULL)
+			continue;
+		err = rec_write_thread(c->rec, p, th, p->out_pid, out_tid(p, th->tid), end,
+				       emit_record, c);
+		if (err < 0 && c->err == 0)
+			c->err = err;
+	}
+}
+
 static void write_process(merge_ctx *c, const model_process *p, uint64_t sort_index)
 {
 	const char *name = model_process_name(p);
@@ -524,6 +550,7 @@ static void write_process(merge_ctx *c, const model_process *p, uint64_t sort_in
 	write_segments(c, p);
 	write_flow(c, p);
 	write_marks(c, p);
+	write_records(c, p);
 	write_loss(c, p);
 }
 
@@ -661,14 +688,19 @@ int merge_model_events(const model_trace *t, trace_sink *s)
 	err = tree_order(t, order);
 	if (err < 0)
 		goto free_order;
+	c.rec = rec_ctx_new(t, &err);
+	if (c.rec == NULL)
+		goto free_order;
 	err = ostream_open_mem(&c.aos);
 	if (err < 0)
-		goto free_order;
+		goto free_rec;
 	for (size_t i = 0; i < t->nprocs && c.err == 0; i++)
 		write_process(&c, t->procs[order[i]], i);
 	s->stats.threads = c.threads;
 	ostream_finish(&c.aos);
 	err = c.err;
+free_rec:
+	rec_ctx_free(c.rec);
 free_order:
 	free(order);
 	return err;

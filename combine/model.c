@@ -101,6 +101,8 @@ static void process_free(model_process *p)
 {
 	if (p == NULL)
 		return;
+	for (size_t i = 0; i < p->nsegs; i++)
+		free(p->segs[i].mods);
 	free(p->segs);
 	free(p->threads);
 	free(p->marks);
@@ -117,6 +119,7 @@ void model_free(model_trace *t)
 	for (i = 0; i < t->nprocs; i++)
 		process_free(t->procs[i]);
 	free(t->procs);
+	free(t->clocks);
 	for (b = t->arena; b != NULL; b = next) {
 		next = b->next;
 		if (b->maplen)
@@ -305,6 +308,64 @@ model_mark *model_add_mark(model_trace *t, model_process *p)
 	m->ts_ns = -1;
 	m->dur_ns = -1;
 	return m;
+}
+
+int model_add_chunk(model_trace *t, model_thread *th, uint32_t seg, const void *data, size_t len)
+{
+	const size_t align = _Alignof(model_chunk);
+	model_chunk *c;
+	char *raw;
+
+	if (len > UINT32_MAX)
+		return -EINVAL;
+	raw = arena_alloc(t, sizeof(*c) + align - 1 + len);
+	if (raw == NULL)
+		return -ENOMEM;
+	c = (model_chunk *)(void *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
+	memcpy(c + 1, data, len);
+	c->next = NULL;
+	c->data = (const unsigned char *)(c + 1);
+	c->len = (uint32_t)len;
+	c->seg = seg;
+	if (th->chunks_last)
+		th->chunks_last->next = c;
+	else
+		th->chunks = c;
+	th->chunks_last = c;
+	th->chunk_bytes += len;
+	return 0;
+}
+
+int model_add_module(model_trace *t, model_segment *s, const char *path, size_t pathlen,
+		     uint64_t bias, uint64_t lo, uint64_t hi)
+{
+	model_module *m;
+
+	for (size_t i = 0; i < s->nmods; i++)
+		if (s->mods[i].bias == bias && s->mods[i].lo == lo &&
+		    strlen(s->mods[i].path) == pathlen && !memcmp(s->mods[i].path, path, pathlen))
+			return 0;
+	if (grow((void **)&s->mods, &s->mods_cap, s->nmods, sizeof(*s->mods)) < 0)
+		return -ENOMEM;
+	m = &s->mods[s->nmods];
+	m->path = model_strndup(t, path, pathlen);
+	if (m->path == NULL)
+		return -ENOMEM;
+	m->bias = bias;
+	m->lo = lo;
+	m->hi = hi;
+	s->nmods++;
+	return 0;
+}
+
+int model_add_clock(model_trace *t, uint64_t tsc, int64_t ns)
+{
+	if (grow((void **)&t->clocks, &t->clocks_cap, t->nclocks, sizeof(*t->clocks)) < 0)
+		return -ENOMEM;
+	t->clocks[t->nclocks].tsc = tsc;
+	t->clocks[t->nclocks].ns = ns;
+	t->nclocks++;
+	return 0;
 }
 
 model_thread *model_find_thread(model_process *p, int64_t tid)

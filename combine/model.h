@@ -26,6 +26,13 @@ enum model_exit_kind {
 	MODEL_EXIT_RUNNING      /* still running when the trace was written */
 };
 
+/* A loaded object of an image, to name function addresses. */
+typedef struct model_module {
+	const char *path; /* in the arena */
+	uint64_t bias;    /* load bias: file address = runtime address - bias */
+	uint64_t lo, hi;  /* runtime address range */
+} model_module;
+
 /* One process image: the time between two execs (or fork and exec). */
 typedef struct model_segment {
 	int64_t start_ns;
@@ -36,13 +43,37 @@ typedef struct model_segment {
 	const char *cwd;   /* NULL if unknown */
 	bool instrumented; /* an agent ran in this image */
 	bool argv_truncated;
+	model_module *mods; /* loaded objects, as the agent reported them */
+	size_t nmods, mods_cap;
 } model_segment;
+
+/*
+ * A piece of one thread's stream of in-process event records (function
+ * calls, regions, instants, counters: include/forktrace/wire.h, enum
+ * ft_ev_type), kept as the agent encoded them and decoded only when the
+ * trace is written (merge.c). Times in it are time stamp counter ticks,
+ * converted with the trace's clock pairs.
+ */
+typedef struct model_chunk {
+	struct model_chunk *next;
+	const unsigned char *data; /* in the arena */
+	uint32_t len;
+	uint32_t seg;              /* index of the image that recorded it */
+} model_chunk;
+
+/* A (time stamp counter, CLOCK_MONOTONIC ns) pair read together. */
+typedef struct model_clock {
+	uint64_t tsc;
+	int64_t ns;
+} model_clock;
 
 typedef struct model_thread {
 	int64_t tid;
 	const char *name; /* NULL: unnamed */
 	int64_t start_ns;
 	int64_t end_ns;
+	model_chunk *chunks, *chunks_last; /* its event records, in order */
+	uint64_t chunk_bytes;
 } model_thread;
 
 /*
@@ -108,6 +139,16 @@ typedef struct model_trace {
 	model_process **procs;
 	size_t nprocs, procs_cap;
 
+	/* Clock pairs of the host, to convert event records' ticks. */
+	model_clock *clocks;
+	size_t nclocks, clocks_cap;
+	/* Which instrumented functions to write: POSIX extended regexes on
+	 * their names (NULL-terminated, borrowed; NULL: all), and whether to
+	 * write them at all. */
+	const char *const *fn_include;
+	const char *const *fn_exclude;
+	bool no_functions;
+
 	model_arena_block *arena;
 	/* Arena bytes kept in memory, and past the limit set with
 	 * model_set_spill, bytes kept in the spill file instead. */
@@ -150,6 +191,18 @@ model_process *model_add_process(model_trace *t, int64_t pid);
 model_segment *model_add_segment(model_trace *t, model_process *p);
 model_thread *model_add_thread(model_trace *t, model_process *p, int64_t tid);
 model_mark *model_add_mark(model_trace *t, model_process *p);
+
+/* Appends a copy of data[0..len) to thread th of p as recorded by image
+ * seg. Returns 0 or -ENOMEM. */
+int model_add_chunk(model_trace *t, model_thread *th, uint32_t seg, const void *data, size_t len);
+
+/* Adds a module to image s unless it has it (same path and bias); path is
+ * copied. Returns 0 or -ENOMEM. */
+int model_add_module(model_trace *t, model_segment *s, const char *path, size_t pathlen,
+		     uint64_t bias, uint64_t lo, uint64_t hi);
+
+/* Adds a clock pair. Returns 0 or -ENOMEM. */
+int model_add_clock(model_trace *t, uint64_t tsc, int64_t ns);
 
 /* The thread with this tid, or NULL. */
 model_thread *model_find_thread(model_process *p, int64_t tid);

@@ -69,6 +69,11 @@ typedef struct reader {
 	size_t fix_cap;
 	char *str; /* unescaped name and cat */
 	size_t str_cap;
+	char *key; /* unescaped top-level key */
+	size_t key_cap;
+	char *mkey; /* unescaped member of otherData */
+	size_t mkey_cap;
+	bool remap_ids; /* o->remap_ids, and there is a sink */
 
 	bool have_last;
 	int64_t last_pid, last_out;
@@ -250,9 +255,12 @@ static inline int peek(reader *r)
 /*
  * Scans one complete value at r->pos, reading more as needed. On JSONR_OK
  * the value is buf[pos .. *vend). Other results: JSONR_ERR (o->err_at),
- * R_TRUNC (the file ends inside it), R_TOOBIG, R_IOERR.
+ * R_TRUNC (the file ends inside it), R_TOOBIG, R_IOERR. greedy: the value
+ * may be large (a top-level one): each read is at least as large as what
+ * is already there, so that its re-scans add up to twice its size at
+ * most, whatever the read size (events are small: one read size).
  */
-static int parse_value(reader *r, jsonr_obj *o, bool keys, size_t *vend)
+static int parse_value(reader *r, jsonr_obj *o, bool keys, bool greedy, size_t *vend)
 {
 	for (;;) {
 		const char *next;
@@ -280,7 +288,16 @@ static int parse_value(reader *r, jsonr_obj *o, bool keys, size_t *vend)
 			r->buf = nb;
 			r->cap = ncap;
 		}
-		if (fill(r) < 0)
+		if (greedy && r->len - r->pos > r->chunk) {
+			size_t chunk = r->chunk;
+
+			r->chunk = r->len - r->pos;
+			st = fill(r);
+			r->chunk = chunk;
+		} else {
+			st = fill(r);
+		}
+		if (st < 0)
 			return R_IOERR;
 	}
 }
@@ -312,15 +329,21 @@ static int skip_value(reader *r)
 	}
 }
 
-static uint64_t fnv1a(const char *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
+#define FNV_SEED 0xcbf29ce484222325ull
 
+/* FNV-1a of p[0..n) continuing from h (FNV_SEED to start). */
+static uint64_t fnv1a_from(uint64_t h, const char *p, size_t n)
+{
 	for (size_t i = 0; i < n; i++) {
 		h ^= (unsigned char)p[i];
 		h *= 0x100000001b3ull;
 	}
 	return h;
+}
+
+static uint64_t fnv1a(const char *p, size_t n)
+{
+	return fnv1a_from(FNV_SEED, p, n);
 }
 
 /* The file-local id of a non-numeric pid (its text as given), asking the
@@ -439,13 +462,152 @@ static uint64_t parse_id(jsonw_sv v, bool esc, char *tmp)
 	return fnv1a(s.p, s.n);
 }
 
+/* Phases whose "id" pairs events: flows (s t f) and async slices,
+ * nestable (b n e) and legacy (S T p F). The ids of other phases name
+ * something of their process (objects N O D, which snapshots refer to by
+ * id; counters C, whose id is part of their name; samples P) and stay. */
+static inline bool ph_pairs_by_id(char ph)
+{
+	switch (ph) {
+	case 's':
+	case 't':
+	case 'f':
+	case 'b':
+	case 'n':
+	case 'e':
+	case 'S':
+	case 'T':
+	case 'p':
+	case 'F':
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Whether the string s is a hexadecimal number of at most 64 bits, with
+ * or without "0x" (as Perfetto reads string flow ids); its value in *v. */
+static bool hex_id(jsonw_sv s, bool *prefix, uint64_t *v)
+{
+	size_t i = 0, sig = 0;
+	uint64_t h = 0;
+
+	*prefix = s.n > 2 && s.p[0] == '0' && (s.p[1] | 0x20) == 'x';
+	if (*prefix)
+		i = 2;
+	if (s.p == NULL || i == s.n)
+		return false;
+	for (; i < s.n; i++) {
+		int d = hexval(s.p[i]);
+
+		if (d < 0)
+			return false;
+		if (sig > 0 || d > 0)
+			sig++;
+		if (sig > 16)
+			return false;
+		h = h << 4 | (uint64_t)d;
+	}
+	*v = h;
+	return true;
+}
+
+/*
+ * Rewrites the id value v (an "id", a "bind_id" or id2's "global"; esc:
+ * a string with escapes) into the namespace of input k (reader.h,
+ * READER_ID_SHIFT) with an edit, and returns the id as parse_id reads
+ * the new text. Strings that are hex numbers keep being hex numbers
+ * (Perfetto parses string flow ids so); other strings get a prefix that
+ * ends in ':', which no hex number has and which keeps the prefixes of
+ * two inputs apart. Numbers that are not integers stay. tmp: room for
+ * v's content.
+ */
+static uint64_t remap_id(uint64_t k, jsonw_sv v, bool esc, char *tmp, edit *edits, size_t *ne)
+{
+	const uint64_t tag = k << READER_ID_SHIFT;
+	char text[OSTREAM_NUM_MAX + 8], *t = tmp;
+	size_t n = 0;
+	jsonw_sv s;
+	int64_t x;
+	uint64_t h;
+	bool prefix;
+
+	if (v.p[0] != '"') {
+		if (tag == 0 || !jsonr_parse_int(v, &x))
+			return parse_id(v, esc, tmp);
+		x = (int64_t)((uint64_t)x ^ tag);
+		add_edit(edits, ne, v.p, v.n, text, ostream_fmt_i64(text, x));
+		return (uint64_t)x;
+	}
+	s = str_of(v, esc, &t);
+	if (hex_id(s, &prefix, &h)) {
+		static const char digits[] = "0123456789abcdef";
+		int top = 60;
+
+		if (tag == 0)
+			return parse_id(v, esc, tmp);
+		h ^= tag;
+		text[n++] = '"';
+		if (prefix) {
+			text[n++] = '0';
+			text[n++] = 'x';
+		}
+		while (top > 0 && (h >> top & 0xf) == 0)
+			top -= 4;
+		for (; top >= 0; top -= 4)
+			text[n++] = digits[h >> top & 0xf];
+		text[n++] = '"';
+		add_edit(edits, ne, v.p, v.n, text, n);
+		return parse_id((jsonw_sv){text, n}, false, tmp);
+	}
+	text[n++] = 'i';
+	n += ostream_fmt_u64(text + n, k);
+	text[n++] = ':';
+	add_edit(edits, ne, v.p + 1, 0, text, n);
+	return fnv1a_from(fnv1a(text, n), s.p, s.n);
+}
+
+/* The flow and async ids of an event into the namespace of its input
+ * (reader_opts.remap_ids); ev->id follows its "id". Out of line: most
+ * events have no id, and emit is the hot path. */
+static __attribute__((noinline)) void remap_ids(reader *r, const jsonr_obj *o, jsonw_event *ev,
+						char *tmp, edit *edits, size_t *ne)
+{
+	uint64_t k = r->o->id_input;
+
+	if (ph_pairs_by_id(ev->ph)) {
+		if (o->v[JSONR_K_ID].p != NULL)
+			ev->id = remap_id(k, o->v[JSONR_K_ID], o->esc >> JSONR_K_ID & 1, tmp, edits,
+					  ne);
+		if (o->v[JSONR_K_ID2].p != NULL) {
+			/* "local" ids are the process's own: the pid keeps them apart. */
+			jsonw_sv g = jsonr_find_key(o->v[JSONR_K_ID2], "global");
+
+			if (g.p != NULL)
+				remap_id(k, g, memchr(g.p, '\\', g.n) != NULL, tmp, edits, ne);
+		}
+	}
+	if (o->v[JSONR_K_BIND_ID].p != NULL)
+		remap_id(k, o->v[JSONR_K_BIND_ID], o->esc >> JSONR_K_BIND_ID & 1, tmp, edits, ne);
+}
+
 /* Turns the event at buf[start..end) into a sink event and sends it. */
 static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 {
 	jsonw_sv text = {r->buf + start, end - start};
 	sink_event se;
 	jsonw_event *ev = &se.ev;
-	edit edits[4];
+	edit edits[8];
 	size_t ne = 0;
 	int64_t pid = 0, out_pid, tid = 0, v;
 	bool is_strpid = false, err = false, pid_num;
@@ -498,6 +660,11 @@ static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 	}
 	if (o->v[JSONR_K_ARGS].p != NULL && o->v[JSONR_K_ARGS].p[0] == '{')
 		ev->args = o->v[JSONR_K_ARGS];
+	/* One test for the three (most events have none of them). */
+	if (__builtin_expect(((uintptr_t)o->v[JSONR_K_ID].p | (uintptr_t)o->v[JSONR_K_ID2].p |
+			      (uintptr_t)o->v[JSONR_K_BIND_ID].p) != 0, 0) &&
+	    r->remap_ids)
+		remap_ids(r, o, ev, sp, edits, &ne);
 
 	/* pid: a number, a string of digits, or any other string. */
 	pid_num = jsonr_obj_int(o, JSONR_K_PID, &pid);
@@ -585,7 +752,7 @@ static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 	se.raw = text;
 	if (ne > 0) {
 		/* Apply the edits in text order into the scratch copy. */
-		size_t need = text.n + 4 * sizeof(edits[0].text) + JSONR_PAD, n = 0;
+		size_t need = text.n + ne * sizeof(edits[0].text) + JSONR_PAD, n = 0;
 		const char *from = text.p;
 
 		for (size_t i = 1; i < ne; i++)
@@ -695,6 +862,96 @@ static void note_skipped(reader *r, jsonw_sv key)
 	}
 }
 
+static const char *skip_ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+		p++;
+	return p;
+}
+
+/* Hands one key to reader_opts.top_key; returns 0 or its error. */
+static int give_key(reader *r, jsonw_sv key, bool in_other_data, jsonw_sv val)
+{
+	int st = r->o->top_key(r->o->top_key_ctx, key, in_other_data, val);
+
+	if (st < 0)
+		return st;
+	if (st > 0)
+		note_skipped(r, key);
+	return 0;
+}
+
+/*
+ * The members of the otherData object obj (complete and valid) but
+ * forktrace, which read_meta read, to reader_opts.top_key. Returns 0 or
+ * its error.
+ */
+static int give_members(reader *r, jsonw_sv obj)
+{
+	const char *p = obj.p + 1, *end = obj.p + obj.n, *q;
+	jsonr_obj o;
+
+	for (;;) {
+		jsonw_sv name, val;
+		int st;
+
+		p = skip_ws(p, end);
+		/* obj is valid: anything else than a key is its '}'. */
+		if (p >= end || *p != '"' || jsonr_value(p, end, &q, &o, false) != JSONR_OK)
+			return 0;
+		if (grow(&r->mkey, &r->mkey_cap, (size_t)(q - p) + 1) < 0)
+			return -ENOMEM;
+		name.n = jsonr_unescape(r->mkey, (jsonw_sv){p, (size_t)(q - p)});
+		name.p = r->mkey;
+		p = skip_ws(skip_ws(q, end) + 1, end); /* past the ':' */
+		if (jsonr_value(p, end, &q, &o, false) != JSONR_OK)
+			return 0;
+		val = (jsonw_sv){p, (size_t)(q - p)};
+		if (!sv_is(name, "forktrace")) {
+			st = give_key(r, name, true, val);
+			if (st < 0)
+				return st;
+		}
+		p = skip_ws(q, end);
+		if (p >= end || *p != ',')
+			return 0;
+		p++;
+	}
+}
+
+/*
+ * One top-level value other than traceEvents, complete and valid at
+ * val (in the buffer at offset at): repaired if its strings need it
+ * (fix), read if it is metadata forktrace reads, and handed over or
+ * counted as skipped (reader_opts.top_key). Returns 0 or a negative
+ * errno.
+ */
+static int top_value(reader *r, jsonw_sv key, jsonw_sv val, bool fix, uint64_t at)
+{
+	bool meta = (sv_is(key, "otherData") || sv_is(key, "viztracer_metadata")) &&
+		    val.p[0] == '{';
+
+	if (fix) {
+		if (grow(&r->fix, &r->fix_cap, jsonr_sanitize_size(val.n)) < 0)
+			return -ENOMEM;
+		val.n = jsonr_sanitize(r->fix, val);
+		val.p = r->fix;
+		if (r->inf->utf8_fixed++ == 0)
+			r->inf->utf8_offset = at;
+	}
+	if (meta)
+		read_meta(r, key, val);
+	if (r->o->top_key == NULL) {
+		/* displayTimeUnit is a viewer's hint, not data. */
+		if (!meta && !sv_is(key, "displayTimeUnit"))
+			note_skipped(r, key);
+		return 0;
+	}
+	if (meta && sv_is(key, "otherData"))
+		return give_members(r, val);
+	return give_key(r, key, false, val);
+}
+
 /* Reports why a value could not be read; returns 2 (stop reading). */
 static int value_problem(reader *r, int st, const jsonr_obj *o, const char *what)
 {
@@ -752,7 +1009,7 @@ static int read_events(reader *r, bool bare)
 			set_error(r, r->base + r->pos, "expected '{' (an event)");
 			return 2;
 		}
-		st = parse_value(r, &o, true, &vend);
+		st = parse_value(r, &o, true, false, &vend);
 		if (st == -ENOMEM)
 			return -ENOMEM;
 		if (st != JSONR_OK)
@@ -804,8 +1061,7 @@ static int read_object(reader *r)
 	/* Where the object starts, for errors about the whole object: the
 	 * buffer's base moves as the file streams past. */
 	uint64_t start = r->base + r->pos;
-	char keybuf[256];
-	bool seen_events = false;
+	bool seen_events = false, meta;
 	int c, st;
 
 	r->pos++; /* '{' */
@@ -832,18 +1088,16 @@ static int read_object(reader *r)
 			set_error(r, r->base + r->pos, "expected a key (a string) in the trace object");
 			return 2;
 		}
-		st = parse_value(r, &o, false, &vend);
+		st = parse_value(r, &o, false, false, &vend);
 		if (st == -ENOMEM)
 			return st;
 		if (st != JSONR_OK)
 			return value_problem(r, st, &o, "a key");
-		if (vend - r->pos - 2 >= sizeof(keybuf)) {
-			key = (jsonw_sv){"(a long key)", 12};
-		} else {
-			size_t n = jsonr_unescape(keybuf, (jsonw_sv){r->buf + r->pos, vend - r->pos});
-
-			key = (jsonw_sv){keybuf, n};
-		}
+		/* Out of the buffer: reading on may move it. */
+		if (grow(&r->key, &r->key_cap, vend - r->pos + 1) < 0)
+			return -ENOMEM;
+		key.n = jsonr_unescape(r->key, (jsonw_sv){r->buf + r->pos, vend - r->pos});
+		key.p = r->key;
 		r->pos = vend;
 		c = peek(r);
 		if (c != ':') {
@@ -857,6 +1111,8 @@ static int read_object(reader *r)
 		}
 		r->pos++;
 		c = peek(r);
+		/* Metadata forktrace reads (read_meta). */
+		meta = sv_is(key, "otherData") || sv_is(key, "viztracer_metadata");
 		if (sv_is(key, "traceEvents")) {
 			if (c != '[') {
 				if (c == -1) {
@@ -872,27 +1128,42 @@ static int read_object(reader *r)
 			if (st != 0)
 				return st;
 			seen_events = true;
-		} else if ((sv_is(key, "otherData") || sv_is(key, "viztracer_metadata")) && c == '{') {
-			st = parse_value(r, &o, false, &vend);
+		} else if (c < 0) {
+			if (c == -1) {
+				set_error(r, r->base + r->pos,
+					  "the file ends after a key (truncated?)");
+				r->inf->truncated = true;
+			}
+			return 2;
+		} else if (r->o->top_key != NULL || (meta && c == '{')) {
+			/* A value to keep or to read: checked whole, in the buffer. */
+			st = parse_value(r, &o, false, true, &vend);
 			if (st == -ENOMEM)
 				return st;
 			if (st == R_TOOBIG) {
 				note_skipped(r, key);
 				st = skip_value(r);
+			} else if (st == JSONR_ERR && !meta) {
+				/* Not valid JSON: it cannot be kept, but the events
+				 * after it are read when it can be skipped. */
+				note_skipped(r, key);
+				st = skip_value(r);
+				if (st == JSONR_ERR) {
+					set_error(r, r->base + r->pos, "expected a value");
+					return 2;
+				}
+				o.err_at = NULL;
 			} else if (st == JSONR_OK) {
-				read_meta(r, key, (jsonw_sv){r->buf + r->pos, vend - r->pos});
+				jsonw_sv val = {r->buf + r->pos, vend - r->pos};
+
+				st = top_value(r, key, val, o.fix, r->base + r->pos);
+				if (st < 0)
+					return st;
 				r->pos = vend;
 			}
 			if (st != JSONR_OK)
-				return value_problem(r, st, &o, "metadata");
+				return value_problem(r, st, &o, meta ? "metadata" : "a top-level value");
 		} else {
-			if (c < 0) {
-				if (c == -1) {
-					set_error(r, r->base + r->pos, "the file ends after a key (truncated?)");
-					r->inf->truncated = true;
-				}
-				return 2;
-			}
 			/* displayTimeUnit is a viewer's hint, not data. */
 			if (!sv_is(key, "displayTimeUnit"))
 				note_skipped(r, key);
@@ -942,6 +1213,8 @@ static void reader_release(reader *r)
 	free(r->scratch);
 	free(r->fix);
 	free(r->str);
+	free(r->key);
+	free(r->mkey);
 	for (size_t i = 0; i < r->nstrpids; i++)
 		free(r->strpids[i].name);
 	free(r->strpids);
@@ -959,6 +1232,7 @@ int reader_read_fd(int fd, const reader_opts *o, trace_sink *sink, reader_info *
 	info->max_ts = INT64_MIN;
 	info->lost_events = -1;
 	r.chunk = r.o->chunk ? r.o->chunk : READER_CHUNK;
+	r.remap_ids = r.o->remap_ids && sink != NULL;
 	r.cap = r.chunk;
 	r.zin_cap = r.chunk < READER_ZIN ? r.chunk : READER_ZIN;
 	r.buf = malloc(r.cap + JSONR_PAD);

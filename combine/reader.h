@@ -8,15 +8,17 @@
  * to the sink with raw = its exact text; only an event that straddles two
  * chunks is moved (to the start of the buffer) before the next read. An
  * event larger than READER_MAX_EVENT is refused as an error. Top-level
- * keys other than traceEvents are skipped as they stream past, except the
- * small metadata objects forktrace reads (otherData.forktrace,
- * viztracer_metadata).
+ * keys other than traceEvents are handed to the caller (reader_opts.
+ * top_key) one at a time, each value where it lies in the buffer, or
+ * skipped as they stream past when nobody takes them; forktrace reads the
+ * small metadata objects itself (otherData.forktrace, viztracer_metadata).
  *
  * The raw text of an event is rewritten only where forktrace must change
  * it: its pid when the caller remaps it (and the main thread's tid, which
  * equals the pid, and forktrace_process's args.parent), its ts when
- * shift_ns != 0, and invalid UTF-8 or raw control characters in its
- * strings (replaced by \ufffd / escaped, so the output stays valid JSON).
+ * shift_ns != 0, its flow and async ids when remap_ids is set, and
+ * invalid UTF-8 or raw control characters in its strings (replaced by
+ * \ufffd / escaped, so the output stays valid JSON).
  */
 #ifndef FT_COMBINE_READER_H
 #define FT_COMBINE_READER_H
@@ -55,7 +57,35 @@ typedef struct reader_opts {
 	 * from it. */
 	void (*run_meta)(void *ctx, jsonw_sv forktrace);
 	void *run_meta_ctx;
+	/*
+	 * Keeps the flow and async ids of this file apart from those of the
+	 * other inputs of a combine, in the namespace of input number
+	 * id_input: "id" of the phases s t f b n e S T p F, "global" of their
+	 * "id2", and "bind_id" of any event (reader_remap_id says how; ev.id
+	 * follows). "local" ids of id2 belong to their process and stay.
+	 */
+	bool remap_ids;
+	uint64_t id_input;
+	/*
+	 * Called with each top-level key of the object form other than
+	 * traceEvents, and with each member of otherData but forktrace
+	 * (in_other_data): key is the name, unescaped (may hold NUL), value
+	 * its complete JSON text, valid (strings repaired as in events); both
+	 * borrowed for the call. Returns 0 (kept), 1 (not kept: counted in
+	 * skipped_keys) or a negative errno, which ends the reading and is
+	 * returned. Values larger than READER_MAX_EVENT are skipped (and
+	 * counted). NULL: every key is skipped, and counted but
+	 * displayTimeUnit and the metadata objects forktrace reads.
+	 */
+	int (*top_key)(void *ctx, jsonw_sv key, bool in_other_data, jsonw_sv value);
+	void *top_key_ctx;
 } reader_opts;
+
+/* Flow and async ids of input k (reader_opts.remap_ids): integers and
+ * strings that are hexadecimal numbers ("0x1f", "1f", "42", as Perfetto
+ * reads flow ids) have bit 40 and up xored with k (the value for numbers,
+ * hex digits out for strings); any other string gets the prefix "iK:". */
+#define READER_ID_SHIFT 40
 
 /* What reading one file found. */
 typedef struct reader_info {
@@ -64,7 +94,7 @@ typedef struct reader_info {
 	uint64_t file_bytes;  /* bytes read from the file */
 	uint64_t utf8_fixed;  /* events whose strings had to be repaired */
 	uint64_t utf8_offset; /* where the first of them starts */
-	uint64_t skipped_keys; /* top-level keys not carried over */
+	uint64_t skipped_keys; /* top-level keys not kept (top_key) */
 	char skipped[160];     /* their names, comma-separated (cut) */
 	bool gzip;
 	bool hdf5;             /* an HDF5 trace, read through its JSON form */

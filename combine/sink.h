@@ -57,6 +57,25 @@ typedef struct sink_input_run {
 	int exit_status;
 } sink_input_run;
 
+/* Where sink_extra.write is called: the output object itself (after
+ * traceEvents), its otherData (after forktrace), and the object of input
+ * number `input` in otherData.forktrace.inputs. */
+enum sink_extra_place { SINK_EXTRA_TOP, SINK_EXTRA_OTHER_DATA, SINK_EXTRA_INPUT };
+
+/*
+ * What else a JSON output holds: the top-level keys of a combine's
+ * inputs (combine.c; docs/TRACE_FORMAT.md). write adds keys and values
+ * with w at the place named (w is inside that object; write leaves it
+ * there) and reports its errors on w's stream (ostream_fail). With an
+ * extra, the JSON sink leaves displayTimeUnit to it: write at
+ * SINK_EXTRA_TOP always writes one. Sinks that write other formats
+ * ignore it.
+ */
+typedef struct sink_extra {
+	void (*write)(void *ctx, jsonw *w, enum sink_extra_place where, size_t input);
+	void *ctx;
+} sink_extra;
+
 /* What a sink knows about the whole trace. */
 typedef struct sink_meta {
 	/* Run metadata (host, command, anchors, exit status, lost events,
@@ -77,6 +96,9 @@ typedef struct sink_meta {
 	bool exit_status_known;
 	/* Processes in the trace (the model's, or the pids a combine saw). */
 	uint64_t processes;
+	/* The inputs' other top-level keys, or NULL. Borrowed; the same at
+	 * begin and end. */
+	const sink_extra *extra;
 } sink_meta;
 
 typedef struct trace_sink trace_sink;

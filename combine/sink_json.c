@@ -18,9 +18,10 @@ static int json_begin(trace_sink *s, const sink_meta *meta)
 {
 	json_sink *js = (json_sink *)s;
 
-	(void)meta;
 	jsonw_obj_begin(&js->w);
-	jsonw_kv_cstr(&js->w, "displayTimeUnit", "ms");
+	/* A combine's inputs may say another; it is written at the end then. */
+	if (meta->extra == NULL)
+		jsonw_kv_cstr(&js->w, "displayTimeUnit", "ms");
 	jsonw_key(&js->w, "traceEvents");
 	jsonw_arr_begin(&js->w);
 	return ostream_error(&js->os);
@@ -89,11 +90,15 @@ static void write_other_data(jsonw *w, const sink_meta *meta)
 				jsonw_kv_cstr(w, "align", meta->align_methods[i]);
 				jsonw_kv_i64(w, "shift_ns", meta->align_shift_ns[i]);
 			}
+			if (meta->extra != NULL)
+				meta->extra->write(meta->extra->ctx, w, SINK_EXTRA_INPUT, i);
 			jsonw_obj_end(w);
 		}
 		jsonw_arr_end(w);
 	}
 	jsonw_obj_end(w);
+	if (meta->extra != NULL)
+		meta->extra->write(meta->extra->ctx, w, SINK_EXTRA_OTHER_DATA, 0);
 	jsonw_obj_end(w);
 }
 
@@ -104,6 +109,8 @@ static int json_end(trace_sink *s, const sink_meta *meta)
 
 	ostream_putc(&js->os, '\n');
 	jsonw_arr_end(&js->w);
+	if (meta->extra != NULL)
+		meta->extra->write(meta->extra->ctx, &js->w, SINK_EXTRA_TOP, 0);
 	write_other_data(&js->w, meta);
 	jsonw_obj_end(&js->w);
 	ostream_putc(&js->os, '\n');

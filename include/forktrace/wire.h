@@ -93,6 +93,28 @@ enum ft_msg_type {
 	/* Events the agent had to drop. Keys: TS, TID, COUNT. Loss always
 	 * travels as a record; it is never silent. */
 	FT_MSG_LOST = 14,
+	/* A region of per-thread event buffers in shared memory (see "Event
+	 * buffers" below). The region's memfd travels with this frame as
+	 * SCM_RIGHTS ancillary data, so the collector can read what a thread
+	 * recorded but never sent when the process dies (SIGKILL).
+	 * Keys: TS, TID, SLOT (global index of the region's first slot),
+	 * COUNT (slots in the region), SIZE (data bytes per slot), TSC (the
+	 * time stamp counter read with TS: a calibration pair, for records
+	 * that are salvaged before any EVENTS frame carried one). */
+	FT_MSG_SHM = 15,
+	/* A chunk of one thread's event records, sent when its buffer is
+	 * full, when the flush interval passed, and before fork, exec,
+	 * posix_spawn, system, popen, thread end and exit. Keys: TS, TID,
+	 * SLOT, OFFSET (stream offset of the chunk's first byte in the slot's
+	 * stream), TSC (the time stamp counter read with TS: a calibration
+	 * pair), DATA (bin: whole records, see enum ft_ev_type). */
+	FT_MSG_EVENTS = 16,
+	/* A loaded object (executable or shared library) of this image, to
+	 * name function addresses. Sent before the first EVENTS frame and
+	 * after each dlopen. Keys: TS, TID, PATH, ADDR (load bias, as
+	 * dl_iterate_phdr's dlpi_addr), LO, HI (the runtime address range of
+	 * its PT_LOAD segments). */
+	FT_MSG_MODULE = 17,
 	FT_MSG_TYPE_MAX = 32
 };
 
@@ -122,6 +144,14 @@ enum ft_key {
 	FT_K_FLAGS = 20,      /* uint: bit set, meaning depends on the type */
 	FT_K_EXEC_TS = 21,    /* uint: HELLO of an exec'd image: when the exec
 	                         call was made (absent when not known) */
+	FT_K_SLOT = 22,       /* uint: event buffer slot, global per image */
+	FT_K_OFFSET = 23,     /* uint: byte offset in a slot's stream */
+	FT_K_TSC = 24,        /* uint: time stamp counter value */
+	FT_K_DATA = 25,       /* bin */
+	FT_K_ADDR = 26,       /* uint: an address (load bias of a module) */
+	FT_K_LO = 27,         /* uint: lowest address of a range */
+	FT_K_HI = 28,         /* uint: one past the highest address */
+	FT_K_SIZE = 29,       /* uint: a size in bytes */
 	FT_K_MAX = 64
 };
 
@@ -156,6 +186,74 @@ enum ft_exec_kind {
  * nothing: the new image's HELLO (without this flag) tells the collector
  * that the child exec'd. */
 #define FT_HELLO_FORKED 0x2u
+
+/*
+ * Event buffers.
+ *
+ * In-process events (functions, regions, instants, counters) are recorded
+ * by each thread into a buffer of its own: a slot of a shared-memory region
+ * (a memfd the agent creates and hands to the collector with FT_MSG_SHM).
+ * A thread appends records, publishes how far it got in its slot's header,
+ * and sends what it recorded as FT_MSG_EVENTS frames. If the process dies
+ * before sending (SIGKILL), the collector reads the rest from the region.
+ *
+ * Region layout (all integers little-endian, as the host writes them):
+ *   offset 0                       struct ft_shm_header
+ *   offset FT_SHM_SLOTS_OFFSET     struct ft_shm_slot[count]
+ *   offset header.data_offset      count * header.slot_size data bytes;
+ *                                  slot i's data at data_offset + i * slot_size
+ *
+ * A slot's stream: the bytes a slot ever held, numbered from 0. Data byte
+ * k of the slot holds stream byte base + k. The owning thread writes
+ * records at head - base, then advances head (a release store) past whole
+ * records only; after a successful send of [base, head) it sets base =
+ * head and starts again at data byte 0. So the collector, knowing up to
+ * which stream offset it received a slot's frames, salvages [received,
+ * head) from data byte received - base. A slot freed by an ending thread
+ * (tid 0) is reused by a new one, and its stream goes on.
+ */
+#define FT_SHM_MAGIC 0x4d535446u /* "FTSM" */
+#define FT_SHM_VERSION 1u
+#define FT_SHM_SLOTS_OFFSET 64u
+#define FT_SHM_SLOT_HEADER_SIZE 64u
+
+struct ft_shm_header {
+	uint32_t magic;       /* FT_SHM_MAGIC */
+	uint32_t version;     /* FT_SHM_VERSION */
+	uint32_t first_slot;  /* global index of slot 0 of this region */
+	uint32_t count;       /* slots */
+	uint64_t slot_size;   /* data bytes per slot */
+	uint64_t data_offset; /* where slot 0's data starts */
+};
+
+struct ft_shm_slot {
+	int32_t tid;      /* owner thread, 0 when free */
+	uint32_t unused;
+	uint64_t base;    /* stream offset of data byte 0 */
+	uint64_t head;    /* stream offset past the last whole record */
+	uint64_t reserved[5];
+};
+
+/*
+ * Event records: the DATA of FT_MSG_EVENTS and a slot's stream. Each is a
+ * msgpack array whose first element is the type. Times are time stamp
+ * counter values: TIME sets the current value, and every other record
+ * carries the ticks elapsed since the record before it (DT). A stream
+ * chunk starts with TIME (or CLOCK). Strings are the user's bytes.
+ * Converting ticks to CLOCK_MONOTONIC ns uses (TS, TSC) pairs: those of
+ * EVENTS frames, CLOCK records, and the collector's own.
+ */
+enum ft_ev_type {
+	FT_EV_TIME = 0,         /* [0, TSC] */
+	FT_EV_FUNC_ENTER = 1,   /* [1, DT, ADDR]  -finstrument-functions */
+	FT_EV_FUNC_EXIT = 2,    /* [2, DT] */
+	FT_EV_REGION_BEGIN = 3, /* [3, DT, NAME] */
+	FT_EV_REGION_END = 4,   /* [4, DT] */
+	FT_EV_INSTANT = 5,      /* [5, DT, NAME] */
+	FT_EV_COUNTER = 6,      /* [6, DT, NAME, VALUE (float64 or int)] */
+	FT_EV_CLOCK = 7,        /* [7, TSC, MONO_NS]: a calibration pair; sets the time */
+	FT_EV_TYPE_MAX = 32
+};
 
 /* Encode a frame header into out[0..7]. */
 static inline void ft_wire_header(unsigned char out[FT_WIRE_HEADER_SIZE],

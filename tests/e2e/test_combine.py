@@ -196,19 +196,18 @@ def test_align(t):
     check([i["align"] for i in inputs] == ["realtime anchor", "realtime anchor", "start time"],
           f"align methods {inputs}")
     check(inputs[1]["shift_ns"] == 5_000_000_000, f"shift of b: {inputs}")
-    ts_a = {canon({k: v for k, v in e.items() if k != "ts"}): e.get("ts")
-            for e in a["traceEvents"]}
+    # Flow ids of the second input move to its own namespace (test_flow_ids).
+    def key(e):
+        return canon({k: v for k, v in e.items() if k not in ("ts", "id")})
+    ts_a = {key(e): e.get("ts") for e in a["traceEvents"]}
     b_pids = {e["pid"] for e in b["traceEvents"]}
     for e in res.events:
         if e["pid"] in b_pids and "ts" in e:
-            orig = next(x for x in b["traceEvents"]
-                        if canon({k: v for k, v in x.items() if k != "ts"}) ==
-                        canon({k: v for k, v in e.items() if k != "ts"}))
+            orig = next(x for x in b["traceEvents"] if key(x) == key(e))
             check(abs(e["ts"] - (orig["ts"] + 5_000_000)) < 0.0015,
                   f"b's event not shifted by 5 s: {orig['ts']} -> {e['ts']}")
-        elif e["pid"] not in b_pids and canon({k: v for k, v in e.items() if k != "ts"}) in ts_a:
-            check(e.get("ts") == ts_a[canon({k: v for k, v in e.items() if k != "ts"})],
-                  f"a's event moved: {e}")
+        elif e["pid"] not in b_pids and key(e) in ts_a:
+            check(e.get("ts") == ts_a[key(e)], f"a's event moved: {e}")
     a_start = min(e["ts"] for e in a["traceEvents"] if "ts" in e and e["ph"] != "M")
     viz_pid = in_events([viz])[0]["pid"]
     v_start = min(e["ts"] for e in res.events if e["pid"] == viz_pid and "ts" in e)
@@ -474,6 +473,238 @@ def test_run_metadata(t):
     meta = res.doc["otherData"]["forktrace"]
     check(meta["host"] is None and meta["command"] is None, f"with VizTracer: {meta}")
     check(meta["inputs"][1] == {"path": viz}, f"VizTracer input: {meta['inputs'][1]}")
+
+
+# ---- flow and async ids ---------------------------------------------------
+
+# Events that pair up by id, of every kind the format has: flows (s t f)
+# by id as a number, a hex string and another string; flow v2 (bind_id);
+# nestable async (b n e) by id and by id2 global/local; legacy async
+# (S T p F). ev(pid, ph, name, **more).
+def ev(pid, ph, name, ts, **more):
+    e = {"ph": ph, "name": name, "cat": "c", "pid": pid, "tid": pid, "ts": ts}
+    e.update(more)
+    return e
+
+
+def id_events(pid):
+    return [
+        ev(pid, "s", "flow", 1, id=1), ev(pid, "t", "flow", 2, id=1),
+        ev(pid, "f", "flow", 3, id=1, bp="e"),
+        ev(pid, "s", "flow", 1, id=2), ev(pid, "f", "flow", 4, id=2),
+        ev(pid, "s", "hexflow", 1, id="0x1f"), ev(pid, "f", "hexflow", 5, id="0x1f"),
+        ev(pid, "s", "strflow", 1, id="req-7"), ev(pid, "f", "strflow", 6, id="req-7"),
+        ev(pid, "X", "out", 1, dur=1, bind_id="0xab", flow_out=True),
+        ev(pid, "X", "in", 7, dur=1, bind_id="0xab", flow_in=True),
+        ev(pid, "b", "async", 1, id=5), ev(pid, "n", "async", 2, id=5),
+        ev(pid, "e", "async", 8, id=5),
+        ev(pid, "b", "g", 1, id2={"global": "0x9"}), ev(pid, "e", "g", 9, id2={"global": "0x9"}),
+        ev(pid, "b", "l", 1, id2={"local": "0x9"}), ev(pid, "e", "l", 9, id2={"local": "0x9"}),
+        ev(pid, "S", "legacy", 1, id="42"), ev(pid, "T", "legacy", 2, id="42"),
+        ev(pid, "p", "legacy", 3, id="42"), ev(pid, "F", "legacy", 10, id="42"),
+        # Ids that name things of the process: not pairing ids, they stay.
+        ev(pid, "N", "obj", 1, id="0x1"), ev(pid, "O", "obj", 2, id="0x1", args={"snapshot": {}}),
+        ev(pid, "C", "ctr", 1, id=3, args={"v": 1}),
+    ]
+
+
+def id_of(e):
+    """(field, id) of the pairing id of an event, or None."""
+    if "bind_id" in e:
+        return ("bind_id", e["bind_id"])
+    if "id2" in e:
+        k = next(iter(e["id2"]))
+        return ("id2." + k, e["id2"][k])
+    if "id" in e:
+        return ("id", e["id"])
+    return None
+
+
+def ids_by_input(events, pids):
+    """For the events of pids: {(name, ph, ts): (field, id)}."""
+    return {(e["name"], e["ph"], e["ts"]): id_of(e) for e in events
+            if e.get("pid") in pids and id_of(e) is not None}
+
+
+@test
+def test_flow_ids(t):
+    """Two inputs that use the same flow and async ids: after combine the
+    ids of one never meet those of the other, and each file's own pairs
+    still match."""
+    files = []
+    for i, pid in enumerate((100, 200, 300)):
+        files.append(f"in{i}.json")
+        with open(t.path(files[-1]), "w") as f:
+            json.dump({"traceEvents": id_events(pid)}, f)
+    res = combine(t, files)
+    check(len(res.events) == 3 * len(id_events(1)), f"{len(res.events)} events out")
+    got = [ids_by_input(res.events, {pid}) for pid in (100, 200, 300)]
+    want = ids_by_input(id_events(100), {100})
+    check(all(set(g) == set(want) for g in got), f"events with ids: {got}")
+    stays = {"obj", "ctr", "l"}  # process-scoped ids, and id2 local
+    for g in got:
+        for k, (field, v) in g.items():
+            if k[0] in stays:
+                check((field, v) == want[k], f"{k}: the id of {field} changed: {want[k]} -> {v}")
+    # Each file keeps its pairs: same id in, same id out; different in, different out.
+    for g in got:
+        for a in want:
+            for b in want:
+                check((want[a] == want[b]) == (g[a] == g[b]),
+                      f"{a} and {b}: ids {want[a]}, {want[b]} became {g[a]}, {g[b]}")
+    # No pairing id of one file is one of another file's.
+    for i in range(3):
+        for j in range(i + 1, 3):
+            a = {v for k, v in got[i].items() if k[0] not in stays}
+            b = {v for k, v in got[j].items() if k[0] not in stays}
+            check(not (a & b), f"inputs {i} and {j} share ids {a & b}")
+    # Still what Perfetto reads: numbers stay numbers, hex strings hex.
+    for g in got[1:]:
+        check(isinstance(g[("flow", "s", 1)][1], int), f"numeric id: {g}")
+        check(re.fullmatch(r"0x[0-9a-f]+", g[("hexflow", "s", 1)][1]) and
+              re.fullmatch(r"0x[0-9a-f]+", g[("out", "X", 1)][1]) and
+              re.fullmatch(r"[0-9a-f]+", g[("legacy", "S", 1)][1]), f"hex ids: {g}")
+    # One input has nobody to collide with: nothing changes.
+    res = combine(t, files[:1], out="one.json")
+    same_events(res.events, id_events(100), "one input")
+    # The same pids in both files: the pid remap and the id remap together.
+    res = combine(t, [files[0], files[0]], out="twice.json")
+    pids = sorted({e["pid"] for e in res.events})
+    check(len(pids) == 2 and pids[1] >= REMAP_BASE, f"pids {pids}")
+    a, b = (ids_by_input(res.events, {p}) for p in pids)
+    check(not ({v for k, v in a.items() if k[0] not in stays} &
+               {v for k, v in b.items() if k[0] not in stays}), f"shared ids: {a} {b}")
+
+
+@test
+def test_fork_flow_ids(t):
+    """forktrace run's fork arrows (ids 1, 2, ...) of two runs combined:
+    each arrow still ends in its own run's child."""
+    run = t.run([prog("fork_tree")], out="run.json", expect_rc=0)
+    n = len(run.trace.flows("s"))
+    check(n >= 2, f"fork_tree has {n} fork arrows")
+    res = combine(t, ["run.json", "run.json"], out="twice.json")
+    tr = ft.Trace(res.doc, t.path("twice.json"))
+    starts, ends = tr.flows("s"), tr.flows("f")
+    check(len(starts) == 2 * n and len({e["id"] for e in starts}) == 2 * n,
+          f"fork arrow ids of the two runs: {sorted(e['id'] for e in starts)}")
+    for p in tr.procs.values():
+        parent = tr.parent_of(p)
+        if parent is not None and p.rec.get("spawn"):
+            ft.assert_flow(tr, parent, p, p.rec["spawn"])
+    first = {e["id"] for e in starts if e["pid"] < REMAP_BASE}
+    for e in ends:
+        check((e["id"] in first) == (e["pid"] < REMAP_BASE),
+              f"a fork arrow crosses from one run to the other: {e}")
+
+
+# ---- top-level keys ---------------------------------------------------------
+
+def top_level(doc):
+    return {k: v for k, v in doc.items() if k not in ("traceEvents", "otherData")}
+
+
+def inputs_top(doc):
+    return [i.get("top_level") for i in doc["otherData"]["forktrace"]["inputs"]]
+
+
+@test
+def test_top_level_viztracer(t):
+    """file_info and viztracer_metadata of real VizTracer files survive."""
+    files = sorted(glob.glob(os.path.join(data("v1.1.1_cli_pid_suffix_8proc"), "*.json.gz")))
+    docs = [read_doc(f) for f in files]
+    res = combine(t, files)
+    check(res.doc.get("file_info") == docs[0]["file_info"] and
+          res.doc.get("viztracer_metadata") == docs[0]["viztracer_metadata"],
+          f"top-level keys {sorted(res.doc)}")
+    check(all(d["file_info"] == docs[0]["file_info"] for d in docs), "the 8 files differ")
+    check(inputs_top(res.doc) == [None] * 8 and "differ" not in res.err,
+          f"equal values kept once\n  {res.describe()}")
+    # Two files with different file_info: the first at the top, the
+    # second's in its input entry, and a warning.
+    files = sorted(glob.glob(os.path.join(data("v1.1.1_combined_forkheavy"), "*.json.gz")))
+    docs = [read_doc(f) for f in files]
+    check(docs[0]["file_info"] != docs[1]["file_info"], "the fork-heavy files agree")
+    res = combine(t, files, out="fh.json.gz")
+    check(res.doc["file_info"] == docs[0]["file_info"], "file_info is not the first input's")
+    check(inputs_top(res.doc) == [None, {"file_info": docs[1]["file_info"]}],
+          f"the second input's file_info: {str(inputs_top(res.doc))[:300]}")
+    check(re.search(r"warning: the inputs differ in top-level file_info\b", res.err),
+          f"no warning\n  {res.describe()}")
+
+
+def write_doc(t, name, events, **keys):
+    doc = {"traceEvents": events}
+    doc.update(keys)
+    with open(t.path(name), "w") as f:
+        json.dump(doc, f)
+    return name
+
+
+@test
+def test_top_level_keys(t):
+    """Unknown top-level keys: kept once when the inputs agree, the first
+    one at the top and the others per input when they differ; another
+    tool's otherData members; displayTimeUnit; big values."""
+    big = "x" * (1 << 20)          # past what is compared in memory
+    huge = "y" * (17 << 20)        # past READER_MAX_EVENT: not kept
+    a = write_doc(t, "a.json", [ev(1, "X", "a", 1, dur=1)], displayTimeUnit="ns",
+                  stackFrames={"1": {"name": "main"}}, same=[1, 2], big=big, bigsame=big,
+                  sysTraceEvents="a\n", otherData={"version": "v1", "forktrace_x": 1})
+    b = write_doc(t, "b.json", [ev(2, "X", "b", 1, dur=1)], displayTimeUnit="ns",
+                  same=[1, 2], big=big + "b", bigsame=big, only_b={"k": None},
+                  sysTraceEvents="b\n", otherData={"version": "v2"})
+    res = combine(t, [a, b])
+    want_top = {"displayTimeUnit": "ns", "stackFrames": {"1": {"name": "main"}}, "same": [1, 2],
+                "big": big, "bigsame": big, "sysTraceEvents": "a\n", "only_b": {"k": None}}
+    check(top_level(res.doc) == want_top, f"top level: {str(top_level(res.doc))[:400]}")
+    other = {k: v for k, v in res.doc["otherData"].items() if k != "forktrace"}
+    check(other == {"version": "v1", "forktrace_x": 1}, f"otherData: {other}")
+    check(inputs_top(res.doc) == [None, {"big": big + "b", "sysTraceEvents": "b\n",
+                                          "otherData": {"version": "v2"}}],
+          f"per input: {str(inputs_top(res.doc))[:400]}")
+    check(re.search(r"differ in top-level big, sysTraceEvents, otherData.version:", res.err),
+          f"warning\n  {res.describe()}")
+    # displayTimeUnit: one input that says nothing means the default, "ms".
+    c = write_doc(t, "c.json", [ev(3, "X", "c", 1, dur=1)], huge=huge, dup=1,
+                  otherData="not an object")
+    with open(t.path(c), "r+") as f:   # a key twice: the first is kept
+        text = f.read()
+        f.seek(0)
+        f.write(text.replace('"dup": 1', '"dup": 1, "dup": 2'))
+    res = combine(t, [a, c], out="ac.json", expect_rc=1)
+    check(re.search(r"warning: c.json: top-level keys not kept .*: huge, dup$", res.err, re.M),
+          f"no warning for the keys not kept\n  {res.describe()}")
+    check(res.doc["displayTimeUnit"] == "ms" and "huge" not in res.doc and res.doc["dup"] == 1,
+          f"top level: {sorted(res.doc)} {res.doc.get('displayTimeUnit')} {res.doc.get('dup')}")
+    check(inputs_top(res.doc)[0] == {"displayTimeUnit": "ns"} and
+          inputs_top(res.doc)[1] == {"otherData": "not an object"},
+          f"per input: {str(inputs_top(res.doc))[:400]}")
+    check("displayTimeUnit" in res.err, f"no warning for displayTimeUnit\n  {res.describe()}")
+    # One input: everything as it was.
+    res = combine(t, [b], out="b-out.json")
+    doc_b = json.load(open(t.path(b)))
+    check(top_level(res.doc) == top_level(doc_b) and
+          res.doc["otherData"]["version"] == "v2", f"one input: {sorted(res.doc)}")
+    # otherData twice, an object and not: one kept, and no key twice.
+    with open(t.path("od.json"), "w") as f:
+        f.write('{"otherData":{"version":"v9"},"traceEvents":[],"otherData":"s"}')
+    res = combine(t, [a, "od.json"], out="od-out.json", expect_rc=1)
+    check(inputs_top(res.doc)[1] == {"otherData": {"version": "v9"}} and
+          re.search(r"od.json: top-level key not kept .*: otherData$", res.err, re.M),
+          f"per input: {inputs_top(res.doc)}\n  {res.describe()}")
+    # A value that is not valid JSON: not kept, the events after it are.
+    with open(t.path("bad.json"), "w") as f:
+        f.write('{"bad": [1,,2], "traceEvents":[{"ph":"i","pid":7,"tid":7,"ts":1,"name":"e"}]}')
+    res = combine(t, ["bad.json"], out="bad-out.json", expect_rc=1)
+    check("bad" not in res.doc and len(res.events) == 1 and
+          re.search(r"bad.json: top-level key not kept .*: bad$", res.err, re.M),
+          f"invalid value\n  {res.describe()}")
+    # Invalid UTF-8 in a value: repaired, and said.
+    with open(t.path("u.json"), "wb") as f:
+        f.write(b'{"note":"caf\xe9","traceEvents":[]}')
+    res = combine(t, ["u.json"], out="u-out.json", expect_rc=1)
+    check(res.doc["note"] == "caf\ufffd", f"repaired value {res.doc.get('note')!r}")
 
 
 if __name__ == "__main__":

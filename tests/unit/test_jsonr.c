@@ -119,9 +119,40 @@ static void test_numbers(void)
 	}
 }
 
+/* The keys of flow and async ids are found, written plainly or not, and
+ * only at the first level. */
+static void test_id_keys(void)
+{
+	static const char *const events[] = {
+	    "{\"ph\":\"b\",\"id2\":{\"global\":\"0x1\"},\"bind_id\":\"0x5\",\"idx\":1,"
+	    "\"bind_idx\":2,\"args\":{\"id\":3}}",
+	    "{ \"ph\" : \"b\" , \"id2\" : {\"global\":\"0x1\"} , \"bind_id\" : \"0x5\", "
+	    "\"bind\\u005fid\":7, \"args\":{\"bind_id\":3}}",
+	};
+	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+		char buf[256] = {0};
+		size_t n = strlen(events[i]);
+		jsonr_obj o;
+		const char *next;
+		jsonw_sv id2, bind;
+
+		memcpy(buf, events[i], n);
+		CHECK(jsonr_value(buf, buf + n, &next, &o, true) == JSONR_OK && next == buf + n,
+		      "event %zu: not scanned", i);
+		id2 = o.v[JSONR_K_ID2];
+		bind = o.v[JSONR_K_BIND_ID];
+		CHECK(id2.p != NULL && id2.n == 16 && !memcmp(id2.p, "{\"global\":\"0x1\"}", 16),
+		      "event %zu: id2 is '%.*s'", i, (int)id2.n, id2.p ? id2.p : "");
+		CHECK(bind.p != NULL && bind.n == 5 && !memcmp(bind.p, "\"0x5\"", 5),
+		      "event %zu: bind_id is '%.*s'", i, (int)bind.n, bind.p ? bind.p : "");
+		CHECK(o.v[JSONR_K_ID].p == NULL, "event %zu: an id found", i);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	test_numbers();
+	test_id_keys();
 	if (argc > 1)
 		test_chunks((const char *const *)argv + 1, (size_t)(argc - 1));
 	if (failures) {
