@@ -27,6 +27,8 @@
 /* How long the loop waits, after an iteration that handled messages,
  * before it polls again (see batch_cb). */
 #define SRV_BATCH_NS (300 * 1000)
+/* An iteration that took more than this is bulk (event records): no pause. */
+#define SRV_BATCH_BULK (64 * 1024)
 
 typedef struct srv_conn {
 	uv_pipe_t pipe; /* first: the handle's address is the conn's */
@@ -95,6 +97,7 @@ static ssize_t conn_frames(srv_conn *c, const char *data, size_t n)
 			return -1;
 		}
 		s->frames++;
+		s->bytes += f.size;
 		off += f.size;
 		c->stream_off += f.size;
 	}
@@ -370,9 +373,17 @@ static void batch_cb(uv_prepare_t *h)
 	srv *s = h->data;
 	uint64_t mark = s->accepted + s->frames;
 
+	uint64_t bytes = s->bytes - s->batch_bytes;
+
 	if (mark == s->batch_mark)
 		return;
 	s->batch_mark = mark;
+	s->batch_bytes = s->bytes;
+	/* Streams of in-process events are the opposite case: a thread
+	 * blocks on its full socket until the collector reads, so a loop
+	 * that is moving bulk data polls again at once. */
+	if (bytes > SRV_BATCH_BULK)
+		return;
 	struct timespec ts = { 0, SRV_BATCH_NS };
 	nanosleep(&ts, NULL);
 }

@@ -28,6 +28,8 @@ typedef struct srv {
 	uint64_t rejected;    /* connections closed for protocol errors */
 	uint64_t truncated;   /* connections that ended inside a frame */
 	uint64_t batch_mark;  /* accepted + frames when the loop last polled */
+	uint64_t bytes;       /* frame bytes applied */
+	uint64_t batch_bytes; /* bytes when the loop last polled */
 } srv;
 
 /* Binds and listens on path (which must not exist). Returns 0 or a
