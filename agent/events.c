@@ -147,8 +147,7 @@ static inline unsigned char *agent_ev_put_dt(unsigned char *p, uint32_t dt)
 	return p + 5;
 }
 
-static void agent_ev_slow_flush(struct agent_tev *e, uint64_t tsc);
-static void agent_clock_pair(uint64_t *tsc, uint64_t *ns);
+static void agent_ev_flush(struct agent_tev *e);
 static bool agent_ev_acquire(struct agent_tev *e);
 
 /* May this thread record now? Outside the agent, not in a vfork child,
@@ -172,7 +171,7 @@ static inline void agent_ev_leave(struct agent_tev *e, uint64_t tsc)
 	e->nrec++;
 	agent_ev_publish(e);
 	if (__builtin_expect(tsc >= e->flush_tsc, 0))
-		agent_ev_slow_flush(e, tsc);
+		agent_ev_flush(e);
 	e->busy = 0;
 }
 
@@ -241,9 +240,9 @@ static void agent_ev_named(unsigned type, const char *name, bool has_value, doub
 		return;
 	if (e->pos + need > e->data + AGENT_SLOT_SIZE) {
 		e->busy = 1;
-		agent_ev_slow_flush(e, agent_tsc());
+		agent_ev_flush(e);
 		e->busy = 0;
-		if (!e->pos || e->pos + need > e->data + AGENT_SLOT_SIZE) {
+		if (e->pos + need > e->data + AGENT_SLOT_SIZE) {
 			agent_count_lost();
 			return;
 		}
@@ -451,7 +450,7 @@ static int agent_region_new(void)
 	struct ft_shm_header *h;
 	struct iovec iov;
 	unsigned char frame[128];
-	uint64_t tsc = 0, ns = 0;
+	uint64_t tsc, ns;
 	ssize_t n;
 	void *base;
 	int fd;
@@ -478,7 +477,7 @@ static int agent_region_new(void)
 	h->data_offset = data_off;
 	if (agent_nregions == 0)
 		agent_ev_modules_locked();
-	agent_clock_pair(&tsc, &ns);
+	ft_wire_clock_pair(4, &tsc, &ns);
 	n = enc_shm(frame, sizeof(frame), ns, agent_tid(), h->first_slot, h->count, h->slot_size,
 		    tsc);
 	iov.iov_base = frame;
@@ -540,30 +539,6 @@ static bool agent_slot_claim(struct agent_tev *e)
 	}
 }
 
-/*
- * A calibration pair: the counter read just before and just after the
- * clock, and its midpoint. A clock read that was slow (the first in a
- * process, an interrupt, a preempted vCPU) makes the midpoint a poor guess
- * by up to half its span, so the tightest of a few tries is kept: ~20 ns
- * apart on this machine, where a single try can be microseconds off.
- */
-static void agent_clock_pair(uint64_t *tsc, uint64_t *ns)
-{
-	uint64_t best = UINT64_MAX;
-
-	for (int i = 0; i < 4; i++) {
-		uint64_t t0 = agent_tsc();
-		uint64_t n = agent_now();
-		uint64_t t1 = agent_tsc();
-
-		if (t1 - t0 < best) {
-			best = t1 - t0;
-			*tsc = t0 + (t1 - t0) / 2;
-			*ns = n;
-		}
-	}
-}
-
 /* Send the slot's unsent records as one EVENTS frame, with a calibration
  * pair. Caller holds the send lock and e->busy is set (or e is not in
  * use). */
@@ -571,7 +546,7 @@ static void agent_ev_send_locked(struct agent_tev *e)
 {
 	unsigned char head[96];
 	struct iovec iov[2];
-	uint64_t t0 = 0, ns = 0, base;
+	uint64_t t0, ns, base;
 	size_t len;
 	ssize_t n;
 
@@ -579,7 +554,7 @@ static void agent_ev_send_locked(struct agent_tev *e)
 		return;
 	len = (size_t)(e->pos - e->data);
 	agent_ev_modules_locked();
-	agent_clock_pair(&t0, &ns);
+	ft_wire_clock_pair(4, &t0, &ns);
 	base = __atomic_load_n(&e->slot->base, __ATOMIC_RELAXED);
 	n = enc_events_head(head, sizeof(head), ns, agent_tid(), e->slot_id, base, t0,
 			    (uint32_t)len);
@@ -605,10 +580,10 @@ static void agent_ev_send_locked(struct agent_tev *e)
 	e->flush_tsc = t0 + agent_flush_ticks;
 }
 
-/* Flush from the event path (slot full or interval passed). */
-static void agent_ev_slow_flush(struct agent_tev *e, uint64_t tsc)
+/* Send e's records under the send lock: the slot is full, the interval
+ * passed, or fork, exec or exit is next. The caller has set e->busy. */
+static void agent_ev_flush(struct agent_tev *e)
 {
-	(void)tsc;
 	if (!__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED))
 		return;
 	agent_t_guard++;
@@ -652,15 +627,10 @@ void agent_ev_flush_self(void)
 {
 	struct agent_tev *e = &agent_t_ev;
 
-	if (!e->pos || e->pos == e->data || e->busy || agent_t_in_vfork ||
-	    !__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED))
+	if (!e->pos || e->pos == e->data || e->busy || agent_t_in_vfork)
 		return;
 	e->busy = 1;
-	agent_t_guard++;
-	agent_lock();
-	agent_ev_send_locked(e);
-	agent_unlock();
-	agent_t_guard--;
+	agent_ev_flush(e);
 	e->busy = 0;
 }
 

@@ -83,25 +83,14 @@ int64_t ft_now_real_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The tightest of a few (counter, clock, counter) reads: see the agent's
- * agent_clock_pair for why one is not enough. */
+/* Pairs from the collector's side of the run, for records salvaged
+ * before any EVENTS frame brought one. */
 int ft_add_clock_pair(model_trace *t)
 {
-	uint64_t best = UINT64_MAX, tsc = 0;
-	int64_t ns = 0;
+	uint64_t tsc, ns;
 
-	for (int i = 0; i < 8; i++) {
-		uint64_t t0 = __builtin_ia32_rdtsc();
-		int64_t n = ft_now_mono_ns();
-		uint64_t t1 = __builtin_ia32_rdtsc();
-
-		if (t1 - t0 < best) {
-			best = t1 - t0;
-			tsc = t0 + (t1 - t0) / 2;
-			ns = n;
-		}
-	}
-	return model_add_clock(t, tsc, ns);
+	ft_wire_clock_pair(8, &tsc, &ns);
+	return model_add_clock(t, tsc, (int64_t)ns);
 }
 
 proc_tree *proc_tree_new(model_trace *t)
@@ -431,6 +420,14 @@ static proc_entry *find_child(proc_tree *pt, proc_entry *parent, int64_t pid)
 	return NULL;
 }
 
+/* The thread tid of p, added if the model does not have it yet. */
+static model_thread *thread_of(proc_tree *pt, model_process *p, int64_t tid)
+{
+	model_thread *th = model_find_thread(p, tid);
+
+	return th ? th : model_add_thread(pt->t, p, tid);
+}
+
 static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 {
 	model_trace *t = pt->t;
@@ -527,9 +524,7 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 		c->shm = pe->shm;
 	}
 
-	model_thread *th = model_find_thread(p, m->pid);
-	if (!th)
-		th = model_add_thread(t, p, m->pid);
+	model_thread *th = thread_of(pt, p, m->pid);
 	if (th) {
 		if (th->start_ns < 0)
 			th->start_ns = p->start_ns;
@@ -649,11 +644,8 @@ static void on_wait(proc_tree *pt, proc_conn *c, const wire_msg *m)
 
 static void on_thread(proc_tree *pt, proc_conn *c, const wire_msg *m)
 {
-	model_process *p = c->pe->mp;
-	model_thread *th = model_find_thread(p, m->tid);
+	model_thread *th = thread_of(pt, c->pe->mp, m->tid);
 
-	if (!th)
-		th = model_add_thread(pt->t, p, m->tid);
 	if (!th)
 		return;
 	if (m->type == FT_MSG_THREAD_START && th->start_ns < 0)
@@ -730,12 +722,6 @@ static shm_image *conn_shm(proc_conn *c)
 	return c->shm;
 }
 
-static model_thread *thread_of(proc_tree *pt, model_process *p, int64_t tid)
-{
-	model_thread *th = model_find_thread(p, tid);
-
-	return th ? th : model_add_thread(pt->t, p, tid);
-}
 
 static void on_shm(proc_tree *pt, proc_conn *c, const wire_msg *m)
 {

@@ -159,6 +159,16 @@ static void fd_close_cb(uv_handle_t *h)
 	free(h);
 }
 
+/* Keeps a received fd for the frame that will claim it; closes it when
+ * the connection already holds as many as an agent ever sends at once. */
+static void conn_keep_fd(srv_conn *c, int fd)
+{
+	if (c->pc.nfds == (int)(sizeof(c->pc.fds) / sizeof(c->pc.fds[0])))
+		close(fd);
+	else
+		c->pc.fds[c->pc.nfds++] = fd;
+}
+
 /*
  * Takes the fds that came with the bytes just read (an agent's SHM frame
  * carries its memfd as SCM_RIGHTS) into the connection, for the frame that
@@ -181,12 +191,8 @@ static void conn_take_fds(srv_conn *c)
 		    uv_fileno((uv_handle_t *)h, &fd) == 0)
 			dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 		uv_close((uv_handle_t *)h, fd_close_cb);
-		if (dup < 0)
-			continue;
-		if (c->pc.nfds == (int)(sizeof(c->pc.fds) / sizeof(c->pc.fds[0])))
-			close(dup);
-		else
-			c->pc.fds[c->pc.nfds++] = dup;
+		if (dup >= 0)
+			conn_keep_fd(c, dup);
 	}
 }
 
@@ -203,10 +209,7 @@ static void conn_keep_cmsg_fds(srv_conn *c, struct msghdr *mh)
 			int fd;
 
 			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (c->pc.nfds == (int)(sizeof(c->pc.fds) / sizeof(c->pc.fds[0])))
-				close(fd);
-			else
-				c->pc.fds[c->pc.nfds++] = fd;
+			conn_keep_fd(c, fd);
 		}
 	}
 }
