@@ -839,6 +839,11 @@ int run_main(int argc, char **argv)
 				"to disk: %llu bytes\n",
 			(unsigned long long)rs->o.max_memory,
 			(unsigned long long)rs->model->arena_spilled);
+	if (rc == 0 && ms.corrupt_chunks)
+		fprintf(stderr, "forktrace: warning: %llu chunks of in-process events held a record "
+				"that does not parse (a program wrote over its buffer?); their events "
+				"from there on are missing\n",
+			(unsigned long long)ms.corrupt_chunks);
 	if (!rs->o.quiet && rc == 0)
 		fprintf(stderr, "forktrace: %llu processes, %llu events, %llu lost, trace written "
 				"to %s\n",

@@ -162,6 +162,13 @@ static int write_model(spill_inputs *sp, model_trace *t)
 	if (err < 0)
 		fprintf(stderr, "forktrace: cannot write the spill files' trace to %s: %s\n",
 			sp->tmp, strerror(-err));
+	if (err == 0 && stats.corrupt_chunks) {
+		fprintf(stderr, "forktrace: %llu chunks of in-process events in the spill files "
+				"held a record that does not parse; their events from there on are "
+				"missing\n",
+			(unsigned long long)stats.corrupt_chunks);
+		sp->problems++;
+	}
 	return err;
 }
 

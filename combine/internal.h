@@ -130,7 +130,6 @@ struct model_thread;
 typedef struct rec_ctx rec_ctx;
 
 typedef struct rec_stats {
-	uint64_t events;         /* trace events made from records */
 	uint64_t corrupt_chunks; /* chunks whose decoding stopped at a bad record */
 } rec_stats;
 

@@ -697,6 +697,7 @@ int merge_model_events(const model_trace *t, trace_sink *s)
 	for (size_t i = 0; i < t->nprocs && c.err == 0; i++)
 		write_process(&c, t->procs[order[i]], i);
 	s->stats.threads = c.threads;
+	s->stats.corrupt_chunks = rec_ctx_stats(c.rec)->corrupt_chunks;
 	ostream_finish(&c.aos);
 	err = c.err;
 free_rec:

@@ -26,6 +26,8 @@ typedef struct merge_stats {
 	uint64_t threads;        /* threads written */
 	uint64_t events;         /* trace events written (all phases) */
 	uint64_t bytes;          /* bytes written to the file */
+	uint64_t corrupt_chunks; /* in-process record chunks that stopped at a
+	                            record that did not parse (records.c) */
 } merge_stats;
 
 /* The format for an output path by its extension: ".json.gz" or ".gz" ->

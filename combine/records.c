@@ -515,8 +515,6 @@ static void walk_emit(rec_walk *w, jsonw_event *ev)
 	err = w->emit(w->arg, ev);
 	if (err < 0)
 		w->err = err;
-	else
-		w->rc->stats.events++;
 }
 
 static void walk_close(rec_walk *w, const rec_open *o, int64_t end_ns, bool unfinished)

@@ -238,6 +238,36 @@ def ev_exit_while_recording(ctx):
               f"{have}: {dict(per)} vs {done}")
 
 
+def frame(mtype, fields):
+    """One wire frame (include/forktrace/wire.h) of msgpack map fields."""
+    import msgpack
+    import struct
+    payload = msgpack.packb(fields, use_bin_type=True)
+    return b"FT" + bytes([1, mtype]) + struct.pack("<I", len(payload)) + payload
+
+
+@test
+def ev_corrupt_records(ctx):
+    """A chunk of records with a byte that does not parse: the records
+    before it are kept, and combine says what is missing and exits 1."""
+    import msgpack
+    ts, tsc = 1_000_000_000, 5_000_000_000
+    good = (msgpack.packb([0, tsc]) + msgpack.packb([3, 10, "kept"]) +
+            msgpack.packb([4, 1000]))
+    data = good + b"\xc1" + msgpack.packb([3, 10, "lost"])
+    spill = ctx.path("t.ftspill")
+    with open(spill, "wb") as f:
+        f.write(frame(1, {1: ts, 2: 4242, 3: 4242, 4: 1, 11: 77, 7: ["prog"], 9: "/prog"}))
+        f.write(frame(16, {1: ts + 5000, 2: 4242, 22: 0, 23: 0, 24: tsc + 10000, 25: data}))
+        f.write(frame(10, {1: ts + 9000, 2: 4242, 14: 0}))
+    res = ctx.forktrace(["combine", spill, "-o", "out.json"])
+    check(res.rc == 1, f"combine exited {res.rc}, expected 1\n  {res.describe()}")
+    check("does not parse" in res.err, f"no word of the bad record: {res.err!r}")
+    tr = ft.load_trace(ctx.path("out.json"))
+    names = [e["name"] for p in tr.all() for e in slices(p, "region")]
+    check(names == ["kept"], f"regions {names}, expected just the one before the bad byte")
+
+
 @test
 def ev_collector_killed(ctx):
     """forktrace is SIGKILLed while the program runs: the program goes on
