@@ -374,14 +374,14 @@ static int agent_connect(void)
 	return 0;
 }
 
-/* Encode and write HELLO for the current image. Caller holds the send
- * lock or is single-threaded. Returns 0 or -errno. Signal-safe. */
-static int agent_send_hello(void)
+/* Encode HELLO for the current image into agent_hello_buf; flags are
+ * added to its FT_K_FLAGS. Returns the frame's length or -errno.
+ * Signal-safe. */
+static ssize_t agent_encode_hello(uint32_t flags)
 {
 	struct enc_hello h;
 	struct timespec rt;
 	char cwd[PATH_MAX];
-	ssize_t n;
 
 	if (!getcwd(cwd, sizeof(cwd)))
 		cwd[0] = '\0';
@@ -393,27 +393,64 @@ static int agent_send_hello(void)
 	h.pid = agent_g.pid;
 	h.ppid = agent_g.ppid;
 	h.tid = agent_tid();
-	h.flags = (agent_g.argv_truncated ? FT_HELLO_ARGV_TRUNCATED : 0) |
+	h.flags = flags | (agent_g.argv_truncated ? FT_HELLO_ARGV_TRUNCATED : 0) |
 		  (agent_g.forked ? FT_HELLO_FORKED : 0);
+	/* The collector reads the slot up to here before this connection. */
+	h.from_table = (flags & FT_HELLO_RESUMED) && agent_g.table_left;
+	h.table_slot = agent_g.table_idx;
 	h.exe = agent_g.exe;
 	h.cwd = cwd;
 	h.name = agent_g.name;
 	h.argv = agent_g.argv;
 	h.argc = agent_g.argc;
-	n = enc_hello(agent_hello_buf, sizeof(agent_hello_buf), &h);
+	return enc_hello(agent_hello_buf, sizeof(agent_hello_buf), &h);
+}
+
+/* Encode and write HELLO on agent_g.fd. Caller holds the send lock or is
+ * single-threaded. Returns 0 or -errno. Signal-safe. */
+static int agent_send_hello(uint32_t flags)
+{
+	ssize_t n = agent_encode_hello(flags);
+
 	if (n < 0)
 		return (int)n;
 	return agent_write_all(agent_hello_buf, (size_t)n);
 }
 
-/* Connect and say HELLO; on failure hand over to agent_on_collector_gone. */
-static void agent_start_connection(void)
+/*
+ * The image introduces itself: in a slot of the collector's process
+ * table if it can, else on a new connection; if neither works, through
+ * agent_on_collector_gone. Caller holds the send lock or is
+ * single-threaded. Signal-safe.
+ */
+static void agent_open_channel(void)
 {
-	if (agent_g.addr.sun_path[0] == '\0' || agent_connect() < 0 || agent_send_hello() < 0) {
+	ssize_t n = agent_g.table_path[0] ? agent_encode_hello(0) : -1;
+
+	if (n > 0 && agent_table_start(agent_hello_buf, (size_t)n) == 0) {
+		__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (agent_g.addr.sun_path[0] == '\0' || agent_connect() < 0 || agent_send_hello(0) < 0) {
 		agent_on_collector_gone();
 		return;
 	}
 	__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
+}
+
+/* The image leaves its table slot for a connection (more to say than the
+ * slot holds, or an fd to pass). Returns 0 or -errno, after which the
+ * caller hands over to agent_on_collector_gone. Caller holds the send
+ * lock. Signal-safe. */
+static int agent_table_to_connection(void)
+{
+	agent_table_leave();
+	agent_g.table_left = 1;
+	if (agent_g.addr.sun_path[0] == '\0')
+		return -ENOENT;
+	if (agent_connect() < 0)
+		return -ECONNREFUSED;
+	return agent_send_hello(FT_HELLO_RESUMED);
 }
 
 /* Appends the decimal digits of v to p; returns the end. Signal-safe. */
@@ -471,7 +508,7 @@ static int agent_spill_open(void)
 		syscall(SYS_close, agent_g.fd);
 	__atomic_store_n(&agent_g.fd, fd, __ATOMIC_RELAXED);
 	agent_g.spilling = 1;
-	if (agent_send_hello() < 0) {
+	if (agent_send_hello(0) < 0) {
 		agent_g.spilling = 0;
 		agent_g.fd = -1;
 		syscall(SYS_close, fd);
@@ -480,17 +517,22 @@ static int agent_spill_open(void)
 	return 0;
 }
 
-/* Report pending losses on the (working) connection. Best effort. */
+/* Report pending losses where the last frame went. Best effort. */
 static void agent_flush_lost(void)
 {
 	unsigned char buf[64];
 	uint64_t n = __atomic_exchange_n(&agent_g.lost, 0, __ATOMIC_RELAXED);
 	ssize_t len;
+	struct iovec iov;
 
 	if (!n)
 		return;
 	len = enc_lost(buf, sizeof(buf), agent_now(), agent_tid(), n);
-	if (len < 0 || agent_write_all(buf, (size_t)len) < 0)
+	iov.iov_base = buf;
+	iov.iov_len = len > 0 ? (size_t)len : 0;
+	if (len < 0 ||
+	    (agent_g.table_slot ? agent_table_append(&iov, 1, iov.iov_len)
+				: agent_write_all(buf, (size_t)len)) < 0)
 		__atomic_add_fetch(&agent_g.lost, n, __ATOMIC_RELAXED);
 }
 
@@ -523,13 +565,23 @@ int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd,
 		if (agent_g.spilling) {
 			agent_g.spilling = 0;
 			agent_on_collector_gone();
-		} else if (agent_g.addr.sun_path[0] == '\0' || agent_connect() < 0 ||
-			   agent_send_hello() < 0) {
-			agent_on_collector_gone();
+		} else {
+			agent_open_channel();
 		}
 		if (!__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED)) {
 			err = -ENOTCONN;
 			goto lost;
+		}
+	}
+	if (agent_g.table_slot) {
+		if (passfd < 0 && agent_table_append(iov, cnt, (size_t)n) == 0)
+			goto written;
+		if (agent_table_to_connection() < 0) {
+			agent_on_collector_gone();
+			if (!__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED)) {
+				err = -ENOTCONN;
+				goto lost;
+			}
 		}
 	}
 	err = agent_writev_try(iov, cnt, passfd);
@@ -542,7 +594,7 @@ int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd,
 			if (err != -EBADF && err != -ENOTSOCK)
 				syscall(SYS_close, agent_g.fd);
 			agent_g.fd = -1;
-			if (agent_connect() == 0 && agent_send_hello() == 0)
+			if (agent_connect() == 0 && agent_send_hello(FT_HELLO_RESUMED) == 0)
 				err = agent_writev_try(iov, cnt, passfd);
 		}
 	}
@@ -557,6 +609,7 @@ int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd,
 		__atomic_store_n(&agent_g.active, 0, __ATOMIC_RELAXED);
 		goto lost;
 	}
+written:
 	if (__atomic_load_n(&agent_g.lost, __ATOMIC_RELAXED))
 		agent_flush_lost();
 	errno = saved;
@@ -608,6 +661,8 @@ void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
 	agent_threads_reset();
 	agent_popen_reset();
 	agent_ev_fork_child();
+	agent_table_fork_child();
+	agent_g.table_left = 0;
 	/* Deferred WAITs are the parent's: it sends them itself. Only the
 	 * slots between tail and head can be marked (a sent slot is cleared),
 	 * so only those are cleared: the whole 3 KiB queue would cost every
@@ -664,6 +719,14 @@ static int agent_prepare_env(const char *sock, const char *preload)
 	agent_g.addrlen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
 	memcpy(agent_g.env_sock, FT_ENV_SOCK "=", sizeof(FT_ENV_SOCK));
 	memcpy(agent_g.env_sock + sizeof(FT_ENV_SOCK), sock, n + 1);
+	/* The process table lives beside the socket. */
+	slash = strrchr(sock, '/');
+	if (slash) {
+		size_t dir = (size_t)(slash - sock) + 1;
+
+		memcpy(agent_g.table_path, sock, dir);
+		memcpy(agent_g.table_path + dir, FT_TABLE_NAME, sizeof(FT_TABLE_NAME));
+	}
 
 	if (!dladdr((void *)agent_prepare_env, &info) || !info.dli_fname ||
 	    strlen(info.dli_fname) >= sizeof(agent_g.agent_path))
@@ -817,6 +880,8 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	agent_cache_argv(argc, argv);
 	agent_g.pid = getpid();
 	agent_g.ppid = getppid();
+	/* Constructors of preloaded objects run on the main thread. */
+	agent_t_tid = agent_g.pid;
 	tck = getauxval(AT_CLKTCK);
 	agent_g.tick_ns = tck ? 1000000000u / tck : 0;
 	/* The image a fork child exec'd is handed its start time (see
@@ -828,7 +893,7 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	agent_g.exe[n > 0 ? n : 0] = '\0';
 	agent_ev_init(getenv("FORKTRACE_FUNCTIONS"));
 	__atomic_store_n(&agent_g.configured, 1, __ATOMIC_RELEASE);
-	agent_start_connection();
+	agent_open_channel();
 	if (__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED))
 		agent_signals_install();
 out:

@@ -105,13 +105,15 @@ ssize_t enc_hello(void *buf, size_t cap, const struct enc_hello *h)
 	msgpack_packer pk;
 	int err;
 
-	err = enc_begin(&c, &pk, buf, cap, h->exec_ts ? 12 : 11) || enc_ts_tid(&pk, h->ts, h->tid) ||
+	err = enc_begin(&c, &pk, buf, cap, 11 + (h->exec_ts != 0) + h->from_table) ||
+	      enc_ts_tid(&pk, h->ts, h->tid) ||
 	      enc_kint(&pk, FT_K_PID, h->pid) || enc_kint(&pk, FT_K_PPID, h->ppid) ||
 	      enc_kargv(&pk, FT_K_ARGV, h->argv, h->argc) || enc_kstr(&pk, FT_K_CWD, h->cwd) ||
 	      enc_kstr(&pk, FT_K_EXE, h->exe) || enc_kuint(&pk, FT_K_REALTIME, h->realtime) ||
 	      enc_kuint(&pk, FT_K_START_TICKS, h->start_ticks) ||
 	      enc_kstr(&pk, FT_K_NAME, h->name) || enc_kuint(&pk, FT_K_FLAGS, h->flags) ||
-	      (h->exec_ts && enc_kuint(&pk, FT_K_EXEC_TS, h->exec_ts));
+	      (h->exec_ts && enc_kuint(&pk, FT_K_EXEC_TS, h->exec_ts)) ||
+	      (h->from_table && enc_kuint(&pk, FT_K_TABLE_SLOT, h->table_slot));
 	return enc_end(&c, FT_MSG_HELLO, err);
 }
 

@@ -14,6 +14,7 @@
 #ifndef AGENT_ENCODE_H
 #define AGENT_ENCODE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -25,6 +26,8 @@ struct enc_hello {
 	uint64_t exec_ts; /* 0: not known, key left out */
 	uint64_t realtime;
 	uint64_t start_ticks;
+	bool from_table;     /* resumed from process-table slot table_slot */
+	uint32_t table_slot;
 	int32_t pid;
 	int32_t ppid;
 	int32_t tid;

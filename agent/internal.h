@@ -119,6 +119,10 @@ struct agent_state {
 	int pending_connect; /* fork child: connect and say HELLO at the first write */
 	int forked;	 /* this image is a fork child's copy (HELLO flag) */
 	int spilling;	 /* fd is this image's spill file, not a socket */
+	struct ft_table_slot *table_slot; /* this image's process-table slot, or NULL */
+	struct ft_table_header *table_hdr; /* the table's mapped header, or NULL */
+	uint32_t table_idx;   /* index of table_slot, or of the slot it left */
+	int table_left;	      /* this image wrote in slot table_idx, then connected */
 	uint64_t exec_ts; /* from FORKTRACE_EXEC_TS: when this image was exec'd */
 	uint64_t tick_ns; /* ns per clock tick (the unit of start_ticks), or 0 */
 	pid_t pid;
@@ -139,6 +143,8 @@ struct agent_state {
 	char env_preload[PATH_MAX + sizeof(FT_ENV_PRELOAD "=")]; /* LD_PRELOAD=<original value> */
 	char agent_path[PATH_MAX];				 /* this .so, as loaded */
 	char spill_dir[PATH_MAX]; /* where spill files go (FORKTRACE_SPILL) */
+	/* The process table beside the socket (FT_TABLE_NAME), or "". */
+	char table_path[sizeof(((struct sockaddr_un *)0)->sun_path) + sizeof(FT_TABLE_NAME)];
 	const char *agent_base;					 /* basename in agent_path */
 };
 
@@ -237,6 +243,20 @@ void agent_fail(const char *msg);
  * write. boot_before is agent_boot_now() taken by the parent just before
  * the fork. Only async-signal-safe calls. */
 void agent_fork_child(pid_t parent_pid, uint64_t boot_before);
+
+/* The process table (table.c, include/forktrace/wire.h). */
+/* Claims a slot of the collector's table and writes the n bytes of hello
+ * (this image's HELLO frame) into it. Returns 0: the image speaks there
+ * from now on; or -errno: it must connect (no table, full, HELLO too
+ * long). Caller holds the send lock or is single-threaded. Signal-safe. */
+int agent_table_start(const void *hello, size_t n);
+/* Appends a frame of n bytes gathered from iov[0..cnt) to the slot.
+ * Returns 0, or -ENOSPC when it does not fit. Caller holds the send lock. */
+int agent_table_append(const struct iovec *iov, int cnt, size_t n);
+/* The image goes on to a connection: marks the slot and unmaps it. */
+void agent_table_leave(void);
+/* In a fork child: drop the parent's slot. Signal-safe. */
+void agent_table_fork_child(void);
 
 /* CLOCK_BOOTTIME ns, the clock of start_ticks. Signal-safe (vDSO). */
 uint64_t agent_boot_now(void);

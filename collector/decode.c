@@ -118,6 +118,7 @@ static bool decode_field(wire_msg *m, uint64_t key, const msgpack_object *v)
 	case FT_K_FLAGS: return obj_uint(v, &m->flags);
 	case FT_K_EXEC_TS: return obj_uint(v, &m->exec_ts);
 	case FT_K_SLOT: return obj_uint(v, &m->slot);
+	case FT_K_TABLE_SLOT: return obj_uint(v, &m->table_slot);
 	case FT_K_OFFSET: return obj_uint(v, &m->offset);
 	case FT_K_TSC: return obj_uint(v, &m->tsc);
 	case FT_K_DATA: return obj_bin(v, &m->data);

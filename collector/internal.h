@@ -40,7 +40,7 @@ typedef struct wire_msg {
 	uint64_t present; /* bit (1 << key) for each key that was present */
 	int64_t ts, tid, pid, ppid, child, err, status, code, signo;
 	uint64_t realtime, start_ticks, kind, count, flags, exec_ts;
-	uint64_t slot, offset, tsc, addr, lo, hi, size;
+	uint64_t slot, offset, tsc, addr, lo, hi, size, table_slot;
 	wire_str path, cwd, exe, name, cmd;
 	wire_str data; /* DATA (bin) */
 	const msgpack_object *argv; /* elements of the ARGV array, or NULL */
@@ -168,6 +168,37 @@ void proc_finish(proc_tree *pt, int64_t now_ns, bool tree_done);
 
 /* Closes fds received on c that no message claimed. */
 void proc_conn_drop_fds(proc_conn *c);
+
+/* The process tree's slot for the process table's bookkeeping: the open
+ * table entry of pe's current image, or NULL (ptab_ only). */
+void **proc_table_ref(proc_entry *pe);
+/* The latest time anything was heard of pe. */
+int64_t proc_last_seen(const proc_entry *pe);
+/* Was pe's wait status seen (its parent's WAIT, or our own reaping)? */
+bool proc_status_known(const proc_entry *pe);
+/* The image of `from` goes on on `to` (which said HELLO with
+ * FT_HELLO_RESUMED): `to` takes over what `from` knew, `from` is done. */
+void proc_conn_handover(proc_tree *pt, proc_conn *from, proc_conn *to);
+
+/* ptab_ (table.c): the process table, see include/forktrace/wire.h. */
+typedef struct ptab ptab;
+/* Creates the table beside the socket in sock_dir (or in /dev/shm with a
+ * symlink there). NULL when it cannot: every image then connects. */
+ptab *ptab_create(const char *sock_dir, proc_tree *pt);
+/* Removes the file; NULL: no-op. */
+void ptab_free(ptab *t);
+/* Applies what the agents committed since the last read; allocates
+ * slots ahead. NULL: no-op. */
+void ptab_read(ptab *t);
+/* Around a connection's HELLO m (before and after proc_apply): a resumed
+ * image's slot is read first and then handed to the connection; a new
+ * image ends the slot of the image before. t NULL: no-op. */
+void ptab_before_hello(ptab *t, const wire_msg *m);
+void ptab_after_hello(ptab *t, proc_conn *pc, const wire_msg *m);
+/* The end: reads everything and closes every slot's image. */
+void ptab_finish(ptab *t);
+/* Images that said HELLO in the table. */
+uint64_t ptab_images(const ptab *t);
 
 typedef struct proc_counts {
 	uint64_t salvaged_bytes; /* event records read from dead processes' buffers */

@@ -52,6 +52,7 @@ struct proc_entry {
 	int nshells;
 	shm_image *shm;      /* event buffers of image shm_seg (a reference) */
 	size_t shm_seg;
+	void *table_entry;   /* ptab_'s open slot of the current image */
 };
 
 struct proc_tree {
@@ -455,10 +456,11 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 			return -ENOMEM;
 		pe->mp->ppid = m->ppid;
 	} else if (pe->hello_seen && !pe->placeholder) {
-		/* A known image speaks again: it exec'd, unless this is the
-		 * agent reconnecting after losing its fd (no exec seen and no
-		 * other connection open). */
-		new_image = pe->conns > 0 || pe->exec_pending;
+		/* A known process speaks again: it exec'd, unless the agent
+		 * says its image goes on (a reconnect after losing its fd, or
+		 * an image moving from its process-table slot to a
+		 * connection). */
+		new_image = !(m->flags & FT_HELLO_RESUMED);
 	}
 	model_process *p = pe->mp;
 	if (!pe->hello_seen) {
@@ -502,14 +504,18 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 			s->start_ns = image_start;
 		s->instrumented = true;
 	}
-	if (exe)
-		s->exe = exe;
-	if (argv) {
-		s->argv = argv;
-		s->argc = argc;
+	/* A resumed image was described by its first HELLO (its cwd then,
+	 * not after a chdir). */
+	if (!(m->flags & FT_HELLO_RESUMED) || !s->exe) {
+		if (exe)
+			s->exe = exe;
+		if (argv) {
+			s->argv = argv;
+			s->argc = argc;
+		}
+		s->cwd = cwd;
+		s->argv_truncated = (m->flags & FT_HELLO_ARGV_TRUNCATED) != 0;
 	}
-	s->cwd = cwd;
-	s->argv_truncated = (m->flags & FT_HELLO_ARGV_TRUNCATED) != 0;
 	c->pe = pe;
 	c->seg = p->nsegs - 1;
 	if (pe->shm && pe->shm_seg != c->seg) {
@@ -901,6 +907,37 @@ void proc_conn_closed(proc_tree *pt, proc_conn *c, int64_t now_ns)
 		pe->mp->end_ns = now_ns;
 		pe->end_seen = true;
 	}
+}
+
+void **proc_table_ref(proc_entry *pe)
+{
+	return &pe->table_entry;
+}
+
+int64_t proc_last_seen(const proc_entry *pe)
+{
+	return pe->last_seen_ns;
+}
+
+bool proc_status_known(const proc_entry *pe)
+{
+	return pe->status_known;
+}
+
+void proc_conn_handover(proc_tree *pt, proc_conn *from, proc_conn *to)
+{
+	(void)pt;
+	if (!from->pe || from->pe != to->pe)
+		return;
+	/* An exec announced in the slot whose failure comes here. */
+	to->exec_sent = from->exec_sent;
+	to->exec_ts = from->exec_ts;
+	to->exec_path = from->exec_path;
+	to->exec_argv = from->exec_argv;
+	to->exec_argc = from->exec_argc;
+	to->seg = from->seg;
+	from->pe->conns--;
+	from->pe = NULL;
 }
 
 void proc_reaped(proc_tree *pt, pid_t pid, int status, int64_t now_ns)

@@ -40,6 +40,10 @@ extern char **environ;
 #define DRAIN_POLL_MS 2
 #define DRAIN_AFTER_TIMEOUT_MS 200
 #define PROGRESS_INTERVAL_MS 200
+/* How often the process table is read while the tree runs: what it holds
+ * is safe in shared memory, so this only bounds how stale progress and
+ * the table's page accounting get. */
+#define TABLE_INTERVAL_MS 50
 
 typedef struct run_opts {
 	const char *output;
@@ -62,10 +66,12 @@ typedef struct run_state {
 	uv_timer_t wait_timer;
 	uv_timer_t drain_timer;
 	uv_timer_t progress_timer;
+	uv_timer_t table_timer;
 	bool progress_on;
 	srv server;
 	model_trace *model;
 	proc_tree *tree;
+	ptab *table;
 	pid_t root;
 	int root_status;
 	bool root_done;
@@ -541,6 +547,13 @@ static void progress_clear(run_state *rs)
 		fputs("\r\033[K", stderr);
 }
 
+static void table_cb(uv_timer_t *t)
+{
+	run_state *rs = t->data;
+
+	ptab_read(rs->table);
+}
+
 static void progress_cb(uv_timer_t *t)
 {
 	run_state *rs = t->data;
@@ -753,6 +766,15 @@ int run_main(int argc, char **argv)
 	rs->drain_timer.data = rs;
 	uv_timer_init(&rs->loop, &rs->progress_timer);
 	rs->progress_timer.data = rs;
+	rs->table = ptab_create(rs->sock_dir, rs->tree);
+	rs->server.tab = rs->table;
+	uv_timer_init(&rs->loop, &rs->table_timer);
+	rs->table_timer.data = rs;
+	if (rs->table) {
+		uv_timer_start(&rs->table_timer, table_cb, TABLE_INTERVAL_MS, TABLE_INTERVAL_MS);
+		/* It must not keep the loop alive on its own. */
+		uv_unref((uv_handle_t *)&rs->table_timer);
+	}
 	signal(SIGPIPE, SIG_IGN);
 	install_forwarding();
 
@@ -787,6 +809,7 @@ int run_main(int argc, char **argv)
 	uv_run(&rs->loop, UV_RUN_DEFAULT);
 	progress_clear(rs);
 
+	ptab_finish(rs->table);
 	int64_t end = ft_now_mono_ns();
 	ft_add_clock_pair(rs->model);
 	proc_finish(rs->tree, end, rs->tree_done);
@@ -856,6 +879,7 @@ out_loop:
 	uv_run(&rs->loop, UV_RUN_DEFAULT);
 	srv_free(&rs->server);
 	uv_loop_close(&rs->loop);
+	ptab_free(rs->table);
 	proc_tree_free(rs->tree);
 	model_free(rs->model);
 out_sockdir:

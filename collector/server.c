@@ -92,10 +92,14 @@ static ssize_t conn_frames(srv_conn *c, const char *data, size_t n)
 			conn_reject(c, "a malformed message payload");
 			return -1;
 		}
+		if (m.type == FT_MSG_HELLO)
+			ptab_before_hello(s->tab, &m);
 		if (proc_apply(s->pt, &c->pc, &m, ft_now_mono_ns()) == -EPROTO) {
 			conn_reject(c, "a message before its HELLO");
 			return -1;
 		}
+		if (m.type == FT_MSG_HELLO)
+			ptab_after_hello(s->tab, &c->pc, &m);
 		s->frames++;
 		s->bytes += f.size;
 		off += f.size;

@@ -19,6 +19,7 @@ typedef struct srv {
 	uv_prepare_t batch;   /* sleeps briefly after a busy iteration */
 	bool listening;
 	proc_tree *pt;        /* borrowed */
+	ptab *tab;            /* the process table (borrowed), or NULL */
 	msgpack_unpacked up;  /* scratch for decoding, reused per frame */
 	uid_t uid;            /* the only uid allowed to connect */
 	uint32_t max_payload;

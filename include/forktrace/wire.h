@@ -153,6 +153,8 @@ enum ft_key {
 	FT_K_LO = 27,         /* uint: lowest address of a range */
 	FT_K_HI = 28,         /* uint: one past the highest address */
 	FT_K_SIZE = 29,       /* uint: a size in bytes */
+	FT_K_TABLE_SLOT = 30, /* uint: HELLO on a connection: the process-table
+			       * slot this image wrote before (FT_HELLO_RESUMED) */
 	FT_K_MAX = 64
 };
 
@@ -187,6 +189,65 @@ enum ft_exec_kind {
  * nothing: the new image's HELLO (without this flag) tells the collector
  * that the child exec'd. */
 #define FT_HELLO_FORKED 0x2u
+/* The image of the previous HELLO of this pid and start time goes on (a
+ * reconnect, or an image that spoke in the process table first and now
+ * connects): not a new image. Without it, a second HELLO of a known
+ * process means the process exec'd. */
+#define FT_HELLO_RESUMED 0x4u
+
+/*
+ * The process table.
+ *
+ * A connection costs a short-lived image more than everything else the
+ * agent does, so an image first speaks into a slot of a file the collector
+ * creates beside its socket (FT_TABLE_NAME in the socket's directory, or a
+ * symlink there to a tmpfs file). Most images (a compiler, /bin/true) say
+ * all they ever say there: HELLO, maybe a few small records, EXIT. An image
+ * with more to say (a record that does not fit in its slot, a memfd to
+ * pass) connects, sends HELLO again with FT_HELLO_RESUMED and
+ * FT_K_TABLE_SLOT, and uses the connection from then on; the collector
+ * reads the slot's frames up to then first.
+ *
+ * File layout (little-endian, as the host writes it):
+ *   offset 0                          struct ft_table_header (one page)
+ *   offset FT_TABLE_SLOTS_OFFSET      slot i at + i * slot_size
+ * A slot: struct ft_table_slot, then `committed` bytes of whole frames
+ * (the same frames as on a connection, HELLO first).
+ *
+ * Claiming: an agent reads `claimed`; if it is below `ready` it takes it
+ * with a compare-and-swap, so no slot is ever claimed that the collector
+ * has not allocated (fallocate): a write to a mapped page that the file
+ * system cannot back would raise SIGBUS in the traced program. The
+ * collector raises `ready` ahead of `claimed` as slots run out, and frees
+ * the pages of a slot whose image is gone. Writing: the owner (under the
+ * agent's send lock) copies a whole frame behind the committed bytes, then
+ * advances `committed` with a release store; the collector reads
+ * `committed` with an acquire load and never reads past it.
+ */
+#define FT_TABLE_NAME "table"
+#define FT_TABLE_MAGIC 0x42545446u /* "FTTB" */
+#define FT_TABLE_VERSION 1u
+#define FT_TABLE_SLOTS_OFFSET 4096u
+#define FT_TABLE_SLOT_SIZE 4096u
+
+struct ft_table_header {
+	uint32_t magic;     /* FT_TABLE_MAGIC */
+	uint32_t version;   /* FT_TABLE_VERSION */
+	uint32_t slot_size; /* bytes per slot, header included */
+	uint32_t capacity;  /* slots the file has room for */
+	uint32_t claimed;   /* slots taken (atomic, compare-and-swap) */
+	uint32_t ready;     /* slots [0, ready) are allocated (atomic) */
+	uint32_t reserved[10];
+};
+
+struct ft_table_slot {
+	uint32_t committed; /* bytes of whole frames after this header (atomic) */
+	uint32_t flags;     /* FT_TABLE_SLOT_* */
+	uint64_t reserved;
+};
+
+/* The image went on to a connection: nothing more is written here. */
+#define FT_TABLE_SLOT_MOVED 0x1u
 
 /*
  * Event buffers.

@@ -1,0 +1,136 @@
+/*
+ * table.c - an image's slot in the collector's process table.
+ *
+ * A Unix socket connection costs a short-lived image ~40 us, more than all
+ * the rest of the agent (docs/BENCHMARKS.md); a build starts thousands of
+ * images that say nothing but HELLO and EXIT. So an image first writes its
+ * frames into a slot of a file the collector shares with every agent
+ * (include/forktrace/wire.h, "The process table"), and connects only when
+ * it has more to say than its slot holds, or an fd to pass.
+ *
+ * Mappings: the table's header page stays mapped for the life of the
+ * process (a fork child claims its own slot through it); the slot is
+ * mapped while the image writes there. Both go away at exec. Only
+ * async-signal-safe calls: a fork child of a multithreaded program, or a
+ * fatal-signal handler, may be the first to write.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Room for frames in a slot of the mapped table. */
+static size_t agent_table_room(void)
+{
+	return agent_g.table_hdr->slot_size - sizeof(struct ft_table_slot);
+}
+
+/* Maps the header page once per process. Returns 0 or -errno. */
+static int agent_table_map_header(int fd)
+{
+	struct ft_table_header *h;
+
+	if (agent_g.table_hdr)
+		return 0;
+	h = mmap(NULL, FT_TABLE_SLOTS_OFFSET, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (h == MAP_FAILED)
+		return -errno;
+	/* The collector writes the header before it names the file to anyone. */
+	if (h->magic != FT_TABLE_MAGIC || h->version != FT_TABLE_VERSION ||
+	    h->slot_size < 1024 || h->slot_size % 4096 != 0) {
+		munmap(h, FT_TABLE_SLOTS_OFFSET);
+		return -EPROTO;
+	}
+	agent_g.table_hdr = h;
+	return 0;
+}
+
+/* Takes the next slot, if the collector has allocated it. Never takes one
+ * it has not: a write there could raise SIGBUS. Returns 0 or -ENOSPC. */
+static int agent_table_claim(uint32_t *idx)
+{
+	struct ft_table_header *h = agent_g.table_hdr;
+	uint32_t c = __atomic_load_n(&h->claimed, __ATOMIC_RELAXED);
+
+	do {
+		if (c >= __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) || c >= h->capacity)
+			return -ENOSPC;
+	} while (!__atomic_compare_exchange_n(&h->claimed, &c, c + 1, true, __ATOMIC_ACQ_REL,
+					      __ATOMIC_RELAXED));
+	*idx = c;
+	return 0;
+}
+
+int agent_table_start(const void *hello, size_t n)
+{
+	struct ft_table_slot *s = NULL;
+	uint32_t idx = 0;
+	int fd, err;
+
+	if (!agent_g.table_path[0])
+		return -ENOENT;
+	fd = open(agent_g.table_path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = agent_table_map_header(fd);
+	if (err == 0 && n > agent_table_room())
+		err = -E2BIG; /* a long argv: HELLO goes on a connection */
+	if (err == 0)
+		err = agent_table_claim(&idx);
+	if (err == 0) {
+		off_t off = (off_t)FT_TABLE_SLOTS_OFFSET +
+			    (off_t)idx * (off_t)agent_g.table_hdr->slot_size;
+
+		s = mmap(NULL, agent_g.table_hdr->slot_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 fd, off);
+		if (s == MAP_FAILED)
+			err = -errno; /* the slot stays empty; the collector skips it */
+	}
+	syscall(SYS_close, fd); /* not through our close hook */
+	if (err < 0)
+		return err;
+	agent_g.table_slot = s;
+	agent_g.table_idx = idx;
+	memcpy(s + 1, hello, n);
+	__atomic_store_n(&s->committed, (uint32_t)n, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int agent_table_append(const struct iovec *iov, int cnt, size_t n)
+{
+	struct ft_table_slot *s = agent_g.table_slot;
+	uint32_t at = s->committed; /* only this image writes it */
+	char *p;
+
+	if (n > agent_table_room() - at)
+		return -ENOSPC;
+	p = (char *)(s + 1) + at;
+	for (int i = 0; i < cnt; i++) {
+		memcpy(p, iov[i].iov_base, iov[i].iov_len);
+		p += iov[i].iov_len;
+	}
+	__atomic_store_n(&s->committed, at + (uint32_t)n, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void agent_table_leave(void)
+{
+	struct ft_table_slot *s = agent_g.table_slot;
+
+	__atomic_store_n(&s->flags, s->flags | FT_TABLE_SLOT_MOVED, __ATOMIC_RELEASE);
+	munmap(s, agent_g.table_hdr->slot_size);
+	agent_g.table_slot = NULL;
+}
+
+void agent_table_fork_child(void)
+{
+	/* The parent's slot is the parent's: the child claims its own when
+	 * it first has something to say. */
+	if (agent_g.table_slot)
+		munmap(agent_g.table_slot, agent_g.table_hdr->slot_size);
+	agent_g.table_slot = NULL;
+}

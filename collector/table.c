@@ -1,0 +1,436 @@
+/*
+ * table.c - the process table (ptab_): where short-lived images speak
+ * without a connection (include/forktrace/wire.h, "The process table";
+ * agent/table.c is the other side).
+ *
+ * The collector maps the whole file and reads each slot's committed
+ * frames into the process tree through the same proc_apply as a
+ * connection's, with a proc_conn per slot. It reads on a timer, before a
+ * connection's HELLO that resumes a slot (so the slot's frames come
+ * first), and once more at the end.
+ *
+ * A slot is open from its HELLO until its image is known to be gone: a
+ * newer image of the same process said HELLO (the exec replaced the
+ * mapping), the image went on to a connection (it unmapped the slot), or
+ * it said EXIT and its parent or we saw its wait status. Then its pages
+ * are given back (the slot is never reused). Pages are allocated ahead of
+ * the agents, `ready` slots at a time: an agent never takes a slot whose
+ * page the file system could fail to provide.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Slots allocated ahead of the agents: how many a fork storm may take
+ * between two reads before some images fall back to connecting. */
+#define PTAB_STEP 1024u
+#define PTAB_LOW 512u
+#define PTAB_DEFAULT_CAPACITY (1u << 20)
+
+typedef struct ptab_entry {
+	proc_conn pc;
+	uint32_t idx;
+	uint32_t read;  /* bytes of the slot's frames applied */
+	bool exited;    /* its EXIT was read */
+	bool broken;    /* a frame did not parse: read no further */
+} ptab_entry;
+
+struct ptab {
+	proc_tree *pt;
+	int fd;
+	unsigned char *map;
+	size_t maplen;
+	struct ft_table_header *hdr;
+	uint32_t capacity, slot_size;
+	uint32_t ready; /* slots allocated (the header's copy is the agents') */
+	uint32_t seen;  /* slots below this were taken into `open` */
+	/* Slots taken and not yet retired, in index order; NULL entry: no
+	 * HELLO read yet; RETIRED: dropped at the next compact(). */
+	uint32_t *open_idx;
+	ptab_entry **open;
+	size_t nopen, open_cap;
+	msgpack_unpacked up;
+	char file[PATH_MAX];  /* the table file */
+	char link[PATH_MAX];  /* symlink beside the socket, or "" */
+	char shmdir[64];      /* its private tmpfs directory, or "" */
+	uint64_t images;      /* HELLOs read from the table */
+	bool warned;
+};
+
+static ptab_entry retired_mark;
+#define RETIRED (&retired_mark)
+
+static struct ft_table_slot *slot_at(const ptab *t, uint32_t idx)
+{
+	return (struct ft_table_slot *)(t->map + FT_TABLE_SLOTS_OFFSET +
+					(size_t)idx * t->slot_size);
+}
+
+/* Allocates slots [ready, ready + n) and publishes them to the agents. */
+static void extend_ready(ptab *t, uint32_t n)
+{
+	uint32_t ready = t->ready;
+
+	if (ready >= t->capacity)
+		return;
+	if (n > t->capacity - ready)
+		n = t->capacity - ready;
+	/* Mode 0: the blocks exist afterwards, so no write to a mapped page
+	 * of these slots can fail (ENOSPC would be SIGBUS in the program). */
+	if (fallocate(t->fd, 0, (off_t)FT_TABLE_SLOTS_OFFSET + (off_t)ready * t->slot_size,
+		      (off_t)n * t->slot_size) < 0)
+		return; /* full: agents connect instead */
+	t->ready = ready + n;
+	__atomic_store_n(&t->hdr->ready, t->ready, __ATOMIC_RELEASE);
+}
+
+/* Where the file goes: beside the socket when that is tmpfs; else in a
+ * private directory of /dev/shm, named by a symlink beside the socket
+ * (a page written through a mapping of a disk file costs the writer
+ * block allocation and write-back). */
+static int open_file(ptab *t, const char *sock_dir)
+{
+	struct statfs sf;
+
+	if ((size_t)snprintf(t->link, sizeof(t->link), "%s/%s", sock_dir, FT_TABLE_NAME) >=
+	    sizeof(t->link))
+		return -ENAMETOOLONG;
+	if (statfs(sock_dir, &sf) < 0 || sf.f_type != TMPFS_MAGIC) {
+		snprintf(t->shmdir, sizeof(t->shmdir), "/dev/shm/forktrace-XXXXXX");
+		if (mkdtemp(t->shmdir)) {
+			snprintf(t->file, sizeof(t->file), "%s/%s", t->shmdir, FT_TABLE_NAME);
+			t->fd = open(t->file, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+			if (t->fd >= 0 && symlink(t->file, t->link) == 0)
+				return 0;
+			if (t->fd >= 0) {
+				close(t->fd);
+				unlink(t->file);
+			}
+			rmdir(t->shmdir);
+		}
+		t->shmdir[0] = '\0';
+	}
+	snprintf(t->file, sizeof(t->file), "%s", t->link);
+	t->link[0] = '\0';
+	t->fd = open(t->file, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	return t->fd < 0 ? -errno : 0;
+}
+
+static uint32_t capacity_from_env(void)
+{
+	const char *s = getenv("FORKTRACE_TABLE_SLOTS");
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return PTAB_DEFAULT_CAPACITY;
+	v = strtoul(s, &end, 10);
+	return *end || v > PTAB_DEFAULT_CAPACITY ? PTAB_DEFAULT_CAPACITY : (uint32_t)v;
+}
+
+ptab *ptab_create(const char *sock_dir, proc_tree *pt)
+{
+	ptab *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->pt = pt;
+	t->fd = -1;
+	t->slot_size = FT_TABLE_SLOT_SIZE;
+	/* FORKTRACE_TABLE_SLOTS=0 turns the table off: every image connects. */
+	t->capacity = capacity_from_env();
+	msgpack_unpacked_init(&t->up);
+	if (t->capacity == 0 || open_file(t, sock_dir) < 0)
+		goto fail;
+	t->maplen = FT_TABLE_SLOTS_OFFSET + (size_t)t->capacity * t->slot_size;
+	if (ftruncate(t->fd, (off_t)t->maplen) < 0 ||
+	    fallocate(t->fd, 0, 0, FT_TABLE_SLOTS_OFFSET) < 0)
+		goto fail;
+	t->map = mmap(NULL, t->maplen, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
+	if (t->map == MAP_FAILED) {
+		t->map = NULL;
+		goto fail;
+	}
+	t->hdr = (struct ft_table_header *)t->map;
+	t->hdr->slot_size = t->slot_size;
+	t->hdr->capacity = t->capacity;
+	t->hdr->version = FT_TABLE_VERSION;
+	extend_ready(t, PTAB_STEP);
+	/* Last: an agent checks the magic before anything else. */
+	__atomic_store_n(&t->hdr->magic, FT_TABLE_MAGIC, __ATOMIC_RELEASE);
+	return t;
+fail:
+	/* Without a table every image connects, as before it existed. */
+	ptab_free(t);
+	return NULL;
+}
+
+void ptab_free(ptab *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nopen; i++) {
+		if (t->open[i] && t->open[i] != RETIRED) {
+			proc_conn_drop_fds(&t->open[i]->pc);
+			free(t->open[i]);
+		}
+	}
+	free(t->open);
+	free(t->open_idx);
+	if (t->map)
+		munmap(t->map, t->maplen);
+	if (t->fd >= 0) {
+		close(t->fd);
+		unlink(t->file);
+	}
+	if (t->link[0])
+		unlink(t->link);
+	if (t->shmdir[0])
+		rmdir(t->shmdir);
+	msgpack_unpacked_destroy(&t->up);
+	free(t);
+}
+
+/* Gives the slot's pages back: its image can write it no more. */
+static void release_pages(ptab *t, uint32_t idx)
+{
+	fallocate(t->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		  (off_t)FT_TABLE_SLOTS_OFFSET + (off_t)idx * t->slot_size, t->slot_size);
+}
+
+static void after_hello(ptab *t, proc_conn *pc, const wire_msg *m, ptab_entry *self);
+
+/* Applies the frames the slot's image committed since the last read. */
+static void read_slot(ptab *t, size_t k)
+{
+	uint32_t idx = t->open_idx[k];
+	struct ft_table_slot *s = slot_at(t, idx);
+	uint32_t committed = __atomic_load_n(&s->committed, __ATOMIC_ACQUIRE);
+	const char *data = (const char *)(s + 1);
+	ptab_entry *e = t->open[k];
+	uint32_t room = t->slot_size - (uint32_t)sizeof(*s);
+
+	if (e == RETIRED)
+		return;
+	if (committed > room)
+		committed = room; /* a program wrote over it: read what can be */
+	while (!(e && e->broken) && (e ? e->read : 0) < committed) {
+		uint32_t at = e ? e->read : 0;
+		wire_frame f;
+		wire_msg m;
+		int rc = wire_next_frame(data + at, committed - at, FT_WIRE_MAX_PAYLOAD, &f);
+
+		if (rc == 1 && wire_decode(f.payload, f.len, f.type, &t->up, &m) < 0)
+			rc = -EBADMSG;
+		if (rc == 1 && !e && m.type != FT_MSG_HELLO)
+			rc = -EPROTO;
+		if (rc != 1) {
+			/* Whole frames only are committed: this one was
+			 * overwritten. What came before stays. */
+			if (!t->warned)
+				fprintf(stderr, "forktrace: warning: slot %u of the process table "
+						"holds a frame that does not parse at byte %u; the "
+						"rest of it is skipped\n",
+					idx, at);
+			t->warned = true;
+			if (!e)
+				return; /* nothing of it was read: it stays empty */
+			e->broken = true;
+			return;
+		}
+		if (!e) {
+			e = calloc(1, sizeof(*e));
+			if (!e)
+				return;
+			e->idx = idx;
+			t->open[k] = e;
+		}
+		e->read = at + (uint32_t)f.size;
+		if (proc_apply(t->pt, &e->pc, &m, ft_now_mono_ns()) < 0) {
+			e->broken = true;
+			return;
+		}
+		if (m.type == FT_MSG_HELLO) {
+			t->images++;
+			after_hello(t, &e->pc, &m, e);
+		}
+		if (m.type == FT_MSG_EXIT)
+			e->exited = true;
+	}
+}
+
+static size_t find_open(const ptab *t, uint32_t idx)
+{
+	size_t lo = 0, hi = t->nopen;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->open_idx[mid] < idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->nopen && t->open_idx[lo] == idx ? lo : SIZE_MAX;
+}
+
+/* The slot's image is over for us: forget it (the array is compacted by
+ * the next ptab_read). */
+static void retire(ptab *t, ptab_entry *e, bool pages)
+{
+	size_t k = find_open(t, e->idx);
+
+	if (pages)
+		release_pages(t, e->idx);
+	proc_conn_drop_fds(&e->pc);
+	if (k != SIZE_MAX)
+		t->open[k] = RETIRED;
+	free(e);
+}
+
+/*
+ * A HELLO was applied for pc (a slot's or a connection's). If the process
+ * had an open slot of an image before, that image is over: a new image
+ * superseded it (exec), or it resumed on this connection. Its remaining
+ * frames come first either way.
+ */
+static void after_hello(ptab *t, proc_conn *pc, const wire_msg *m, ptab_entry *self)
+{
+	void **ref = proc_table_ref(pc->pe);
+	ptab_entry *old = *ref;
+
+	*ref = self;
+	if (!old || old == self)
+		return;
+	size_t k = find_open(t, old->idx);
+	if (k != SIZE_MAX)
+		read_slot(t, k);
+	if ((m->flags & FT_HELLO_RESUMED) && wire_has(m, FT_K_TABLE_SLOT) &&
+	    m->table_slot == old->idx) {
+		/* The same image goes on here: the connection takes over. */
+		proc_conn_handover(t->pt, &old->pc, pc);
+	} else {
+		proc_conn_closed(t->pt, &old->pc, proc_last_seen(old->pc.pe));
+	}
+	retire(t, old, true);
+}
+
+/* Drops retired entries, keeping index order. */
+static void compact(ptab *t)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < t->nopen; i++) {
+		if (t->open[i] == RETIRED)
+			continue;
+		t->open_idx[j] = t->open_idx[i];
+		t->open[j] = t->open[i];
+		j++;
+	}
+	t->nopen = j;
+}
+
+void ptab_read(ptab *t)
+{
+	if (!t)
+		return;
+	/* The header is writable by every traced program: trust only our
+	 * own count of what exists. */
+	uint32_t claimed = __atomic_load_n(&t->hdr->claimed, __ATOMIC_ACQUIRE);
+	uint32_t ready = t->ready;
+
+	if (claimed > ready)
+		claimed = ready;
+	if (claimed > t->seen) {
+		size_t need = t->nopen + (claimed - t->seen);
+
+		if (need > t->open_cap) {
+			size_t cap = t->open_cap ? t->open_cap : 1024;
+
+			while (cap < need)
+				cap *= 2;
+			uint32_t *ni = realloc(t->open_idx, cap * sizeof(*ni));
+			if (ni)
+				t->open_idx = ni;
+			ptab_entry **no = ni ? realloc(t->open, cap * sizeof(*no)) : NULL;
+			if (!no)
+				return; /* try again next time */
+			t->open = no;
+			t->open_cap = cap;
+		}
+		for (uint32_t i = t->seen; i < claimed; i++) {
+			t->open_idx[t->nopen] = i;
+			t->open[t->nopen++] = NULL;
+		}
+		t->seen = claimed;
+	}
+	for (size_t k = 0; k < t->nopen; k++) {
+		read_slot(t, k);
+		ptab_entry *e = t->open[k];
+		if (e == RETIRED)
+			continue;
+		/* Exited and waited for: nobody writes this slot again. */
+		if (e && e->exited && e->pc.pe && proc_status_known(e->pc.pe)) {
+			void **ref = proc_table_ref(e->pc.pe);
+
+			if (*ref == e)
+				*ref = NULL;
+			proc_conn_closed(t->pt, &e->pc, proc_last_seen(e->pc.pe));
+			retire(t, e, true);
+		}
+	}
+	compact(t);
+	if (ready - claimed < PTAB_LOW)
+		extend_ready(t, PTAB_STEP);
+}
+
+void ptab_before_hello(ptab *t, const wire_msg *m)
+{
+	/* The slot's HELLO must be known before the image resumes here. */
+	if (t && (m->flags & FT_HELLO_RESUMED) && wire_has(m, FT_K_TABLE_SLOT))
+		ptab_read(t);
+}
+
+void ptab_after_hello(ptab *t, proc_conn *pc, const wire_msg *m)
+{
+	if (t && pc->pe)
+		after_hello(t, pc, m, NULL);
+}
+
+void ptab_finish(ptab *t)
+{
+	if (!t)
+		return;
+	ptab_read(t);
+	for (size_t k = 0; k < t->nopen; k++) {
+		ptab_entry *e = t->open[k];
+
+		if (!e || e == RETIRED)
+			continue;
+		if (e->pc.pe) {
+			void **ref = proc_table_ref(e->pc.pe);
+
+			if (*ref == e)
+				*ref = NULL;
+			proc_conn_closed(t->pt, &e->pc, proc_last_seen(e->pc.pe));
+		}
+		/* A daemon still running may write its slot: keep the pages. */
+		retire(t, e, false);
+	}
+	compact(t);
+}
+
+uint64_t ptab_images(const ptab *t)
+{
+	return t ? t->images : 0;
+}

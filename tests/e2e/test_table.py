@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The process table (include/forktrace/wire.h): short-lived images speak
+through a shared file instead of a connection each. Every scenario checks
+the trace is as complete as over connections, and counts the connections
+the agents made (strace on the whole run) to show which path was taken."""
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ftcheck as ft  # noqa: E402
+from ftcheck import check, test  # noqa: E402
+
+
+def traced_connects(t, cmd, env=None, sub="run"):
+    """forktrace run -- cmd under strace -f: (Result with trace, number of
+    connections the agents made to the collector)."""
+    strace = shutil.which("strace")
+    if not strace:
+        raise ft.Skip("strace not installed")
+    d = t.subdir(sub)
+    log = os.path.join(d, "strace.log")
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    # strace runs forktrace itself; its children are followed with -f.
+    argv = [strace, "-f", "-qq", "-e", "trace=connect", "-o", log, ft.forktrace_bin(),
+            "run", "-q", "-o", "trace.json", "--"] + list(cmd)
+    p = subprocess.Popen(argv, cwd=d, env=full_env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout, p.stderr = p.communicate(timeout=60)
+    check(p.returncode == 0, f"forktrace under strace exited {p.returncode}: {p.stderr[-2000:]!r}")
+    with open(log) as f:
+        connects = sum(1 for line in f if "collector.sock" in line and "connect(" in line)
+    res = ft.Result(argv, p.returncode, p.stdout, p.stderr, 0, d, None, p.pid)
+    res.out_path = os.path.join(d, "trace.json")
+    res.trace = ft.load_trace(res.out_path)
+    ft.check_common(res, quiet=True)
+    return res, connects
+
+
+def check_loop(tr, n, what):
+    """The root sh and its n children /bin/true, each exited 0."""
+    sh = tr.root()
+    kids = [p for p in tr.children(sh) if p.name == "true"]
+    ft.assert_count(kids, n, f"/bin/true children ({what})", tr)
+    for p in kids:
+        ft.assert_exit(p, code=0, trace=tr)
+        ft.assert_instrumented(p, True, tr)
+        last = p.image_slices[-1]
+        check((last.get("args") or {}).get("argv") == ["/bin/true", "x"],
+              f"argv of a child ({what}): {last}")
+    return sh, kids
+
+
+@test
+def test_table_quiet_images(t):
+    """40 children that only start and exit: none connects, and the trace
+    holds them as fully as with connections (FORKTRACE_TABLE_SLOTS=0)."""
+    cmd = ["sh", "-c", "for i in $(seq 40); do /bin/true x; done; exit 0"]
+    res, n = traced_connects(t, cmd, sub="table")
+    check(n == 0, f"{n} connections with the table (expected none)")
+    check_loop(res.trace, 40, "table")
+    res2, n2 = traced_connects(t, cmd, env={"FORKTRACE_TABLE_SLOTS": "0"}, sub="sockets")
+    check(n2 >= 41, f"{n2} connections without the table (expected one per image)")
+    check_loop(res2.trace, 40, "connections")
+
+
+@test
+def test_table_full(t):
+    """A table of 8 slots: the images after it connect, nothing is lost."""
+    cmd = ["sh", "-c", "for i in $(seq 30); do /bin/true x; done; exit 0"]
+    res, n = traced_connects(t, cmd, env={"FORKTRACE_TABLE_SLOTS": "8"})
+    check(n >= 30 - 8, f"only {n} connections with 8 slots for 31 images")
+    check_loop(res.trace, 30, "table of 8")
+
+
+@test
+def test_table_resume(t):
+    """A shell that starts 150 children fills its slot with their FORK and
+    WAIT records, then goes on over a connection: one connection, one
+    image of the shell (not two), its cwd from before a later cd, and all
+    150 children with their parent and status."""
+    d = t.subdir("run")
+    os.makedirs(os.path.join(d, "sub"), exist_ok=True)
+    cmd = ["sh", "-c", "for i in $(seq 150); do /bin/true x; done; cd sub; /bin/true x; exit 0"]
+    res, n = traced_connects(t, cmd)
+    check(n == 1, f"{n} connections (expected the shell's one, after its slot filled)")
+    tr = res.trace
+    sh, kids = check_loop(tr, 151, "resumed shell")
+    ft.assert_count(sh.image_slices, 1, "images of the shell", tr)
+    cwd = (sh.image_slices[0].get("args") or {}).get("cwd")
+    check(cwd == os.path.realpath(d), f"shell cwd {cwd!r}, expected {d!r}")
+    for p in kids:
+        ft.assert_parent(p, sh, tr)
+
+
+@test
+def test_table_long_argv(t):
+    """An argv longer than a slot: that image connects, its argv is whole."""
+    long_arg = "a" * 6000
+    cmd = ["sh", "-c", '/bin/true "$LONG_ARG"; /bin/true x; exit 0']
+    res, n = traced_connects(t, cmd, env={"LONG_ARG": long_arg})
+    check(n == 1, f"{n} connections (expected one, the long argv's)")
+    tr = res.trace
+    longs = tr.find(name="true", pred=lambda p: (p.image_slices[-1].get("args") or {})
+                    .get("argv") == ["/bin/true", long_arg])
+    ft.assert_count(longs, 1, "children with the long argv", tr)
+    ft.assert_count(tr.find(name="true"), 2, "/bin/true children", tr)
+
+
+@test
+def test_table_killed(t):
+    """Images killed by SIGKILL in the table: argv and signal are known."""
+    cmd = ["sh", "-c", "for i in 1 2 3; do sleep 30 & sleep 0.3; kill -9 $!; done; wait; exit 0"]
+    res, n = traced_connects(t, cmd)
+    check(n == 0, f"{n} connections (expected none)")
+    tr = res.trace
+    sleeps = tr.find(argv=["sleep", "30"])
+    ft.assert_count(sleeps, 3, "killed sleep children", tr)
+    for p in sleeps:
+        ft.assert_exit(p, signal=9, trace=tr)
+
+
+if __name__ == "__main__":
+    ft.main()
