@@ -44,7 +44,11 @@ static void agent_on_fatal(int sig, siginfo_t *si, void *uctx)
 
 /* Install only where the disposition is SIG_DFL: a program's own handler
  * (or SIG_IGN inherited across exec) wins, and a handler the program
- * installs later simply replaces ours. */
+ * installs later simply replaces ours. One call per signal swaps ours in
+ * and returns the old disposition, which is put back in the rare case it
+ * was not the default: every traced image pays for these calls, and a
+ * constructor runs before the program can have installed a handler (exec
+ * resets handlers; only SIG_IGN survives it). */
 void agent_signals_install(void)
 {
 	struct sigaction sa, old;
@@ -57,8 +61,8 @@ void agent_signals_install(void)
 	for (i = 0; i < sizeof(agent_fatal_signals) / sizeof(agent_fatal_signals[0]); i++) {
 		int sig = agent_fatal_signals[i];
 
-		if (sigaction(sig, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
-		    old.sa_handler == SIG_DFL)
-			sigaction(sig, &sa, NULL);
+		if (sigaction(sig, &sa, &old) == 0 &&
+		    ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL))
+			sigaction(sig, &old, NULL);
 	}
 }
