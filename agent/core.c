@@ -232,7 +232,7 @@ void agent_fail(const char *msg)
 		memcpy(line, pfx, sizeof(pfx) - 1);
 		memcpy(line + sizeof(pfx) - 1, msg, n);
 		line[sizeof(pfx) - 1 + n] = '\n';
-		if (write(2, line, sizeof(pfx) + n)) {
+		if (agent_sys_write(2, line, sizeof(pfx) + n)) {
 		}
 	}
 	__atomic_store_n(&agent_g.active, 0, __ATOMIC_RELAXED);
@@ -272,7 +272,8 @@ static int agent_writev_all(struct iovec *iov, int cnt, int passfd)
 			memcpy(CMSG_DATA(&cm.h), &passfd, sizeof(int));
 		}
 		/* A spill file takes the same bytes, without fds. */
-		w = agent_g.spilling ? writev(fd, iov, cnt) : sendmsg(fd, &mh, MSG_NOSIGNAL);
+		w = agent_g.spilling ? agent_sys_writev(fd, iov, cnt)
+				     : agent_sys_sendmsg(fd, &mh, MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -281,7 +282,7 @@ static int agent_writev_all(struct iovec *iov, int cnt, int passfd)
 				continue;
 			/* The fd to pass was closed behind our back: send
 			 * the bytes without it (nothing to salvage then). */
-			if (errno == EBADF && passfd >= 0 && fcntl(passfd, F_GETFD) < 0) {
+			if (errno == EBADF && passfd >= 0 && agent_sys_fcntl(passfd, F_GETFD, 0) < 0) {
 				passfd = -1;
 				continue;
 			}
@@ -319,10 +320,10 @@ static uint64_t agent_read_stat(char *name, size_t namecap)
 	int fd, field;
 	uint64_t v = 0;
 
-	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	fd = agent_sys_open("/proc/self/stat", O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = agent_sys_read(fd, buf, sizeof(buf) - 1);
 	syscall(SYS_close, fd);
 	if (n <= 0)
 		return 0;
@@ -355,17 +356,17 @@ static int agent_connect(void)
 {
 	int fd, hi, err;
 
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = agent_sys_socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	while (connect(fd, (struct sockaddr *)&agent_g.addr, agent_g.addrlen) < 0) {
+	while (agent_sys_connect(fd, (struct sockaddr *)&agent_g.addr, agent_g.addrlen) < 0) {
 		if (errno == EINTR)
 			continue;
 		err = -errno;
 		syscall(SYS_close, fd);
 		return err;
 	}
-	hi = fcntl(fd, F_DUPFD_CLOEXEC, AGENT_FD_MIN);
+	hi = agent_sys_fcntl(fd, F_DUPFD_CLOEXEC, AGENT_FD_MIN);
 	if (hi >= 0) {
 		syscall(SYS_close, fd);
 		fd = hi;
@@ -383,7 +384,7 @@ static ssize_t agent_encode_hello(uint32_t flags)
 	struct timespec rt;
 	char cwd[PATH_MAX];
 
-	if (!getcwd(cwd, sizeof(cwd)))
+	if (!agent_sys_getcwd(cwd, sizeof(cwd)))
 		cwd[0] = '\0';
 	h.ts = agent_now();
 	h.exec_ts = agent_g.forked ? 0 : agent_g.exec_ts;
@@ -486,7 +487,7 @@ static int agent_spill_open(void)
 		return -ENOENT;
 	memcpy(path, agent_g.spill_dir, n);
 	path[n] = '\0';
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+	if (agent_sys_mkdir(path, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	p = path + n;
 	*p++ = '/';
@@ -496,10 +497,10 @@ static int agent_spill_open(void)
 	*p++ = '-';
 	p = agent_utoa(p, agent_now());
 	memcpy(p, ".ftspill", sizeof(".ftspill"));
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+	fd = agent_sys_open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	hi = fcntl(fd, F_DUPFD_CLOEXEC, AGENT_FD_MIN);
+	hi = agent_sys_fcntl(fd, F_DUPFD_CLOEXEC, AGENT_FD_MIN);
 	if (hi >= 0) {
 		syscall(SYS_close, fd);
 		fd = hi;
@@ -795,9 +796,9 @@ static bool agent_env_load(void)
 	int fd, saved;
 
 	saved = errno;
-	fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
+	fd = agent_sys_open("/proc/self/environ", O_RDONLY | O_CLOEXEC, 0);
 	while (fd >= 0) {
-		n = read(fd, buf + len, sizeof(buf) - len);
+		n = agent_sys_read(fd, buf + len, sizeof(buf) - len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -848,7 +849,7 @@ static void agent_spill_dir(const char *dir, const char *tmp)
 		tmp = "/tmp";
 	p = stpcpy(agent_g.spill_dir, tmp);
 	p = stpcpy(p, "/forktrace-spill-");
-	*agent_utoa(p, (uint64_t)getuid()) = '\0';
+	*agent_utoa(p, (uint64_t)agent_sys_getuid()) = '\0';
 }
 
 /* glibc passes argc, argv and envp to .init_array functions. */
@@ -878,8 +879,8 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	/* Before main: the program must never see our hand-over variable. */
 	agent_g.exec_ts = agent_env_take_exec_ts(envp, &agent_g.start_ticks);
 	agent_cache_argv(argc, argv);
-	agent_g.pid = getpid();
-	agent_g.ppid = getppid();
+	agent_g.pid = agent_sys_getpid();
+	agent_g.ppid = agent_sys_getppid();
 	/* Constructors of preloaded objects run on the main thread. */
 	agent_t_tid = agent_g.pid;
 	tck = getauxval(AT_CLKTCK);
@@ -889,7 +890,7 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	if (!agent_g.start_ticks ||
 	    syscall(SYS_prctl, PR_GET_NAME, agent_g.name, 0, 0, 0) != 0)
 		agent_g.start_ticks = agent_read_stat(agent_g.name, sizeof(agent_g.name));
-	n = readlink("/proc/self/exe", agent_g.exe, sizeof(agent_g.exe) - 1);
+	n = agent_sys_readlink("/proc/self/exe", agent_g.exe, sizeof(agent_g.exe) - 1);
 	agent_g.exe[n > 0 ? n : 0] = '\0';
 	agent_ev_init(getenv("FORKTRACE_FUNCTIONS"));
 	__atomic_store_n(&agent_g.configured, 1, __ATOMIC_RELEASE);

@@ -460,14 +460,15 @@ static int agent_region_new(void)
 	fd = (int)syscall(SYS_memfd_create, "forktrace-events", MFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)len) < 0)
+	if (agent_sys_ftruncate(fd, (off_t)len) < 0)
 		goto fail_fd;
-	base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+	base = agent_sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd,
+			      0);
 	if (base == MAP_FAILED)
 		goto fail_fd;
 	/* A fork child must not write into the parent's buffers (it gets
 	 * regions of its own): it does not inherit the mapping at all. */
-	madvise(base, len, MADV_DONTFORK);
+	agent_sys_madvise(base, len, MADV_DONTFORK);
 	h = base;
 	h->magic = FT_SHM_MAGIC;
 	h->version = FT_SHM_VERSION;
@@ -483,7 +484,7 @@ static int agent_region_new(void)
 	iov.iov_base = frame;
 	iov.iov_len = n > 0 ? (size_t)n : 0;
 	if (agent_writev_locked(&iov, 1, n, fd, 0) < 0) {
-		munmap(base, len);
+		agent_sys_munmap(base, len);
 		goto fail_fd;
 	}
 	/* The collector has its own reference now, and the mapping keeps the

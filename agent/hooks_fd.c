@@ -93,9 +93,9 @@ static void agent_fd_evacuate(int newfd)
 	else
 		agent_lock();
 	if (newfd == __atomic_load_n(&agent_g.fd, __ATOMIC_RELAXED)) {
-		hi = fcntl(newfd, F_DUPFD_CLOEXEC, AGENT_FD_MIN);
+		hi = agent_sys_fcntl(newfd, F_DUPFD_CLOEXEC, AGENT_FD_MIN);
 		if (hi < 0)
-			hi = fcntl(newfd, F_DUPFD_CLOEXEC, 3);
+			hi = agent_sys_fcntl(newfd, F_DUPFD_CLOEXEC, 3);
 		if (!__atomic_compare_exchange_n(&agent_g.fd, &cur, hi, false, __ATOMIC_RELAXED,
 						 __ATOMIC_RELAXED)) {
 			if (hi >= 0)

@@ -28,6 +28,7 @@
 
 #include "forktrace/wire.h"
 #include "encode.h"
+#include "sys.h"
 
 #define AGENT_EXPORT __attribute__((visibility("default")))
 #define AGENT_TLS __thread __attribute__((tls_model("initial-exec")))

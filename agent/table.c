@@ -36,13 +36,14 @@ static int agent_table_map_header(int fd)
 
 	if (agent_g.table_hdr)
 		return 0;
-	h = mmap(NULL, FT_TABLE_SLOTS_OFFSET, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	h = agent_sys_mmap(NULL, FT_TABLE_SLOTS_OFFSET, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			   0);
 	if (h == MAP_FAILED)
 		return -errno;
 	/* The collector writes the header before it names the file to anyone. */
 	if (h->magic != FT_TABLE_MAGIC || h->version != FT_TABLE_VERSION ||
 	    h->slot_size < 1024 || h->slot_size % 4096 != 0) {
-		munmap(h, FT_TABLE_SLOTS_OFFSET);
+		agent_sys_munmap(h, FT_TABLE_SLOTS_OFFSET);
 		return -EPROTO;
 	}
 	agent_g.table_hdr = h;
@@ -73,7 +74,7 @@ int agent_table_start(const void *hello, size_t n)
 
 	if (!agent_g.table_path[0])
 		return -ENOENT;
-	fd = open(agent_g.table_path, O_RDWR | O_CLOEXEC);
+	fd = agent_sys_open(agent_g.table_path, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	err = agent_table_map_header(fd);
@@ -85,7 +86,7 @@ int agent_table_start(const void *hello, size_t n)
 		off_t off = (off_t)FT_TABLE_SLOTS_OFFSET +
 			    (off_t)idx * (off_t)agent_g.table_hdr->slot_size;
 
-		s = mmap(NULL, agent_g.table_hdr->slot_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		s = agent_sys_mmap(NULL, agent_g.table_hdr->slot_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 			 fd, off);
 		if (s == MAP_FAILED)
 			err = -errno; /* the slot stays empty; the collector skips it */
@@ -122,7 +123,7 @@ void agent_table_leave(void)
 	struct ft_table_slot *s = agent_g.table_slot;
 
 	__atomic_store_n(&s->flags, s->flags | FT_TABLE_SLOT_MOVED, __ATOMIC_RELEASE);
-	munmap(s, agent_g.table_hdr->slot_size);
+	agent_sys_munmap(s, agent_g.table_hdr->slot_size);
 	agent_g.table_slot = NULL;
 }
 
@@ -131,6 +132,6 @@ void agent_table_fork_child(void)
 	/* The parent's slot is the parent's: the child claims its own when
 	 * it first has something to say. */
 	if (agent_g.table_slot)
-		munmap(agent_g.table_slot, agent_g.table_hdr->slot_size);
+		agent_sys_munmap(agent_g.table_slot, agent_g.table_hdr->slot_size);
 	agent_g.table_slot = NULL;
 }
