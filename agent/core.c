@@ -575,7 +575,8 @@ int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd,
 		}
 	}
 	if (agent_g.table_slot) {
-		if (passfd < 0 && agent_table_append(iov, cnt, (size_t)n) == 0)
+		if (passfd < 0 && (agent_table_append(iov, cnt, (size_t)n) == 0 ||
+				   agent_table_continue(iov, cnt, (size_t)n) == 0))
 			goto written;
 		if (agent_table_to_connection() < 0) {
 			agent_on_collector_gone();

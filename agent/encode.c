@@ -249,6 +249,17 @@ ssize_t enc_lost(void *buf, size_t cap, uint64_t ts, int32_t tid, uint64_t count
 	return enc_end(&c, FT_MSG_LOST, err);
 }
 
+ssize_t enc_continue(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t slot)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, 3) || enc_ts_tid(&pk, ts, tid) ||
+	      enc_kuint(&pk, FT_K_TABLE_SLOT, slot);
+	return enc_end(&c, FT_MSG_CONTINUE, err);
+}
+
 ssize_t enc_shm(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t first_slot,
 		uint32_t count, uint64_t slot_size, uint64_t tsc)
 {

@@ -74,6 +74,9 @@ ssize_t enc_shell(void *buf, size_t cap, int end, uint64_t ts, int32_t tid, uint
 
 ssize_t enc_lost(void *buf, size_t cap, uint64_t ts, int32_t tid, uint64_t count);
 
+/* CONTINUE: the first frame of a process-table slot after slot `slot`. */
+ssize_t enc_continue(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t slot);
+
 /* SHM: a region of event buffer slots (its memfd goes as SCM_RIGHTS). */
 ssize_t enc_shm(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t first_slot,
 		uint32_t count, uint64_t slot_size, uint64_t tsc);

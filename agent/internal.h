@@ -254,6 +254,10 @@ int agent_table_start(const void *hello, size_t n);
 /* Appends a frame of n bytes gathered from iov[0..cnt) to the slot.
  * Returns 0, or -ENOSPC when it does not fit. Caller holds the send lock. */
 int agent_table_append(const struct iovec *iov, int cnt, size_t n);
+/* The frame did not fit: claims a new slot that continues this one and
+ * writes it there. Returns 0 or -errno (then connect). Caller holds the
+ * send lock. Signal-safe. */
+int agent_table_continue(const struct iovec *iov, int cnt, size_t n);
 /* The image goes on to a connection: marks the slot and unmaps it. */
 void agent_table_leave(void);
 /* In a fork child: drop the parent's slot. Signal-safe. */

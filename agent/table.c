@@ -66,39 +66,73 @@ static int agent_table_claim(uint32_t *idx)
 	return 0;
 }
 
-int agent_table_start(const void *hello, size_t n)
+/* Opens the table, maps its header once, claims a slot and maps it.
+ * Returns the slot or NULL (errno set). */
+static struct ft_table_slot *agent_table_new_slot(size_t need, uint32_t *idx)
 {
 	struct ft_table_slot *s = NULL;
-	uint32_t idx = 0;
 	int fd, err;
 
 	if (!agent_g.table_path[0])
-		return -ENOENT;
+		return errno = ENOENT, NULL;
 	fd = agent_sys_open(agent_g.table_path, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0)
-		return -errno;
+		return NULL;
 	err = agent_table_map_header(fd);
-	if (err == 0 && n > agent_table_room())
-		err = -E2BIG; /* a long argv: HELLO goes on a connection */
+	if (err == 0 && need > agent_table_room())
+		err = -E2BIG; /* a long argv: the frame goes on a connection */
 	if (err == 0)
-		err = agent_table_claim(&idx);
+		err = agent_table_claim(idx);
 	if (err == 0) {
 		off_t off = (off_t)FT_TABLE_SLOTS_OFFSET +
-			    (off_t)idx * (off_t)agent_g.table_hdr->slot_size;
+			    (off_t)*idx * (off_t)agent_g.table_hdr->slot_size;
 
-		s = agent_sys_mmap(NULL, agent_g.table_hdr->slot_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-			 fd, off);
-		if (s == MAP_FAILED)
+		s = agent_sys_mmap(NULL, agent_g.table_hdr->slot_size, PROT_READ | PROT_WRITE,
+				   MAP_SHARED, fd, off);
+		if (s == MAP_FAILED) {
 			err = -errno; /* the slot stays empty; the collector skips it */
+			s = NULL;
+		}
 	}
-	syscall(SYS_close, fd); /* not through our close hook */
+	agent_sys_close(fd);
 	if (err < 0)
-		return err;
+		errno = -err;
+	return s;
+}
+
+int agent_table_start(const void *hello, size_t n)
+{
+	uint32_t idx = 0;
+	struct ft_table_slot *s = agent_table_new_slot(n, &idx);
+
+	if (!s)
+		return -errno;
 	agent_g.table_slot = s;
 	agent_g.table_idx = idx;
 	memcpy(s + 1, hello, n);
 	__atomic_store_n(&s->committed, (uint32_t)n, __ATOMIC_RELEASE);
 	return 0;
+}
+
+int agent_table_continue(const struct iovec *iov, int cnt, size_t n)
+{
+	unsigned char head[AGENT_SMALL_FRAME];
+	ssize_t hn = enc_continue(head, sizeof(head), agent_now(), agent_tid(),
+				  agent_g.table_idx);
+	uint32_t idx = 0;
+	struct ft_table_slot *s;
+
+	if (hn < 0)
+		return (int)hn;
+	s = agent_table_new_slot((size_t)hn + n, &idx);
+	if (!s)
+		return -errno;
+	agent_sys_munmap(agent_g.table_slot, agent_g.table_hdr->slot_size);
+	agent_g.table_slot = s;
+	agent_g.table_idx = idx;
+	memcpy(s + 1, head, (size_t)hn);
+	__atomic_store_n(&s->committed, (uint32_t)hn, __ATOMIC_RELEASE);
+	return agent_table_append(iov, cnt, n);
 }
 
 int agent_table_append(const struct iovec *iov, int cnt, size_t n)

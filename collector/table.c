@@ -210,6 +210,9 @@ static void release_pages(ptab *t, uint32_t idx)
 
 static void after_hello(ptab *t, proc_conn *pc, const wire_msg *m, ptab_entry *self);
 
+static size_t find_open(const ptab *t, uint32_t idx);
+static ptab_entry *continue_from(ptab *t, const wire_msg *m, uint32_t idx);
+
 /* Applies the frames the slot's image committed since the last read. */
 static void read_slot(ptab *t, size_t k)
 {
@@ -232,7 +235,16 @@ static void read_slot(ptab *t, size_t k)
 
 		if (rc == 1 && wire_decode(f.payload, f.len, f.type, &t->up, &m) < 0)
 			rc = -EBADMSG;
-		if (rc == 1 && !e && m.type != FT_MSG_HELLO)
+		if (rc == 1 && !e && m.type == FT_MSG_CONTINUE) {
+			/* The image's slot before is full: go on with it here. */
+			e = continue_from(t, &m, idx);
+			t->open[k] = e ? e : RETIRED;
+			if (!e)
+				return;
+			e->read = at + (uint32_t)f.size;
+			continue;
+		}
+		if (rc == 1 && (e ? m.type == FT_MSG_CONTINUE : m.type != FT_MSG_HELLO))
 			rc = -EPROTO;
 		if (rc != 1) {
 			/* Whole frames only are committed: this one was
@@ -296,6 +308,33 @@ static void retire(ptab *t, ptab_entry *e, bool pages)
 	if (k != SIZE_MAX)
 		t->open[k] = RETIRED;
 	free(e);
+}
+
+/*
+ * Slot idx begins with CONTINUE m: its image filled the slot m names and
+ * goes on here. The entry moves over (after the full slot's last frames)
+ * and the full slot's pages are freed. NULL when m names no open slot of
+ * an image: then idx is skipped.
+ */
+static ptab_entry *continue_from(ptab *t, const wire_msg *m, uint32_t idx)
+{
+	size_t k = wire_has(m, FT_K_TABLE_SLOT) && m->table_slot < idx
+			   ? find_open(t, (uint32_t)m->table_slot)
+			   : SIZE_MAX;
+	ptab_entry *e = k != SIZE_MAX ? t->open[k] : NULL;
+
+	if (!e || e == RETIRED || !e->pc.pe) {
+		fprintf(stderr, "forktrace: warning: slot %u of the process table continues "
+				"no open slot; skipped\n",
+			idx);
+		return NULL;
+	}
+	read_slot(t, k);
+	release_pages(t, e->idx);
+	t->open[k] = RETIRED;
+	e->idx = idx;
+	e->read = 0;
+	return e;
 }
 
 /*

@@ -116,6 +116,9 @@ enum ft_msg_type {
 	 * dl_iterate_phdr's dlpi_addr), LO, HI (the runtime address range of
 	 * its PT_LOAD segments). */
 	FT_MSG_MODULE = 17,
+	/* The first frame of a process-table slot that continues an image's
+	 * full slot: TABLE_SLOT (the slot before). Only in the table. */
+	FT_MSG_CONTINUE = 18,
 	FT_MSG_TYPE_MAX = 32
 };
 
@@ -245,6 +248,11 @@ struct ft_table_slot {
 	uint32_t flags;     /* FT_TABLE_SLOT_* */
 	uint64_t reserved;
 };
+
+/* When a frame does not fit behind the others, the image claims a new slot
+ * whose first frame is FT_MSG_CONTINUE naming the full one, and goes on
+ * there: a shell or a build driver that starts hundreds of children keeps
+ * its FORK and WAIT records off the socket too. */
 
 /* The image went on to a connection: nothing more is written here. */
 #define FT_TABLE_SLOT_MOVED 0x1u

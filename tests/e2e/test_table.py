@@ -76,19 +76,36 @@ def test_table_full(t):
 
 
 @test
-def test_table_resume(t):
-    """A shell that starts 150 children fills its slot with their FORK and
-    WAIT records, then goes on over a connection: one connection, one
-    image of the shell (not two), its cwd from before a later cd, and all
-    150 children with their parent and status."""
-    d = t.subdir("run")
-    os.makedirs(os.path.join(d, "sub"), exist_ok=True)
-    cmd = ["sh", "-c", "for i in $(seq 150); do /bin/true x; done; cd sub; /bin/true x; exit 0"]
+def test_table_continue(t):
+    """A shell that starts 300 children fills slot after slot with their
+    FORK and WAIT records (CONTINUE): no connection, one image of the
+    shell, all 300 children with their parent and status."""
+    cmd = ["sh", "-c", "for i in $(seq 300); do /bin/true x; done; exit 0"]
     res, n = traced_connects(t, cmd)
-    check(n == 1, f"{n} connections (expected the shell's one, after its slot filled)")
+    check(n == 0, f"{n} connections (expected none)")
     tr = res.trace
-    sh, kids = check_loop(tr, 151, "resumed shell")
+    sh, kids = check_loop(tr, 300, "continued slots")
     ft.assert_count(sh.image_slices, 1, "images of the shell", tr)
+    for p in kids:
+        ft.assert_parent(p, sh, tr)
+
+
+@test
+def test_table_resume(t):
+    """A shell that wrote 150 children's records in the table, then execs
+    with an argv no slot holds: it goes on over a connection (HELLO
+    resumed), so the trace has one image of the shell, then the exec'd
+    one, and all 150 children with their parent."""
+    d = t.subdir("run")
+    long_arg = "b" * 6000
+    cmd = ["sh", "-c", 'for i in $(seq 150); do /bin/true x; done; exec /bin/true "$LONG_ARG"']
+    res, n = traced_connects(t, cmd, env={"LONG_ARG": long_arg})
+    check(n == 2, f"{n} connections (expected 2: the shell resuming, the long HELLO)")
+    tr = res.trace
+    sh, kids = check_loop(tr, 150, "resumed shell")
+    names = [(s.get("args") or {}).get("argv") for s in sh.image_slices]
+    check(names == [cmd, ["/bin/true", long_arg]],
+          f"images of the shell process: {[x and x[:2] for x in names]}")
     cwd = (sh.image_slices[0].get("args") or {}).get("cwd")
     check(cwd == os.path.realpath(d), f"shell cwd {cwd!r}, expected {d!r}")
     for p in kids:
