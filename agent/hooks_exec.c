@@ -8,6 +8,7 @@
  * environment is merged, from the stack and precomputed strings.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -277,7 +278,10 @@ static void agent_emit_spawn(uint64_t ts, unsigned kind, pid_t child, int ret,
 
 /*
  * glibc's posix_spawn child calls an internal execve we cannot hook, so
- * the environment is merged here, before the real call.
+ * the environment is merged here, before the real call. A child that
+ * will load the agent is handed FORKTRACE_EXEC_TS: the call's time, our
+ * CLOCK_BOOTTIME before it (the child derives its start ticks from it as
+ * a fork child does) and the exe's name, so that it need not read /proc.
  */
 static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 		       const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
@@ -286,6 +290,9 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 	agent_posix_spawn_fn f =
 	    kind == FT_SPAWN_POSIX_SPAWNP ? AGENT_REAL(posix_spawnp) : AGENT_REAL(posix_spawn);
 	struct agent_env env;
+	char exec_ts[AGENT_EXEC_TS_SIZE];
+	const char *extra = NULL;
+	bool record = !agent_bypass();
 	pid_t child = 0;
 	int ret, err;
 
@@ -293,11 +300,20 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 		return ENOSYS;
 	if (!agent_env_ready())
 		return f(pid, path, fa, attr, argv, envp);
-	if (!agent_bypass())
+	if (record)
 		agent_ev_flush_self();
-	agent_env_merge(&env, envp, NULL);
 	/* The time before the child exists (see fork). */
 	uint64_t ts = agent_now();
+	if (record) {
+		/* posix_spawnp searches $PATH as execvp does. */
+		unsigned xk = kind == FT_SPAWN_POSIX_SPAWNP ? FT_EXEC_EXECVP : FT_EXEC_EXECVE;
+		size_t off = agent_env_exec_ts(exec_ts, ts, 0, agent_boot_now());
+
+		if (agent_exec_target(xk, AT_FDCWD, path, 0, fa == NULL, exec_ts + off,
+				      sizeof(exec_ts) - off))
+			extra = exec_ts;
+	}
+	agent_env_merge(&env, envp, extra);
 	ret = f(&child, path, fa, attr, argv, env.envp);
 	err = errno;
 	agent_env_release(&env);
