@@ -81,7 +81,7 @@ static int agent_resolve_path(const char *path, char *out, size_t cap)
 		}
 		olen = strlen(out);
 		if (olen == 1)
-			olen = 0; /* the root: see below */
+			olen = 0; /* the root: "" as below */
 	}
 	/* out[0..olen) is resolved, link-free and without a trailing '/';
 	 * "" is the root. */
@@ -139,7 +139,7 @@ static int agent_resolve_path(const char *path, char *out, size_t cap)
 			olen = 0; /* an absolute target starts again at the root */
 	}
 	if (olen == 0)
-		olen = 1; /* the root itself */
+		out[olen++] = '/'; /* the root itself */
 	out[olen] = '\0';
 	return 0;
 fail:
