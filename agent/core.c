@@ -857,6 +857,7 @@ static void agent_spill_dir(const char *dir, const char *tmp)
 __attribute__((constructor)) static void agent_init(int argc, char **argv, char **envp)
 {
 	int saved = errno;
+	struct agent_handover ho;
 	const char *sock;
 	unsigned long tck;
 	ssize_t n;
@@ -878,7 +879,8 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	}
 	agent_g.fd = -1;
 	/* Before main: the program must never see our hand-over variable. */
-	agent_g.exec_ts = agent_env_take_exec_ts(envp, &agent_g.start_ticks);
+	agent_env_take_exec_ts(envp, &ho);
+	agent_g.exec_ts = ho.exec_ns;
 	agent_cache_argv(argc, argv);
 	agent_g.pid = agent_sys_getpid();
 	agent_g.ppid = agent_sys_getppid();
@@ -886,13 +888,21 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	agent_t_tid = agent_g.pid;
 	tck = getauxval(AT_CLKTCK);
 	agent_g.tick_ns = tck ? 1000000000u / tck : 0;
-	/* The image a fork child exec'd is handed its start time (see
+	/* The image a fork child exec'd is handed its start time, one that
+	 * posix_spawn started the spawner's clock before the call, which
+	 * tells the start time as a fork child's does (see
 	 * agent_fork_start_ticks); the comm is then one prctl away. */
+	agent_g.start_ticks = ho.ticks ? ho.ticks : agent_fork_start_ticks(ho.boot_before);
 	if (!agent_g.start_ticks ||
 	    syscall(SYS_prctl, PR_GET_NAME, agent_g.name, 0, 0, 0) != 0)
 		agent_g.start_ticks = agent_read_stat(agent_g.name, sizeof(agent_g.name));
-	n = agent_sys_readlink("/proc/self/exe", agent_g.exe, sizeof(agent_g.exe) - 1);
-	agent_g.exe[n > 0 ? n : 0] = '\0';
+	/* The exe's name, when handed over, is what /proc would say. */
+	if (ho.exe && strlen(ho.exe) < sizeof(agent_g.exe)) {
+		strcpy(agent_g.exe, ho.exe);
+	} else {
+		n = agent_sys_readlink("/proc/self/exe", agent_g.exe, sizeof(agent_g.exe) - 1);
+		agent_g.exe[n > 0 ? n : 0] = '\0';
+	}
 	agent_ev_init(getenv("FORKTRACE_FUNCTIONS"));
 	__atomic_store_n(&agent_g.configured, 1, __ATOMIC_RELEASE);
 	agent_open_channel();

@@ -13,6 +13,21 @@
 
 #include "internal.h"
 
+/* Appends the decimal digits of v at p; returns the end. Signal-safe. */
+static char *agent_env_u64(char *p, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
 static bool agent_env_is(const char *entry, const char *name, size_t n)
 {
 	return strncmp(entry, name, n) == 0 && entry[n] == '=';
@@ -136,32 +151,88 @@ void agent_env_release(struct agent_env *e)
 	errno = saved;
 }
 
-/* "<ns>[:<ticks>]": a value with anything else after the digits gives no
- * ticks. */
-uint64_t agent_env_take_exec_ts(char **envp, uint64_t *ticks)
+/*
+ * FORKTRACE_EXEC_TS hands a new image what it would otherwise read from
+ * /proc, whose first use costs a new process ~9 us of kernel time:
+ *
+ *   FORKTRACE_EXEC_TS=<ns>[:<ticks>[:<boot_before>:<exe>]]
+ *
+ * ns: when exec (or posix_spawn) was called, CLOCK_MONOTONIC (HELLO's
+ * exec_ts). ticks: the process's start time in clock ticks (a fork child
+ * knows it, see agent_fork_start_ticks; exec does not change it), 0 when
+ * unknown. boot_before: a spawner's CLOCK_BOOTTIME reading just before
+ * posix_spawn, from which the new process tells its start time the way a
+ * fork child does; 0 when none. exe: what /proc/<pid>/exe says, for an
+ * ELF only; empty when unknown. exe comes last because a path may hold
+ * ':'. The short forms are what older agents wrote; an older agent
+ * reading the long form takes the ns and leaves the rest to /proc.
+ * Digits only, no printf: this runs in fork children. Returns the length
+ * written (the exe goes at buf + length); cap must hold the digits.
+ */
+size_t agent_env_exec_ts(char *buf, uint64_t ns, uint64_t ticks, uint64_t boot_before)
 {
-	uint64_t v = 0;
+	char *p = buf;
+
+	memcpy(p, FT_ENV_EXEC_TS "=", sizeof(FT_ENV_EXEC_TS));
+	p += sizeof(FT_ENV_EXEC_TS);
+	p = agent_env_u64(p, ns);
+	*p++ = ':';
+	p = agent_env_u64(p, ticks);
+	*p++ = ':';
+	p = agent_env_u64(p, boot_before);
+	*p++ = ':';
+	*p = '\0';
+	return (size_t)(p - buf);
+}
+
+/* Parses the digits at *pp into *v; false if there are none. */
+static bool agent_env_digits(const char **pp, uint64_t *v)
+{
+	const char *p = *pp;
+
+	for (*v = 0; *p >= '0' && *p <= '9'; p++)
+		*v = *v * 10 + (uint64_t)(*p - '0');
+	if (p == *pp)
+		return false;
+	*pp = p;
+	return true;
+}
+
+/* The value of FORKTRACE_EXEC_TS (see agent_env_exec_ts) into h. A value
+ * that does not follow the format gives its leading ns only. */
+static void agent_env_parse_exec_ts(const char *p, struct agent_handover *h)
+{
+	uint64_t ticks, boot;
+
+	if (!agent_env_digits(&p, &h->exec_ns) || !*p)
+		return;
+	if (*p++ != ':' || !agent_env_digits(&p, &ticks))
+		return;
+	if (!*p) {
+		h->ticks = ticks;
+		return;
+	}
+	if (*p++ != ':' || !agent_env_digits(&p, &boot) || *p++ != ':')
+		return;
+	h->ticks = ticks;
+	h->boot_before = boot;
+	h->exe = *p == '/' ? p : NULL;
+}
+
+void agent_env_take_exec_ts(char **envp, struct agent_handover *h)
+{
 	size_t i, j;
 
-	*ticks = 0;
+	memset(h, 0, sizeof(*h));
 	if (!envp)
-		return 0;
+		return;
 	for (i = 0, j = 0; envp[i]; i++) {
 		if (agent_env_is(envp[i], FT_ENV_EXEC_TS, sizeof(FT_ENV_EXEC_TS) - 1)) {
-			const char *p = envp[i] + sizeof(FT_ENV_EXEC_TS);
-			uint64_t t = 0;
-
-			for (v = 0; *p >= '0' && *p <= '9'; p++)
-				v = v * 10 + (uint64_t)(*p - '0');
-			if (*p == ':' && p[1]) {
-				for (p++; *p >= '0' && *p <= '9'; p++)
-					t = t * 10 + (uint64_t)(*p - '0');
-				*ticks = *p ? 0 : t;
-			}
+			memset(h, 0, sizeof(*h));
+			agent_env_parse_exec_ts(envp[i] + sizeof(FT_ENV_EXEC_TS), h);
 			continue;
 		}
 		envp[j++] = envp[i];
 	}
 	envp[j] = NULL;
-	return v;
 }

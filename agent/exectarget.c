@@ -8,11 +8,16 @@
  * static binary, a setuid program, a file we cannot read - is announced
  * the old way, so the trace still names the image the agent cannot enter.
  *
+ * For a dynamic ELF it can also name the file the way the kernel will
+ * (/proc/<pid>/exe): the new image is handed that name and need not read
+ * /proc, whose first use costs a new process ~9 us of kernel time.
+ *
  * Runs in fork children, possibly of multithreaded programs: only
- * async-signal-safe calls (open, fstat, pread, access, close) and stack
- * memory.
+ * async-signal-safe calls (open, fstat, pread, access, readlink, getcwd,
+ * close) and stack memory.
  */
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -31,8 +36,119 @@ extern char **environ;
 #define AGENT_ELF_MACHINE EM_NONE /* unknown: always announce the exec */
 #endif
 
+/* Symbolic links followed in one path at most, as the kernel's limit. */
+#define AGENT_LINKS_MAX 40
+
+/* What exec of a file starts, as far as the agent is concerned. */
+enum agent_image {
+	AGENT_IMAGE_OTHER,  /* static, setuid, not ours: the agent cannot enter it */
+	AGENT_IMAGE_ELF,    /* a dynamic ELF of our class: loads the agent */
+	AGENT_IMAGE_SCRIPT, /* "#!": its interpreter (almost always dynamic) does */
+};
+
+/*
+ * realpath(3) without malloc (glibc's may allocate, and this runs in fork
+ * children of multithreaded programs): the absolute path of path with
+ * every symbolic link, "." and ".." resolved, into out (cap bytes), as
+ * the kernel names an exec'd file in /proc/<pid>/exe. A relative path is
+ * taken from the current directory. Each component is tried with readlink
+ * (EINVAL: not a link); ".." drops the last resolved component, which
+ * never is a link. The unresolved rest lives right-aligned in one stack
+ * buffer; a link's target is read into the free space in front of it and
+ * moved to join it. Returns 0 or -errno (out is then ""). Signal-safe.
+ */
+static int agent_resolve_path(const char *path, char *out, size_t cap)
+{
+	char work[PATH_MAX];
+	size_t len = strlen(path), rest, olen = 0;
+	int links = 0, err;
+
+	if (cap < 2)
+		return -ENAMETOOLONG;
+	out[0] = '\0';
+	if (len == 0)
+		return -ENOENT;
+	if (len >= sizeof(work))
+		return -ENAMETOOLONG;
+	rest = sizeof(work) - 1 - len;
+	memcpy(work + rest, path, len + 1);
+	if (path[0] != '/') {
+		/* glibc fails with ENOENT for a directory outside our root;
+		 * the check is for others that return "(unreachable)/...". */
+		if (!getcwd(out, cap) || out[0] != '/') {
+			err = -ENOENT;
+			goto fail;
+		}
+		olen = strlen(out);
+		if (olen == 1)
+			olen = 0; /* the root: "" as below */
+	}
+	/* out[0..olen) is resolved, link-free and without a trailing '/';
+	 * "" is the root. */
+	for (;;) {
+		const char *p = work + rest, *end;
+		size_t n, at;
+		ssize_t r;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		end = strchrnul(p, '/');
+		n = (size_t)(end - p);
+		rest = (size_t)(end - work);
+		if (n == 1 && p[0] == '.')
+			continue;
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			while (olen && out[olen - 1] != '/')
+				olen--;
+			if (olen)
+				olen--;
+			continue;
+		}
+		if (olen + 1 + n >= cap) {
+			err = -ENAMETOOLONG;
+			goto fail;
+		}
+		out[olen] = '/';
+		memcpy(out + olen + 1, p, n);
+		out[olen + 1 + n] = '\0';
+		/* The component text is in out now: work[0..rest) is free. */
+		r = readlink(out, work, rest);
+		if (r < 0) {
+			if (errno != EINVAL) {
+				err = -errno;
+				goto fail;
+			}
+			olen += 1 + n; /* not a link */
+			continue;
+		}
+		if (++links > AGENT_LINKS_MAX) {
+			err = -ELOOP;
+			goto fail;
+		}
+		/* r == rest: maybe cut short, and no room to join anyway. */
+		if (r == 0 || (size_t)r >= rest) {
+			err = r ? -ENAMETOOLONG : -ENOENT;
+			goto fail;
+		}
+		at = rest - (size_t)r;
+		memmove(work + at, work, (size_t)r);
+		rest = at;
+		if (work[rest] == '/')
+			olen = 0; /* an absolute target starts again at the root */
+	}
+	if (olen == 0)
+		out[olen++] = '/'; /* the root itself */
+	out[olen] = '\0';
+	return 0;
+fail:
+	out[0] = '\0';
+	return err;
+}
+
 /* Does the file behind fd load an ELF interpreter (and so LD_PRELOAD)? */
-static bool image_loads_agent(int fd)
+static enum agent_image image_kind(int fd)
 {
 	struct stat st;
 	unsigned char hdr[sizeof(Elf64_Ehdr)];
@@ -40,36 +156,36 @@ static bool image_loads_agent(int fd)
 	Elf64_Phdr ph[16];
 
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_ISUID | S_ISGID)))
-		return false;
+		return AGENT_IMAGE_OTHER;
 	ssize_t n = pread(fd, hdr, sizeof(hdr), 0);
 	if (n >= 2 && hdr[0] == '#' && hdr[1] == '!')
-		return true;
+		return AGENT_IMAGE_SCRIPT;
 	if (n < (ssize_t)sizeof(hdr) || memcmp(hdr, ELFMAG, SELFMAG) != 0 ||
 	    hdr[EI_CLASS] != ELFCLASS64)
-		return false;
+		return AGENT_IMAGE_OTHER;
 	memcpy(&eh, hdr, sizeof(eh));
 	if (eh.e_machine != AGENT_ELF_MACHINE || eh.e_phentsize != sizeof(Elf64_Phdr) ||
 	    eh.e_phnum == 0 || eh.e_phnum == PN_XNUM)
-		return false;
+		return AGENT_IMAGE_OTHER;
 	for (unsigned i = 0; i < eh.e_phnum; i += 16) {
 		unsigned k = eh.e_phnum - i < 16 ? eh.e_phnum - i : 16;
 		off_t off = (off_t)eh.e_phoff + (off_t)i * (off_t)sizeof(Elf64_Phdr);
 		if (pread(fd, ph, k * sizeof(Elf64_Phdr), off) != (ssize_t)(k * sizeof(Elf64_Phdr)))
-			return false;
+			return AGENT_IMAGE_OTHER;
 		for (unsigned j = 0; j < k; j++)
 			if (ph[j].p_type == PT_INTERP)
-				return true;
+				return AGENT_IMAGE_ELF;
 	}
-	return false;
+	return AGENT_IMAGE_OTHER;
 }
 
 /* Opens what execvp would run for a bare name: the first executable file
- * along $PATH (glibc's default when unset). Reads environ as execvp does. */
-static int open_in_path(const char *file)
+ * along $PATH (glibc's default when unset). Reads environ as execvp does.
+ * buf (PATH_MAX bytes) gets the path opened. */
+static int open_in_path(const char *file, char *buf)
 {
 	const char *path = "/bin:/usr/bin";
 	size_t flen = strlen(file);
-	char buf[PATH_MAX];
 
 	for (char **e = environ; e && *e; e++) {
 		if (strncmp(*e, "PATH=", 5) == 0) {
@@ -81,7 +197,7 @@ static int open_in_path(const char *file)
 		const char *end = strchrnul(path, ':');
 		size_t dlen = (size_t)(end - path);
 
-		if (dlen + flen + 2 <= sizeof(buf)) {
+		if (dlen + flen + 2 <= PATH_MAX) {
 			memcpy(buf, dlen ? path : ".", dlen ? dlen : 1);
 			size_t at = dlen ? dlen : 1;
 			buf[at] = '/';
@@ -98,39 +214,71 @@ static int open_in_path(const char *file)
 	}
 }
 
-bool agent_exec_target_traced(unsigned kind, int dirfd, const char *path, int flags)
+/*
+ * The file exec would open: fd (owned when *own) and, when it has one the
+ * agent can resolve, its path as exec would look it up (from the current
+ * directory if relative) into buf (PATH_MAX bytes), else *name = NULL.
+ * Returns -1 when it cannot tell.
+ */
+static int open_target(unsigned kind, int dirfd, const char *path, int flags, char *buf,
+		       const char **name, bool *own)
 {
-	int fd;
-	bool own = true;
-
+	*own = true;
+	*name = path;
 	switch (kind) {
 	case FT_EXEC_FEXECVE:
-		fd = dirfd;
-		own = false;
-		break;
+		*own = false;
+		*name = NULL;
+		return dirfd;
 	case FT_EXEC_EXECVEAT:
 		if ((flags & AT_EMPTY_PATH) && path && !*path) {
-			fd = dirfd;
-			own = false;
-		} else {
-			fd = path ? openat(dirfd, path, O_RDONLY | O_CLOEXEC) : -1;
+			*own = false;
+			*name = NULL;
+			return dirfd;
 		}
-		break;
+		/* Relative to another directory: its name would take /proc. */
+		if (path && path[0] != '/' && dirfd != AT_FDCWD)
+			*name = NULL;
+		return path ? openat(dirfd, path, O_RDONLY | O_CLOEXEC) : -1;
 	case FT_EXEC_EXECVP:
 	case FT_EXEC_EXECVPE:
 	case FT_EXEC_EXECLP:
 		if (!path || !*path)
-			return false;
-		fd = strchr(path, '/') ? open(path, O_RDONLY | O_CLOEXEC) : open_in_path(path);
-		break;
+			return -1;
+		if (strchr(path, '/'))
+			return open(path, O_RDONLY | O_CLOEXEC);
+		*name = buf;
+		return open_in_path(path, buf);
 	default:
-		fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-		break;
+		return path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	}
+}
+
+bool agent_exec_target(unsigned kind, int dirfd, const char *path, int flags, bool cwd_known,
+		       char *exe, size_t cap)
+{
+	char buf[PATH_MAX];
+	const char *name;
+	enum agent_image img = AGENT_IMAGE_OTHER;
+	int fd, saved = errno;
+	bool own;
+
+	if (exe && cap)
+		exe[0] = '\0';
+	fd = open_target(kind, dirfd, path, flags, buf, &name, &own);
 	if (fd < 0)
-		return false;
-	bool traced = image_loads_agent(fd);
+		goto out;
+	img = image_kind(fd);
 	if (own)
 		syscall(SYS_close, fd); /* not through our close hook */
-	return traced;
+	/* posix_spawn file actions may change directory before the exec:
+	 * what a relative name would open there is unknown here. */
+	if (!cwd_known && name && name[0] != '/')
+		img = AGENT_IMAGE_OTHER;
+	/* A script's /proc/<pid>/exe is its interpreter: left to the image. */
+	if (img == AGENT_IMAGE_ELF && exe && name)
+		(void)agent_resolve_path(name, exe, cap);
+out:
+	errno = saved;
+	return img != AGENT_IMAGE_OTHER;
 }

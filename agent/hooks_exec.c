@@ -8,6 +8,7 @@
  * environment is merged, from the stack and precomputed strings.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,36 +49,6 @@ static void agent_emit_exec(unsigned kind, const char *path, char *const *argv)
 	agent_t_guard--;
 }
 
-/* Decimal digits of v at buf + off; returns the new offset. */
-static size_t agent_format_u64(char *buf, size_t off, uint64_t v)
-{
-	char digits[24];
-	size_t nd = 0;
-
-	do {
-		digits[nd++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (nd)
-		buf[off++] = digits[--nd];
-	return off;
-}
-
-/* "FORKTRACE_EXEC_TS=<ns>[:<ticks>]" into buf (ticks 0: not known).
- * Signal-safe (no printf). */
-static void agent_format_exec_ts(char *buf, uint64_t ns, uint64_t ticks)
-{
-	size_t off = sizeof(FT_ENV_EXEC_TS);
-
-	memcpy(buf, FT_ENV_EXEC_TS "=", off);
-	off = agent_format_u64(buf, off, ns);
-	if (ticks) {
-		buf[off++] = ':';
-		off = agent_format_u64(buf, off, ticks);
-	}
-	buf[off] = '\0';
-}
-
 /* fexecve has no path: name the file behind the fd. */
 static const char *agent_fd_path(int fd, char *buf, size_t cap)
 {
@@ -110,7 +81,7 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 		      char *const envp[], int flags, char *fdpath)
 {
 	struct agent_env env;
-	char exec_ts[sizeof(FT_ENV_EXEC_TS) + 48];
+	char exec_ts[AGENT_EXEC_TS_SIZE];
 	const char *extra = NULL;
 	bool record = !agent_bypass();
 	int ret, err;
@@ -119,12 +90,16 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 		agent_ev_flush_self();
 	/* A silent fork child whose new image will say HELLO itself need not
 	 * connect just to announce the exec: it hands the new image the time
-	 * of the call instead. */
-	if (record && agent_silent_fork_child() &&
-	    agent_exec_target_traced(kind, dirfd, path, flags)) {
-		agent_format_exec_ts(exec_ts, agent_now(), agent_g.start_ticks);
-		extra = exec_ts;
-		record = false;
+	 * of the call instead, with its start time and the exe's name, which
+	 * the image then need not read from /proc. */
+	if (record && agent_silent_fork_child()) {
+		size_t off = agent_env_exec_ts(exec_ts, agent_now(), agent_g.start_ticks, 0);
+
+		if (agent_exec_target(kind, dirfd, path, flags, true, exec_ts + off,
+				      sizeof(exec_ts) - off)) {
+			extra = exec_ts;
+			record = false;
+		}
 	}
 	agent_env_merge(&env, envp, extra);
 	if (kind == FT_EXEC_FEXECVE && record)
@@ -303,7 +278,10 @@ static void agent_emit_spawn(uint64_t ts, unsigned kind, pid_t child, int ret,
 
 /*
  * glibc's posix_spawn child calls an internal execve we cannot hook, so
- * the environment is merged here, before the real call.
+ * the environment is merged here, before the real call. A child that
+ * will load the agent is handed FORKTRACE_EXEC_TS: the call's time, our
+ * CLOCK_BOOTTIME before it (the child derives its start ticks from it as
+ * a fork child does) and the exe's name, so that it need not read /proc.
  */
 static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 		       const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
@@ -312,6 +290,9 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 	agent_posix_spawn_fn f =
 	    kind == FT_SPAWN_POSIX_SPAWNP ? AGENT_REAL(posix_spawnp) : AGENT_REAL(posix_spawn);
 	struct agent_env env;
+	char exec_ts[AGENT_EXEC_TS_SIZE];
+	const char *extra = NULL;
+	bool record = !agent_bypass();
 	pid_t child = 0;
 	int ret, err;
 
@@ -319,11 +300,20 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 		return ENOSYS;
 	if (!agent_env_ready())
 		return f(pid, path, fa, attr, argv, envp);
-	if (!agent_bypass())
+	if (record)
 		agent_ev_flush_self();
-	agent_env_merge(&env, envp, NULL);
 	/* The time before the child exists (see fork). */
 	uint64_t ts = agent_now();
+	if (record) {
+		/* posix_spawnp searches $PATH as execvp does. */
+		unsigned xk = kind == FT_SPAWN_POSIX_SPAWNP ? FT_EXEC_EXECVP : FT_EXEC_EXECVE;
+		size_t off = agent_env_exec_ts(exec_ts, ts, 0, agent_boot_now());
+
+		if (agent_exec_target(xk, AT_FDCWD, path, 0, fa == NULL, exec_ts + off,
+				      sizeof(exec_ts) - off))
+			extra = exec_ts;
+	}
+	agent_env_merge(&env, envp, extra);
 	ret = f(&child, path, fa, attr, argv, env.envp);
 	err = errno;
 	agent_env_release(&env);

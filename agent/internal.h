@@ -198,10 +198,17 @@ static inline bool agent_silent_fork_child(void)
 /*
  * Will the image that exec(kind, dirfd, path, flags) starts load the agent
  * itself (a dynamic, non-setuid ELF of our class, or a script)? Then its
- * HELLO tells everything an EXEC record would. Only async-signal-safe calls:
- * it runs in fork children. False whenever it cannot tell.
+ * HELLO tells everything an EXEC record would. False whenever it cannot
+ * tell, and for a relative name when !cwd_known (posix_spawn file actions
+ * may change directory first). kind is an FT_EXEC_* (the p-variants search
+ * $PATH). When exe is not NULL it gets (cap bytes, borrowed) what
+ * /proc/<pid>/exe of the new image will say: the absolute, symlink-free
+ * path of the file opened, for an ELF only (a script's is its
+ * interpreter); "" when it cannot tell. Only async-signal-safe calls and
+ * stack memory: it runs in fork children. Preserves errno.
  */
-bool agent_exec_target_traced(unsigned kind, int dirfd, const char *path, int flags);
+bool agent_exec_target(unsigned kind, int dirfd, const char *path, int flags, bool cwd_known,
+		       char *exe, size_t cap);
 
 /* Write one frame of n bytes (see agent_write_locked) under the send lock,
  * raising the nesting guard. For frames encoded into the caller's stack:
@@ -311,9 +318,22 @@ bool agent_env_ready(void);
 
 /* Fill e->envp from envp (borrowed; NULL means empty). */
 void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra);
+/* What FORKTRACE_EXEC_TS hands a new image (format: env.c). */
+struct agent_handover {
+	uint64_t exec_ns;     /* when exec/posix_spawn was called, or 0 */
+	uint64_t ticks;	      /* start time in clock ticks, or 0 */
+	uint64_t boot_before; /* spawner's CLOCK_BOOTTIME ns before the spawn, or 0 */
+	const char *exe;      /* /proc/self/exe to be (borrowed from envp), or NULL */
+};
+/* Room for "FORKTRACE_EXEC_TS=<ns>:<ticks>:<boot_before>:<exe>". */
+#define AGENT_EXEC_TS_SIZE (sizeof(FT_ENV_EXEC_TS) + 3 * 21 + PATH_MAX)
+/* Writes "FORKTRACE_EXEC_TS=<ns>:<ticks>:<boot_before>:" into buf
+ * (AGENT_EXEC_TS_SIZE bytes, the caller's) and returns its length: the
+ * exe, or nothing, goes at buf + length. Signal-safe. */
+size_t agent_env_exec_ts(char *buf, uint64_t ns, uint64_t ticks, uint64_t boot_before);
 /* Removes FORKTRACE_EXEC_TS from envp (before main: single-threaded) and
- * returns its time, or 0; *ticks gets the start time it carries, or 0. */
-uint64_t agent_env_take_exec_ts(char **envp, uint64_t *ticks);
+ * fills h from it (all 0/NULL without one). */
+void agent_env_take_exec_ts(char **envp, struct agent_handover *h);
 /* Release what agent_env_merge mapped. Preserves errno. */
 void agent_env_release(struct agent_env *e);
 

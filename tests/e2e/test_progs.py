@@ -9,6 +9,8 @@ never by position in the file.
 
 import collections
 import os
+import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -494,6 +496,139 @@ def test_start_ticks(t):
               f"{p.describe()}: expected the fork child and its exec'd sh, instrumented")
         seen += 1
     check(seen == n, f"{seen} children printed their start time, expected {n}")
+
+
+def handover_setup(t):
+    """A directory of ways to name an executable, for the hand-over of exe
+    and start time to a new image (FORKTRACE_EXEC_TS): symbolic links
+    absolute and relative, a directory link, "." and "..", a bare name
+    found along a relative $PATH entry, and "#!" scripts. Returns
+    (cwd, env, [(mode, path)], {path: expected exe})."""
+    top = t.subdir("names")
+    os.makedirs(os.path.join(top, "bin"), exist_ok=True)
+    os.makedirs(os.path.join(top, "sub"), exist_ok=True)
+    os.symlink("/bin/true", os.path.join(top, "bin", "mytrue"))
+    os.symlink("../sub/../bin/mytrue", os.path.join(top, "bin", "hop"))
+    os.symlink("bin", os.path.join(top, "dirlink"))
+    script = os.path.join(top, "script.sh")
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\nexit 0\n")
+    os.chmod(script, 0o755)
+    os.symlink("../script.sh", os.path.join(top, "bin", "viascript"))
+    cwd = os.path.join(top, "sub")
+    env = dict(os.environ)
+    # A relative entry first: the bare names resolve from the cwd.
+    env["PATH"] = "../bin:" + env.get("PATH", "/usr/bin:/bin")
+    elf = ["/bin/true", os.path.join(top, "bin", "mytrue"), "../dirlink/hop",
+           "./../bin/./mytrue", "../dirlink/../sub/../bin/hop"]
+    scripts = [script, "../bin/viascript"]
+    runs = []
+    for mode in ("fork", "spawn", "spawnfa"):
+        runs += [(mode, x) for x in elf + scripts]
+    for mode in ("forkp", "spawnp"):
+        runs += [(mode, x) for x in ("mytrue", "hop", "viascript", "true")]
+    shell = os.path.realpath("/bin/sh")
+    want = {}
+    for _, x in runs:
+        full = x if "/" in x else os.path.join("..", "bin", x) if x != "true" else \
+            next(os.path.join(d, x) for d in env["PATH"].split(":")[1:]
+                 if os.access(os.path.join(d, x), os.X_OK))
+        full = os.path.realpath(os.path.join(cwd, full))
+        with open(full, "rb") as f:
+            is_script = f.read(2) == b"#!"
+        want[x] = shell if is_script else full
+    return cwd, env, runs, want
+
+
+@test
+def test_exe_handover(t):
+    """Children started by fork+exec, posix_spawn and posix_spawnp are
+    handed their exe and start time so that they need not read /proc: the
+    trace must still name what /proc/<pid>/exe names (every symbolic link,
+    "." and ".." resolved; a script's interpreter) and the start time
+    /proc/<pid>/stat gives, whatever the path looked like."""
+    cwd, env, runs, want = handover_setup(t)
+    cmd = [prog("handover")] + [a for r in runs for a in r]
+    res = t.run(cmd, cwd=cwd, env=env, expect_rc=0)
+    tr = res.trace
+    lines = [ln.split(" ", 3) for ln in res.stdout.decode().splitlines() if ln.strip()]
+    check(len(lines) == len(runs), f"{len(lines)} children reported, expected {len(runs)}")
+    for (pid, mode, ticks, path), run in zip(lines, runs):
+        check((mode, path) == run, f"child line {mode} {path}, expected {run}")
+        procs = [p for p in tr.all() if p.rec.get("pid") == int(pid)]
+        check(len(procs) == 1, f"pid {pid}: {len(procs)} processes in the trace\n{tr.dump()}")
+        p = procs[0]
+        what = f"{mode} {path}: {p.describe()}"
+        check(p.exe == want[path], f"{what}: exe {p.exe!r}, /proc would say {want[path]!r}")
+        check(p.rec.get("start_ticks") == int(ticks),
+              f"{what}: start_ticks {p.rec.get('start_ticks')}, /proc says {ticks}")
+        forked = mode.startswith("fork")
+        check(p.spawn == ("fork" if forked else
+                          "posix_spawnp" if mode == "spawnp" else "posix_spawn"),
+              f"{what}: spawn kind")
+        check(p.images == (2 if forked else 1) and p.instrumented,
+              f"{what}: expected {'the fork image and ' if forked else ''}the new image, "
+              "instrumented")
+        ft.assert_exit(p, code=0, trace=tr)
+        # The first image starts with the process (a spawn child's with
+        # the spawn call, which is also the exec time it was handed); a
+        # fork child's exec'd image at its exec call, after the fork.
+        imgs = [x.get("ts") for x in p.image_slices]
+        check(len(imgs) == p.images and abs(imgs[0] * 1000 - p.start_ns) < 2 and
+              (not forked or imgs[0] < imgs[1] <= p.end_ns / 1000),
+              f"{what}: images start at {imgs} us, the process at {p.start_ns} ns")
+
+
+@test
+def test_handover_no_proc(t):
+    """The point of the hand-over: under strace, no fork+exec'd or
+    posix_spawn'd ELF child reads /proc/self/exe (the spawn with a file
+    action and a relative path is the exception: the action may change
+    directory, so that child reads it), and /proc/self/stat only where
+    its start time could not be told (a clock tick passed meanwhile)."""
+    strace = shutil.which("strace")
+    if not strace:
+        raise ft.Skip("strace is not installed")
+    cwd, env, runs, want = handover_setup(t)
+    cmd = [prog("handover")] + [a for r in runs for a in r]
+    # LeakSanitizer (the sanitizer build) does not work under ptrace.
+    env["ASAN_OPTIONS"] = ":".join(x for x in (env.get("ASAN_OPTIONS"), "detect_leaks=0") if x)
+    log = t.path("strace.log")
+    p = subprocess.run([strace, "-f", "-qq", "-o", log, "-e", "trace=openat,open,readlink",
+                        ft.forktrace_bin(), "run", "-q", "-o", t.path("trace.json"), "--"] + cmd,
+                       cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=50)
+    if p.returncode != 0 and b"Operation not permitted" in p.stderr:
+        raise ft.Skip("strace cannot trace here: " + p.stderr.decode(errors="replace")[:200])
+    check(p.returncode == 0, f"strace forktrace run: rc {p.returncode}\n"
+          f"{p.stderr.decode(errors='replace')[-2000:]}")
+    lines = [ln.split(" ", 3) for ln in p.stdout.decode().splitlines() if ln.strip()]
+    check(len(lines) == len(runs), f"{len(lines)} children reported, expected {len(runs)}")
+    by_pid = collections.defaultdict(list)
+    with open(log) as f:
+        for ln in f:
+            pid, _, call = ln.partition(" ")
+            if "/proc/self/" in call:
+                by_pid[int(pid)].append(call.strip())
+    stat = collections.Counter()
+    total = collections.Counter()
+    for pid, mode, _, path in lines:
+        calls = by_pid.get(int(pid), [])
+        if mode == "spawnfa" and not path.startswith("/"):
+            continue  # handed nothing: the file action might change directory
+        elf = want[path] != os.path.realpath("/bin/sh")
+        kind = "fork" if mode.startswith("fork") else "spawn"
+        exe_read = any('"/proc/self/exe"' in c for c in calls)
+        check(exe_read != elf, f"{mode} {path} (pid {pid}) read /proc/self/exe: "
+              f"{exe_read}, expected {not elf} (a script's exe is its interpreter)\n{calls}")
+        total[kind] += 1
+        stat[kind] += any('"/proc/self/stat"' in c for c in calls)
+    # strace slows every call, so a clock tick passes during some starts
+    # (for a spawn child, from the call to its constructor: a third of them
+    # here); that all of them missed the hand-over would be the agent's.
+    for kind in ("fork", "spawn"):
+        check(stat[kind] < total[kind],
+              f"{stat[kind]} of {total[kind]} {kind} children read /proc/self/stat")
 
 
 @test
