@@ -100,7 +100,7 @@ void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra)
 		mem = e->area;
 	} else {
 		e->maplen = need;
-		mem = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		mem = agent_sys_mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (mem == MAP_FAILED) {
 			/* Leave envp as it was: the child goes untraced, but
 			 * the program's exec still happens. */
@@ -146,7 +146,7 @@ void agent_env_release(struct agent_env *e)
 	int saved = errno;
 
 	if (e->map)
-		munmap(e->map, e->maplen);
+		agent_sys_munmap(e->map, e->maplen);
 	e->map = NULL;
 	errno = saved;
 }

@@ -75,7 +75,7 @@ static int agent_resolve_path(const char *path, char *out, size_t cap)
 	if (path[0] != '/') {
 		/* glibc fails with ENOENT for a directory outside our root;
 		 * the check is for others that return "(unreachable)/...". */
-		if (!getcwd(out, cap) || out[0] != '/') {
+		if (!agent_sys_getcwd(out, cap) || out[0] != '/') {
 			err = -ENOENT;
 			goto fail;
 		}
@@ -114,7 +114,7 @@ static int agent_resolve_path(const char *path, char *out, size_t cap)
 		memcpy(out + olen + 1, p, n);
 		out[olen + 1 + n] = '\0';
 		/* The component text is in out now: work[0..rest) is free. */
-		r = readlink(out, work, rest);
+		r = agent_sys_readlink(out, work, rest);
 		if (r < 0) {
 			if (errno != EINVAL) {
 				err = -errno;
@@ -155,9 +155,9 @@ static enum agent_image image_kind(int fd)
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph[16];
 
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_ISUID | S_ISGID)))
+	if (agent_sys_fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_ISUID | S_ISGID)))
 		return AGENT_IMAGE_OTHER;
-	ssize_t n = pread(fd, hdr, sizeof(hdr), 0);
+	ssize_t n = agent_sys_pread(fd, hdr, sizeof(hdr), 0);
 	if (n >= 2 && hdr[0] == '#' && hdr[1] == '!')
 		return AGENT_IMAGE_SCRIPT;
 	if (n < (ssize_t)sizeof(hdr) || memcmp(hdr, ELFMAG, SELFMAG) != 0 ||
@@ -170,7 +170,7 @@ static enum agent_image image_kind(int fd)
 	for (unsigned i = 0; i < eh.e_phnum; i += 16) {
 		unsigned k = eh.e_phnum - i < 16 ? eh.e_phnum - i : 16;
 		off_t off = (off_t)eh.e_phoff + (off_t)i * (off_t)sizeof(Elf64_Phdr);
-		if (pread(fd, ph, k * sizeof(Elf64_Phdr), off) != (ssize_t)(k * sizeof(Elf64_Phdr)))
+		if (agent_sys_pread(fd, ph, k * sizeof(Elf64_Phdr), off) != (ssize_t)(k * sizeof(Elf64_Phdr)))
 			return AGENT_IMAGE_OTHER;
 		for (unsigned j = 0; j < k; j++)
 			if (ph[j].p_type == PT_INTERP)
@@ -202,8 +202,8 @@ static int open_in_path(const char *file, char *buf)
 			size_t at = dlen ? dlen : 1;
 			buf[at] = '/';
 			memcpy(buf + at + 1, file, flen + 1);
-			if (access(buf, X_OK) == 0) {
-				int fd = open(buf, O_RDONLY | O_CLOEXEC);
+			if (agent_sys_access(buf, X_OK) == 0) {
+				int fd = agent_sys_open(buf, O_RDONLY | O_CLOEXEC, 0);
 				if (fd >= 0)
 					return fd;
 			}
@@ -239,18 +239,18 @@ static int open_target(unsigned kind, int dirfd, const char *path, int flags, ch
 		/* Relative to another directory: its name would take /proc. */
 		if (path && path[0] != '/' && dirfd != AT_FDCWD)
 			*name = NULL;
-		return path ? openat(dirfd, path, O_RDONLY | O_CLOEXEC) : -1;
+		return path ? agent_sys_openat(dirfd, path, O_RDONLY | O_CLOEXEC, 0) : -1;
 	case FT_EXEC_EXECVP:
 	case FT_EXEC_EXECVPE:
 	case FT_EXEC_EXECLP:
 		if (!path || !*path)
 			return -1;
 		if (strchr(path, '/'))
-			return open(path, O_RDONLY | O_CLOEXEC);
+			return agent_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
 		*name = buf;
 		return open_in_path(path, buf);
 	default:
-		return path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+		return path ? agent_sys_open(path, O_RDONLY | O_CLOEXEC, 0) : -1;
 	}
 }
 

@@ -66,7 +66,7 @@ static const char *agent_fd_path(int fd, char *buf, size_t cap)
 	while (nd)
 		link[off++] = digits[--nd];
 	link[off] = '\0';
-	n = readlink(link, buf, cap - 1);
+	n = agent_sys_readlink(link, buf, cap - 1);
 	buf[n > 0 ? n : 0] = '\0';
 	return buf;
 }
@@ -200,7 +200,7 @@ static int agent_execl(unsigned kind, const char *path, const char *arg0, va_lis
 	if (n + 1 > AGENT_EXECL_STACK) {
 		maplen = (n + 1) * sizeof(char *);
 		argv =
-		    mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		    agent_sys_mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (argv == MAP_FAILED) {
 			errno = ENOMEM;
 			return -1;
@@ -217,7 +217,7 @@ static int agent_execl(unsigned kind, const char *path, const char *arg0, va_lis
 	ret = agent_exec(kind, -1, path, argv, envp, 0, NULL);
 	err = errno;
 	if (maplen)
-		munmap(argv, maplen);
+		agent_sys_munmap(argv, maplen);
 	errno = err;
 	return ret;
 }

@@ -443,7 +443,7 @@ static FILE *agent_own_popen(const char *cmd, const char *mode, char **envp, pid
 		errno = EINVAL;
 		return NULL;
 	}
-	if (pipe2(p, O_CLOEXEC) < 0)
+	if (agent_sys_pipe2(p, O_CLOEXEC) < 0)
 		return NULL;
 	mine = rd ? p[0] : p[1];
 	theirs = rd ? p[1] : p[0];
@@ -466,7 +466,7 @@ static FILE *agent_own_popen(const char *cmd, const char *mode, char **envp, pid
 		return NULL;
 	}
 	if (!cloexec)
-		fcntl(mine, F_SETFD, 0);
+		agent_sys_fcntl(mine, F_SETFD, 0);
 	fp = fdopen(mine, rd ? "r" : "w");
 	if (!fp) {
 		int err = errno;

@@ -128,4 +128,19 @@ static inline int agent_sys_ftruncate(int fd, off_t len)
 	return (int)syscall(SYS_ftruncate, fd, len);
 }
 
+static inline int agent_sys_access(const char *path, int mode)
+{
+	return (int)syscall(SYS_faccessat, AT_FDCWD, path, mode);
+}
+
+static inline int agent_sys_fstat(int fd, struct stat *st)
+{
+	return (int)syscall(SYS_fstat, fd, st);
+}
+
+static inline int agent_sys_pipe2(int fds[2], int flags)
+{
+	return (int)syscall(SYS_pipe2, fds, flags);
+}
+
 #endif /* AGENT_SYS_H */

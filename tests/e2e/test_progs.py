@@ -594,7 +594,7 @@ def test_handover_no_proc(t):
     # LeakSanitizer (the sanitizer build) does not work under ptrace.
     env["ASAN_OPTIONS"] = ":".join(x for x in (env.get("ASAN_OPTIONS"), "detect_leaks=0") if x)
     log = t.path("strace.log")
-    p = subprocess.run([strace, "-f", "-qq", "-o", log, "-e", "trace=openat,open,readlink",
+    p = subprocess.run([strace, "-f", "-qq", "-o", log, "-e", "trace=openat,open,readlink,readlinkat",
                         ft.forktrace_bin(), "run", "-q", "-o", t.path("trace.json"), "--"] + cmd,
                        cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=50)
