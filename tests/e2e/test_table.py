@@ -23,6 +23,9 @@ def traced_connects(t, cmd, env=None, sub="run"):
     log = os.path.join(d, "strace.log")
     full_env = dict(os.environ)
     full_env.update(env or {})
+    # LeakSanitizer (the ASan build of forktrace) cannot run under ptrace.
+    full_env["ASAN_OPTIONS"] = ":".join(
+        x for x in (full_env.get("ASAN_OPTIONS"), "detect_leaks=0") if x)
     # strace runs forktrace itself; its children are followed with -f.
     argv = [strace, "-f", "-qq", "-e", "trace=connect", "-o", log, ft.forktrace_bin(),
             "run", "-q", "-o", "trace.json", "--"] + list(cmd)
