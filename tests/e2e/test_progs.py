@@ -506,7 +506,9 @@ def handover_setup(t):
     (cwd, env, [(mode, path)], {path: expected exe})."""
     top = t.subdir("names")
     os.makedirs(os.path.join(top, "bin"), exist_ok=True)
-    os.makedirs(os.path.join(top, "sub"), exist_ok=True)
+    os.makedirs(os.path.join(top, "sub", "bin"), exist_ok=True)
+    # A decoy: where "sub/../bin/mytrue" leads if ".." is mishandled.
+    shutil.copy("/bin/true", os.path.join(top, "sub", "bin", "mytrue"))
     os.symlink("/bin/true", os.path.join(top, "bin", "mytrue"))
     os.symlink("../sub/../bin/mytrue", os.path.join(top, "bin", "hop"))
     os.symlink("bin", os.path.join(top, "dirlink"))
