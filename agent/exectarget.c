@@ -8,9 +8,9 @@
  * static binary, a setuid program, a file we cannot read - is announced
  * the old way, so the trace still names the image the agent cannot enter.
  *
- * For a dynamic ELF it can also name the file the way the kernel will
+ * For a dynamic ELF it also names the file the way the kernel will
  * (/proc/<pid>/exe): the new image is handed that name and need not read
- * /proc, whose first use costs a new process ~9 us of kernel time.
+ * /proc, which costs a new process 5-9 us of kernel time per file.
  *
  * Runs in fork children, possibly of multithreaded programs: only
  * async-signal-safe calls (open, fstat, pread, access, readlink, getcwd,
