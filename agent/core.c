@@ -888,10 +888,10 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	agent_t_tid = agent_g.pid;
 	tck = getauxval(AT_CLKTCK);
 	agent_g.tick_ns = tck ? 1000000000u / tck : 0;
-	/* The image a fork child exec'd is handed its start time, one that
-	 * posix_spawn started the spawner's clock before the call, which
-	 * tells the start time as a fork child's does (see
-	 * agent_fork_start_ticks); the comm is then one prctl away. */
+	/* An image a fork child exec'd is handed its start time; one that
+	 * posix_spawn started, the spawner's clock reading before the call,
+	 * from which it tells its start time as a fork child does (see
+	 * agent_fork_start_ticks). The comm is then one prctl away. */
 	agent_g.start_ticks = ho.ticks ? ho.ticks : agent_fork_start_ticks(ho.boot_before);
 	if (!agent_g.start_ticks ||
 	    syscall(SYS_prctl, PR_GET_NAME, agent_g.name, 0, 0, 0) != 0)

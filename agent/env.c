@@ -153,7 +153,8 @@ void agent_env_release(struct agent_env *e)
 
 /*
  * FORKTRACE_EXEC_TS hands a new image what it would otherwise read from
- * /proc, whose first use costs a new process ~9 us of kernel time:
+ * /proc: each /proc file a new process reads first costs it 5-9 us of
+ * kernel time (its entries are made, then torn down at exit).
  *
  *   FORKTRACE_EXEC_TS=<ns>[:<ticks>[:<boot_before>:<exe>]]
  *
@@ -166,8 +167,9 @@ void agent_env_release(struct agent_env *e)
  * ELF only; empty when unknown. exe comes last because a path may hold
  * ':'. The short forms are what older agents wrote; an older agent
  * reading the long form takes the ns and leaves the rest to /proc.
- * Digits only, no printf: this runs in fork children. Returns the length
- * written (the exe goes at buf + length); cap must hold the digits.
+ * Digits only, no printf: this runs in fork children. Writes all but the
+ * exe into buf (AGENT_EXEC_TS_SIZE bytes) and returns the length written:
+ * the exe, or nothing, goes at buf + length.
  */
 size_t agent_env_exec_ts(char *buf, uint64_t ns, uint64_t ticks, uint64_t boot_before)
 {

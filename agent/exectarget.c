@@ -8,9 +8,9 @@
  * static binary, a setuid program, a file we cannot read - is announced
  * the old way, so the trace still names the image the agent cannot enter.
  *
- * For a dynamic ELF it can also name the file the way the kernel will
+ * For a dynamic ELF it also names the file the way the kernel will
  * (/proc/<pid>/exe): the new image is handed that name and need not read
- * /proc, whose first use costs a new process ~9 us of kernel time.
+ * /proc, which costs a new process 5-9 us of kernel time per file.
  *
  * Runs in fork children, possibly of multithreaded programs: only
  * async-signal-safe calls (open, fstat, pread, access, readlink, getcwd,
@@ -53,29 +53,31 @@ enum agent_image {
  * the kernel names an exec'd file in /proc/<pid>/exe. A relative path is
  * taken from the current directory. Each component is tried with readlink
  * (EINVAL: not a link); ".." drops the last resolved component, which
- * never is a link. The unresolved rest lives right-aligned in one stack
- * buffer; a link's target is read into the free space in front of it and
- * moved to join it. Returns 0 or -errno (out is then ""). Signal-safe.
+ * never is a link.
+ *
+ * out is the only buffer (a fork child pays a page fault for each stack
+ * page it writes): the resolved part grows from its start, the unresolved
+ * rest sits at its end, and a link's target is read into the gap between
+ * and moved to join the rest. path may be out itself: it is moved to the
+ * end first. Returns 0 or -errno (out is then ""). Signal-safe.
  */
 static int agent_resolve_path(const char *path, char *out, size_t cap)
 {
-	char work[PATH_MAX];
 	size_t len = strlen(path), rest, olen = 0;
 	int links = 0, err;
 
 	if (cap < 2)
 		return -ENAMETOOLONG;
-	out[0] = '\0';
-	if (len == 0)
-		return -ENOENT;
-	if (len >= sizeof(work))
-		return -ENAMETOOLONG;
-	rest = sizeof(work) - 1 - len;
-	memcpy(work + rest, path, len + 1);
-	if (path[0] != '/') {
+	if (len == 0 || len + 2 > cap) {
+		err = len ? -ENAMETOOLONG : -ENOENT;
+		goto fail;
+	}
+	rest = cap - 1 - len;
+	memmove(out + rest, path, len + 1);
+	if (out[rest] != '/') {
 		/* glibc fails with ENOENT for a directory outside our root;
 		 * the check is for others that return "(unreachable)/...". */
-		if (!agent_sys_getcwd(out, cap) || out[0] != '/') {
+		if (!agent_sys_getcwd(out, rest) || out[0] != '/') {
 			err = -ENOENT;
 			goto fail;
 		}
@@ -84,10 +86,10 @@ static int agent_resolve_path(const char *path, char *out, size_t cap)
 			olen = 0; /* the root: "" as below */
 	}
 	/* out[0..olen) is resolved, link-free and without a trailing '/';
-	 * "" is the root. */
+	 * "" is the root. out[rest..cap) is the rest, '\0'-terminated. */
 	for (;;) {
-		const char *p = work + rest, *end;
-		size_t n, at;
+		const char *p = out + rest, *end;
+		size_t n, gap;
 		ssize_t r;
 
 		while (*p == '/')
@@ -96,7 +98,7 @@ static int agent_resolve_path(const char *path, char *out, size_t cap)
 			break;
 		end = strchrnul(p, '/');
 		n = (size_t)(end - p);
-		rest = (size_t)(end - work);
+		rest = (size_t)(end - out);
 		if (n == 1 && p[0] == '.')
 			continue;
 		if (n == 2 && p[0] == '.' && p[1] == '.') {
@@ -106,15 +108,17 @@ static int agent_resolve_path(const char *path, char *out, size_t cap)
 				olen--;
 			continue;
 		}
-		if (olen + 1 + n >= cap) {
+		/* "/name", its '\0' and a gap of one byte or more must fit
+		 * before the rest. */
+		if (olen + 1 + n + 1 >= rest) {
 			err = -ENAMETOOLONG;
 			goto fail;
 		}
+		memmove(out + olen + 1, p, n);
 		out[olen] = '/';
-		memcpy(out + olen + 1, p, n);
 		out[olen + 1 + n] = '\0';
-		/* The component text is in out now: work[0..rest) is free. */
-		r = agent_sys_readlink(out, work, rest);
+		gap = rest - (olen + 1 + n + 1);
+		r = agent_sys_readlink(out, out + olen + 1 + n + 1, gap);
 		if (r < 0) {
 			if (errno != EINVAL) {
 				err = -errno;
@@ -127,15 +131,14 @@ static int agent_resolve_path(const char *path, char *out, size_t cap)
 			err = -ELOOP;
 			goto fail;
 		}
-		/* r == rest: maybe cut short, and no room to join anyway. */
-		if (r == 0 || (size_t)r >= rest) {
+		/* r == gap: maybe cut short. */
+		if (r == 0 || (size_t)r >= gap) {
 			err = r ? -ENAMETOOLONG : -ENOENT;
 			goto fail;
 		}
-		at = rest - (size_t)r;
-		memmove(work + at, work, (size_t)r);
-		rest = at;
-		if (work[rest] == '/')
+		memmove(out + rest - (size_t)r, out + olen + 1 + n + 1, (size_t)r);
+		rest -= (size_t)r;
+		if (out[rest] == '/')
 			olen = 0; /* an absolute target starts again at the root */
 	}
 	if (olen == 0)
@@ -216,9 +219,9 @@ static int open_in_path(const char *file, char *buf)
 
 /*
  * The file exec would open: fd (owned when *own) and, when it has one the
- * agent can resolve, its path as exec would look it up (from the current
- * directory if relative) into buf (PATH_MAX bytes), else *name = NULL.
- * Returns -1 when it cannot tell.
+ * agent can resolve, the path exec looks up (from the current directory
+ * if relative) in *name, else NULL: path itself, or the $PATH candidate
+ * written into buf (PATH_MAX bytes). Returns -1 when it cannot tell.
  */
 static int open_target(unsigned kind, int dirfd, const char *path, int flags, char *buf,
 		       const char **name, bool *own)
@@ -257,28 +260,28 @@ static int open_target(unsigned kind, int dirfd, const char *path, int flags, ch
 bool agent_exec_target(unsigned kind, int dirfd, const char *path, int flags, bool cwd_known,
 		       char *exe, size_t cap)
 {
-	char buf[PATH_MAX];
 	const char *name;
 	enum agent_image img = AGENT_IMAGE_OTHER;
 	int fd, saved = errno;
 	bool own;
 
-	if (exe && cap)
-		exe[0] = '\0';
-	fd = open_target(kind, dirfd, path, flags, buf, &name, &own);
-	if (fd < 0)
-		goto out;
-	img = image_kind(fd);
-	if (own)
-		syscall(SYS_close, fd); /* not through our close hook */
+	/* exe doubles as the buffer of the $PATH search: no other 4 KiB on
+	 * the stack of a fork child. */
+	fd = open_target(kind, dirfd, path, flags, exe, &name, &own);
+	if (fd >= 0) {
+		img = image_kind(fd);
+		if (own)
+			syscall(SYS_close, fd); /* not through our close hook */
+	}
 	/* posix_spawn file actions may change directory before the exec:
 	 * what a relative name would open there is unknown here. */
 	if (!cwd_known && name && name[0] != '/')
 		img = AGENT_IMAGE_OTHER;
 	/* A script's /proc/<pid>/exe is its interpreter: left to the image. */
-	if (img == AGENT_IMAGE_ELF && exe && name)
+	if (img == AGENT_IMAGE_ELF && name)
 		(void)agent_resolve_path(name, exe, cap);
-out:
+	else
+		exe[0] = '\0';
 	errno = saved;
 	return img != AGENT_IMAGE_OTHER;
 }

@@ -201,11 +201,11 @@ static inline bool agent_silent_fork_child(void)
  * HELLO tells everything an EXEC record would. False whenever it cannot
  * tell, and for a relative name when !cwd_known (posix_spawn file actions
  * may change directory first). kind is an FT_EXEC_* (the p-variants search
- * $PATH). When exe is not NULL it gets (cap bytes, borrowed) what
- * /proc/<pid>/exe of the new image will say: the absolute, symlink-free
- * path of the file opened, for an ELF only (a script's is its
- * interpreter); "" when it cannot tell. Only async-signal-safe calls and
- * stack memory: it runs in fork children. Preserves errno.
+ * $PATH). exe (cap >= PATH_MAX bytes, borrowed) gets what /proc/<pid>/exe
+ * of the new image will say: the absolute, symlink-free path of the file
+ * opened, for an ELF only (a script's is its interpreter); "" when it
+ * cannot tell. Only async-signal-safe calls and stack memory: it runs in
+ * fork children. Preserves errno.
  */
 bool agent_exec_target(unsigned kind, int dirfd, const char *path, int flags, bool cwd_known,
 		       char *exe, size_t cap);

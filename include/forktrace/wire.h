@@ -46,12 +46,15 @@
 #define FT_ENV_SOCK "FORKTRACE_SOCK"       /* path of the collector's socket */
 #define FT_ENV_SPILL_DIR "FORKTRACE_SPILL" /* where spill files go if no collector */
 #define FT_ENV_PRELOAD "LD_PRELOAD"
-/* Set by a fork child's exec hook for the new image only: the time of the
- * exec call (monotonic ns), then, when known, ':' and the process's start
- * time in clock ticks (FT_K_START_TICKS, which exec does not change). The
- * new image's agent removes it from environ before main runs, so the
- * program never sees it, and reports the time as FT_K_EXEC_TS in its HELLO;
- * with the start time it need not read /proc/self/stat. */
+/* Set by an exec'ing fork child and by posix_spawn for the new image only:
+ * "<ns>[:<ticks>[:<boot_before>:<exe>]]", the time of the exec or spawn
+ * (monotonic ns), the start time in clock ticks if known (0 if not), the
+ * CLOCK_BOOTTIME ns read just before the spawn (from which the image works
+ * out its start ticks), and the exe as /proc/self/exe would name it (empty
+ * for a script). Parsed by agent_env_exec_ts (agent/env.c). The new
+ * image's agent removes it from environ before main runs, so the program
+ * never sees it, reports the time as FT_K_EXEC_TS in its HELLO, and need
+ * not read /proc. */
 #define FT_ENV_EXEC_TS "FORKTRACE_EXEC_TS"
 
 enum ft_msg_type {

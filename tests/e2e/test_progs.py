@@ -506,7 +506,9 @@ def handover_setup(t):
     (cwd, env, [(mode, path)], {path: expected exe})."""
     top = t.subdir("names")
     os.makedirs(os.path.join(top, "bin"), exist_ok=True)
-    os.makedirs(os.path.join(top, "sub"), exist_ok=True)
+    os.makedirs(os.path.join(top, "sub", "bin"), exist_ok=True)
+    # A decoy: where "sub/../bin/mytrue" leads if ".." is mishandled.
+    shutil.copy("/bin/true", os.path.join(top, "sub", "bin", "mytrue"))
     os.symlink("/bin/true", os.path.join(top, "bin", "mytrue"))
     os.symlink("../sub/../bin/mytrue", os.path.join(top, "bin", "hop"))
     os.symlink("bin", os.path.join(top, "dirlink"))
@@ -619,8 +621,9 @@ def test_handover_no_proc(t):
         elf = want[path] != os.path.realpath("/bin/sh")
         kind = "fork" if mode.startswith("fork") else "spawn"
         exe_read = any('"/proc/self/exe"' in c for c in calls)
-        check(exe_read != elf, f"{mode} {path} (pid {pid}) read /proc/self/exe: "
-              f"{exe_read}, expected {not elf} (a script's exe is its interpreter)\n{calls}")
+        check(exe_read != elf, f"{mode} {path} (pid {pid}) read /proc/self/exe: {exe_read}, "
+              "expected " + ("no (its exe is handed over)" if elf else
+                             "yes (a script: its exe is the interpreter's)") + f"\n{calls}")
         total[kind] += 1
         stat[kind] += any('"/proc/self/stat"' in c for c in calls)
     # strace slows every call, so a clock tick passes during some starts
