@@ -324,7 +324,7 @@ static uint64_t agent_read_stat(char *name, size_t namecap)
 	if (fd < 0)
 		return 0;
 	n = agent_sys_read(fd, buf, sizeof(buf) - 1);
-	syscall(SYS_close, fd);
+	agent_sys_close(fd);
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
@@ -363,12 +363,12 @@ static int agent_connect(void)
 		if (errno == EINTR)
 			continue;
 		err = -errno;
-		syscall(SYS_close, fd);
+		agent_sys_close(fd);
 		return err;
 	}
 	hi = agent_sys_fcntl(fd, F_DUPFD_CLOEXEC, AGENT_FD_MIN);
 	if (hi >= 0) {
-		syscall(SYS_close, fd);
+		agent_sys_close(fd);
 		fd = hi;
 	}
 	agent_g.fd = fd;
@@ -418,6 +418,18 @@ static int agent_send_hello(uint32_t flags)
 	return agent_write_all(agent_hello_buf, (size_t)n);
 }
 
+/* Connect and say HELLO (with flags). Returns 0 or -errno. Caller holds
+ * the send lock or is single-threaded. Signal-safe. */
+static int agent_connect_hello(uint32_t flags)
+{
+	int err;
+
+	if (agent_g.addr.sun_path[0] == '\0')
+		return -ENOENT;
+	err = agent_connect();
+	return err < 0 ? err : agent_send_hello(flags);
+}
+
 /*
  * The image introduces itself: in a slot of the collector's process
  * table if it can, else on a new connection; if neither works, through
@@ -432,26 +444,11 @@ static void agent_open_channel(void)
 		__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	if (agent_g.addr.sun_path[0] == '\0' || agent_connect() < 0 || agent_send_hello(0) < 0) {
+	if (agent_connect_hello(0) < 0) {
 		agent_on_collector_gone();
 		return;
 	}
 	__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
-}
-
-/* The image leaves its table slot for a connection (more to say than the
- * slot holds, or an fd to pass). Returns 0 or -errno, after which the
- * caller hands over to agent_on_collector_gone. Caller holds the send
- * lock. Signal-safe. */
-static int agent_table_to_connection(void)
-{
-	agent_table_leave();
-	agent_g.table_left = 1;
-	if (agent_g.addr.sun_path[0] == '\0')
-		return -ENOENT;
-	if (agent_connect() < 0)
-		return -ECONNREFUSED;
-	return agent_send_hello(FT_HELLO_RESUMED);
 }
 
 /* Appends the decimal digits of v to p; returns the end. Signal-safe. */
@@ -502,17 +499,17 @@ static int agent_spill_open(void)
 		return -errno;
 	hi = agent_sys_fcntl(fd, F_DUPFD_CLOEXEC, AGENT_FD_MIN);
 	if (hi >= 0) {
-		syscall(SYS_close, fd);
+		agent_sys_close(fd);
 		fd = hi;
 	}
 	if (agent_g.fd >= 0)
-		syscall(SYS_close, agent_g.fd);
+		agent_sys_close(agent_g.fd);
 	__atomic_store_n(&agent_g.fd, fd, __ATOMIC_RELAXED);
 	agent_g.spilling = 1;
 	if (agent_send_hello(0) < 0) {
 		agent_g.spilling = 0;
 		agent_g.fd = -1;
-		syscall(SYS_close, fd);
+		agent_sys_close(fd);
 		return -EIO;
 	}
 	return 0;
@@ -578,7 +575,10 @@ int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd,
 		if (passfd < 0 && (agent_table_append(iov, cnt, (size_t)n) == 0 ||
 				   agent_table_continue(iov, cnt, (size_t)n) == 0))
 			goto written;
-		if (agent_table_to_connection() < 0) {
+		/* More to say than a slot holds, or an fd to pass: the image
+		 * goes on over a connection. */
+		agent_table_leave();
+		if (agent_connect_hello(FT_HELLO_RESUMED) < 0) {
 			agent_on_collector_gone();
 			if (!__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED)) {
 				err = -ENOTCONN;
@@ -594,9 +594,9 @@ int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd,
 		if (!agent_g.reconnected) {
 			agent_g.reconnected = 1;
 			if (err != -EBADF && err != -ENOTSOCK)
-				syscall(SYS_close, agent_g.fd);
+				agent_sys_close(agent_g.fd);
 			agent_g.fd = -1;
-			if (agent_connect() == 0 && agent_send_hello(FT_HELLO_RESUMED) == 0)
+			if (agent_connect_hello(FT_HELLO_RESUMED) == 0)
 				err = agent_writev_try(iov, cnt, passfd);
 		}
 	}
@@ -664,7 +664,6 @@ void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
 	agent_popen_reset();
 	agent_ev_fork_child();
 	agent_table_fork_child();
-	agent_g.table_left = 0;
 	/* Deferred WAITs are the parent's: it sends them itself. Only the
 	 * slots between tail and head can be marked (a sent slot is cleared),
 	 * so only those are cleared: the whole 3 KiB queue would cost every
@@ -674,7 +673,7 @@ void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
 	agent_t_defer_head = agent_t_defer_tail = 0;
 	/* Close the parent's connection without ever writing on it. */
 	if (agent_g.fd >= 0)
-		syscall(SYS_close, agent_g.fd);
+		agent_sys_close(agent_g.fd);
 	agent_g.fd = -1;
 	/*
 	 * Connect only when there is something to say. Most fork children
@@ -829,7 +828,7 @@ static bool agent_env_load(void)
 		}
 	}
 	if (fd >= 0)
-		syscall(SYS_close, fd);
+		agent_sys_close(fd);
 	if (has_sock && *sock)
 		agent_prepare_env(sock, has_preload ? preload : NULL);
 	errno = saved;

@@ -489,7 +489,7 @@ static int agent_region_new(void)
 	}
 	/* The collector has its own reference now, and the mapping keeps the
 	 * memory: no fd of ours for the program to trip over. */
-	syscall(SYS_close, fd);
+	agent_sys_close(fd);
 	r = &agent_regions[agent_nregions++];
 	r->base = base;
 	r->len = len;
@@ -497,7 +497,7 @@ static int agent_region_new(void)
 	return 0;
 
 fail_fd:
-	syscall(SYS_close, fd);
+	agent_sys_close(fd);
 	return -EIO;
 }
 

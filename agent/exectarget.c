@@ -271,7 +271,7 @@ bool agent_exec_target(unsigned kind, int dirfd, const char *path, int flags, bo
 	if (fd >= 0) {
 		img = image_kind(fd);
 		if (own)
-			syscall(SYS_close, fd); /* not through our close hook */
+			agent_sys_close(fd); /* not through our close hook */
 	}
 	/* posix_spawn file actions may change directory before the exec:
 	 * what a relative name would open there is unknown here. */

@@ -99,7 +99,7 @@ static void agent_fd_evacuate(int newfd)
 		if (!__atomic_compare_exchange_n(&agent_g.fd, &cur, hi, false, __ATOMIC_RELAXED,
 						 __ATOMIC_RELAXED)) {
 			if (hi >= 0)
-				syscall(SYS_close, hi);
+				agent_sys_close(hi);
 		} else if (hi < 0) {
 			agent_on_collector_gone();
 		}

@@ -265,7 +265,8 @@ int agent_table_append(const struct iovec *iov, int cnt, size_t n);
  * writes it there. Returns 0 or -errno (then connect). Caller holds the
  * send lock. Signal-safe. */
 int agent_table_continue(const struct iovec *iov, int cnt, size_t n);
-/* The image goes on to a connection: marks the slot and unmaps it. */
+/* The image goes on to a connection: unmaps its slot; its next HELLO
+ * names the slot it leaves (table_left). */
 void agent_table_leave(void);
 /* In a fork child: drop the parent's slot. Signal-safe. */
 void agent_table_fork_child(void);

@@ -73,8 +73,10 @@ static struct ft_table_slot *agent_table_new_slot(size_t need, uint32_t *idx)
 	struct ft_table_slot *s = NULL;
 	int fd, err;
 
-	if (!agent_g.table_path[0])
-		return errno = ENOENT, NULL;
+	if (!agent_g.table_path[0]) {
+		errno = ENOENT;
+		return NULL;
+	}
 	fd = agent_sys_open(agent_g.table_path, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0)
 		return NULL;
@@ -154,11 +156,9 @@ int agent_table_append(const struct iovec *iov, int cnt, size_t n)
 
 void agent_table_leave(void)
 {
-	struct ft_table_slot *s = agent_g.table_slot;
-
-	__atomic_store_n(&s->flags, s->flags | FT_TABLE_SLOT_MOVED, __ATOMIC_RELEASE);
-	agent_sys_munmap(s, agent_g.table_hdr->slot_size);
+	agent_sys_munmap(agent_g.table_slot, agent_g.table_hdr->slot_size);
 	agent_g.table_slot = NULL;
+	agent_g.table_left = 1; /* its resumed HELLO names table_idx */
 }
 
 void agent_table_fork_child(void)
@@ -168,4 +168,5 @@ void agent_table_fork_child(void)
 	if (agent_g.table_slot)
 		agent_sys_munmap(agent_g.table_slot, agent_g.table_hdr->slot_size);
 	agent_g.table_slot = NULL;
+	agent_g.table_left = 0;
 }

@@ -178,7 +178,7 @@ int64_t proc_last_seen(const proc_entry *pe);
 bool proc_status_known(const proc_entry *pe);
 /* The image of `from` goes on on `to` (which said HELLO with
  * FT_HELLO_RESUMED): `to` takes over what `from` knew, `from` is done. */
-void proc_conn_handover(proc_tree *pt, proc_conn *from, proc_conn *to);
+void proc_conn_handover(proc_conn *from, proc_conn *to);
 
 /* ptab_ (table.c): the process table, see include/forktrace/wire.h. */
 typedef struct ptab ptab;
@@ -197,8 +197,6 @@ void ptab_before_hello(ptab *t, const wire_msg *m);
 void ptab_after_hello(ptab *t, proc_conn *pc, const wire_msg *m);
 /* The end: reads everything and closes every slot's image. */
 void ptab_finish(ptab *t);
-/* Images that said HELLO in the table. */
-uint64_t ptab_images(const ptab *t);
 
 typedef struct proc_counts {
 	uint64_t salvaged_bytes; /* event records read from dead processes' buffers */

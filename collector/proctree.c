@@ -924,9 +924,8 @@ bool proc_status_known(const proc_entry *pe)
 	return pe->status_known;
 }
 
-void proc_conn_handover(proc_tree *pt, proc_conn *from, proc_conn *to)
+void proc_conn_handover(proc_conn *from, proc_conn *to)
 {
-	(void)pt;
 	if (!from->pe || from->pe != to->pe)
 		return;
 	/* An exec announced in the slot whose failure comes here. */

@@ -63,7 +63,6 @@ struct ptab {
 	char file[PATH_MAX];  /* the table file */
 	char link[PATH_MAX];  /* symlink beside the socket, or "" */
 	char shmdir[64];      /* its private tmpfs directory, or "" */
-	uint64_t images;      /* HELLOs read from the table */
 	bool warned;
 };
 
@@ -272,10 +271,8 @@ static void read_slot(ptab *t, size_t k)
 			e->broken = true;
 			return;
 		}
-		if (m.type == FT_MSG_HELLO) {
-			t->images++;
+		if (m.type == FT_MSG_HELLO)
 			after_hello(t, &e->pc, &m, e);
-		}
 		if (m.type == FT_MSG_EXIT)
 			e->exited = true;
 	}
@@ -308,6 +305,20 @@ static void retire(ptab *t, ptab_entry *e, bool pages)
 	if (k != SIZE_MAX)
 		t->open[k] = RETIRED;
 	free(e);
+}
+
+/* The slot's image ended (or the run did): its connection-like state
+ * closes as a connection's would, at the last time it was heard of. */
+static void close_entry(ptab *t, ptab_entry *e, bool pages)
+{
+	if (e->pc.pe) {
+		void **ref = proc_table_ref(e->pc.pe);
+
+		if (*ref == e)
+			*ref = NULL;
+		proc_conn_closed(t->pt, &e->pc, proc_last_seen(e->pc.pe));
+	}
+	retire(t, e, pages);
 }
 
 /*
@@ -357,11 +368,11 @@ static void after_hello(ptab *t, proc_conn *pc, const wire_msg *m, ptab_entry *s
 	if ((m->flags & FT_HELLO_RESUMED) && wire_has(m, FT_K_TABLE_SLOT) &&
 	    m->table_slot == old->idx) {
 		/* The same image goes on here: the connection takes over. */
-		proc_conn_handover(t->pt, &old->pc, pc);
+		proc_conn_handover(&old->pc, pc);
+		retire(t, old, true);
 	} else {
-		proc_conn_closed(t->pt, &old->pc, proc_last_seen(old->pc.pe));
+		close_entry(t, old, true);
 	}
-	retire(t, old, true);
 }
 
 /* Drops retired entries, keeping index order. */
@@ -419,14 +430,8 @@ void ptab_read(ptab *t)
 		if (e == RETIRED)
 			continue;
 		/* Exited and waited for: nobody writes this slot again. */
-		if (e && e->exited && e->pc.pe && proc_status_known(e->pc.pe)) {
-			void **ref = proc_table_ref(e->pc.pe);
-
-			if (*ref == e)
-				*ref = NULL;
-			proc_conn_closed(t->pt, &e->pc, proc_last_seen(e->pc.pe));
-			retire(t, e, true);
-		}
+		if (e && e->exited && e->pc.pe && proc_status_known(e->pc.pe))
+			close_entry(t, e, true);
 	}
 	compact(t);
 	if (ready - claimed < PTAB_LOW)
@@ -454,22 +459,9 @@ void ptab_finish(ptab *t)
 	for (size_t k = 0; k < t->nopen; k++) {
 		ptab_entry *e = t->open[k];
 
-		if (!e || e == RETIRED)
-			continue;
-		if (e->pc.pe) {
-			void **ref = proc_table_ref(e->pc.pe);
-
-			if (*ref == e)
-				*ref = NULL;
-			proc_conn_closed(t->pt, &e->pc, proc_last_seen(e->pc.pe));
-		}
 		/* A daemon still running may write its slot: keep the pages. */
-		retire(t, e, false);
+		if (e && e != RETIRED)
+			close_entry(t, e, false);
 	}
 	compact(t);
-}
-
-uint64_t ptab_images(const ptab *t)
-{
-	return t ? t->images : 0;
 }

@@ -248,17 +248,13 @@ struct ft_table_header {
 
 struct ft_table_slot {
 	uint32_t committed; /* bytes of whole frames after this header (atomic) */
-	uint32_t flags;     /* FT_TABLE_SLOT_* */
-	uint64_t reserved;
+	uint32_t reserved[3];
 };
 
 /* When a frame does not fit behind the others, the image claims a new slot
  * whose first frame is FT_MSG_CONTINUE naming the full one, and goes on
  * there: a shell or a build driver that starts hundreds of children keeps
  * its FORK and WAIT records off the socket too. */
-
-/* The image went on to a connection: nothing more is written here. */
-#define FT_TABLE_SLOT_MOVED 0x1u
 
 /*
  * Event buffers.
