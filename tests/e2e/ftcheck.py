@@ -552,6 +552,29 @@ class Context:
         return res
 
 
+def strace_forktrace_run(cmd, cwd, log, events, out="trace.json", env=None, timeout=60):
+    """`forktrace run -q -o out -- cmd` under `strace -f -qq -e trace=EVENTS
+    -o log`, to count the system calls of the whole tree. Skips without
+    strace or where ptrace is not allowed. LeakSanitizer (the ASan build
+    of forktrace) cannot run under ptrace, so it is turned off. Returns
+    (argv, finished Popen with .stdout and .stderr bytes); checks rc 0."""
+    strace = shutil.which("strace")
+    if not strace:
+        raise Skip("strace is not installed")
+    env = dict(os.environ if env is None else env)
+    env["ASAN_OPTIONS"] = ":".join(x for x in (env.get("ASAN_OPTIONS"), "detect_leaks=0") if x)
+    argv = [strace, "-f", "-qq", "-o", log, "-e", "trace=" + events, forktrace_bin(),
+            "run", "-q", "-o", out, "--"] + list(cmd)
+    p = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout, p.stderr = p.communicate(timeout=timeout)
+    if p.returncode != 0 and b"Operation not permitted" in p.stderr:
+        raise Skip("strace cannot trace here: " + p.stderr.decode(errors="replace")[:200])
+    check(p.returncode == 0, f"strace forktrace run: rc {p.returncode}\n"
+          f"{p.stderr.decode(errors='replace')[-2000:]}")
+    return argv, p
+
+
 def system_forks():
     """Processes created on this machine since boot (/proc/stat)."""
     with open("/proc/stat") as f:

@@ -10,7 +10,6 @@ never by position in the file.
 import collections
 import os
 import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -588,22 +587,11 @@ def test_handover_no_proc(t):
     action and a relative path is the exception: the action may change
     directory, so that child reads it), and /proc/self/stat only where
     its start time could not be told (a clock tick passed meanwhile)."""
-    strace = shutil.which("strace")
-    if not strace:
-        raise ft.Skip("strace is not installed")
     cwd, env, runs, want = handover_setup(t)
     cmd = [prog("handover")] + [a for r in runs for a in r]
-    # LeakSanitizer (the sanitizer build) does not work under ptrace.
-    env["ASAN_OPTIONS"] = ":".join(x for x in (env.get("ASAN_OPTIONS"), "detect_leaks=0") if x)
     log = t.path("strace.log")
-    p = subprocess.run([strace, "-f", "-qq", "-o", log, "-e", "trace=openat,open,readlink,readlinkat",
-                        ft.forktrace_bin(), "run", "-q", "-o", t.path("trace.json"), "--"] + cmd,
-                       cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=50)
-    if p.returncode != 0 and b"Operation not permitted" in p.stderr:
-        raise ft.Skip("strace cannot trace here: " + p.stderr.decode(errors="replace")[:200])
-    check(p.returncode == 0, f"strace forktrace run: rc {p.returncode}\n"
-          f"{p.stderr.decode(errors='replace')[-2000:]}")
+    _, p = ft.strace_forktrace_run(cmd, cwd, log, "openat,open,readlink,readlinkat",
+                                   out=t.path("trace.json"), env=env, timeout=50)
     lines = [ln.split(" ", 3) for ln in p.stdout.decode().splitlines() if ln.strip()]
     check(len(lines) == len(runs), f"{len(lines)} children reported, expected {len(runs)}")
     by_pid = collections.defaultdict(list)

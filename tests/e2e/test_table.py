@@ -4,8 +4,6 @@ through a shared file instead of a connection each. Every scenario checks
 the trace is as complete as over connections, and counts the connections
 the agents made (strace on the whole run) to show which path was taken."""
 import os
-import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -16,23 +14,11 @@ from ftcheck import check, test  # noqa: E402
 def traced_connects(t, cmd, env=None, sub="run"):
     """forktrace run -- cmd under strace -f: (Result with trace, number of
     connections the agents made to the collector)."""
-    strace = shutil.which("strace")
-    if not strace:
-        raise ft.Skip("strace not installed")
     d = t.subdir(sub)
     log = os.path.join(d, "strace.log")
     full_env = dict(os.environ)
     full_env.update(env or {})
-    # LeakSanitizer (the ASan build of forktrace) cannot run under ptrace.
-    full_env["ASAN_OPTIONS"] = ":".join(
-        x for x in (full_env.get("ASAN_OPTIONS"), "detect_leaks=0") if x)
-    # strace runs forktrace itself; its children are followed with -f.
-    argv = [strace, "-f", "-qq", "-e", "trace=connect", "-o", log, ft.forktrace_bin(),
-            "run", "-q", "-o", "trace.json", "--"] + list(cmd)
-    p = subprocess.Popen(argv, cwd=d, env=full_env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
-    p.stdout, p.stderr = p.communicate(timeout=60)
-    check(p.returncode == 0, f"forktrace under strace exited {p.returncode}: {p.stderr[-2000:]!r}")
+    argv, p = ft.strace_forktrace_run(cmd, d, log, "connect", env=full_env)
     with open(log) as f:
         connects = sum(1 for line in f if "collector.sock" in line and "connect(" in line)
     res = ft.Result(argv, p.returncode, p.stdout, p.stderr, 0, d, None, p.pid)
