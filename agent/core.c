@@ -18,10 +18,6 @@
 
 #include "internal.h"
 
-#define AGENT_X(name, ret, args) void *agent_real_##name;
-AGENT_REAL_LIST(AGENT_X)
-#undef AGENT_X
-
 /* Zero-initialised so it lives in .bss (no file-backed pages to copy);
  * fd is meaningful only once `configured` is set. */
 struct agent_state agent_g;
@@ -59,7 +55,7 @@ void agent_resolve_all(void)
 
 	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE))
 		return;
-#define AGENT_X(name, ret, args) agent_resolve_fast(&agent_real_##name, #name);
+#define AGENT_X(name, ret, args) agent_resolve_fast(&agent_g.real.name, #name);
 	AGENT_REAL_LIST(AGENT_X)
 #undef AGENT_X
 	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
@@ -375,17 +371,13 @@ static int agent_connect(void)
 	return 0;
 }
 
-/* Encode HELLO for the current image into agent_hello_buf; flags are
- * added to its FT_K_FLAGS. Returns the frame's length or -errno.
- * Signal-safe. */
-static ssize_t agent_encode_hello(uint32_t flags)
+/* HELLO with the current directory cwd into buf (see agent_encode_hello). */
+static ssize_t agent_encode_hello_in(unsigned char *buf, size_t cap, uint32_t flags,
+				     const char *cwd)
 {
 	struct enc_hello h;
 	struct timespec rt;
-	char cwd[PATH_MAX];
 
-	if (!agent_sys_getcwd(cwd, sizeof(cwd)))
-		cwd[0] = '\0';
 	h.ts = agent_now();
 	h.exec_ts = agent_g.forked ? 0 : agent_g.exec_ts;
 	clock_gettime(CLOCK_REALTIME, &rt);
@@ -404,14 +396,41 @@ static ssize_t agent_encode_hello(uint32_t flags)
 	h.name = agent_g.name;
 	h.argv = agent_g.argv;
 	h.argc = agent_g.argc;
-	return enc_hello(agent_hello_buf, sizeof(agent_hello_buf), &h);
+	return enc_hello(buf, cap, &h);
+}
+
+static __attribute__((noinline)) ssize_t agent_encode_hello_long_cwd(unsigned char *buf,
+								    size_t cap, uint32_t flags)
+{
+	char cwd[PATH_MAX];
+
+	if (!agent_sys_getcwd(cwd, sizeof(cwd)))
+		cwd[0] = '\0';
+	return agent_encode_hello_in(buf, cap, flags, cwd);
+}
+
+/* Encode HELLO for the current image into buf; flags are added to its
+ * FT_K_FLAGS. Returns the frame's length or -errno (-ENOBUFS: buf is too
+ * small). Signal-safe. The constructor runs near the top of the stack,
+ * where every further page is a page fault: a directory longer than 256
+ * bytes gets the PATH_MAX buffer, in a frame of its own. */
+static ssize_t agent_encode_hello(unsigned char *buf, size_t cap, uint32_t flags)
+{
+	char cwd[256];
+
+	if (agent_sys_getcwd(cwd, sizeof(cwd)))
+		return agent_encode_hello_in(buf, cap, flags, cwd);
+	if (errno == ERANGE)
+		return agent_encode_hello_long_cwd(buf, cap, flags);
+	cwd[0] = '\0';
+	return agent_encode_hello_in(buf, cap, flags, cwd);
 }
 
 /* Encode and write HELLO on agent_g.fd. Caller holds the send lock or is
  * single-threaded. Returns 0 or -errno. Signal-safe. */
 static int agent_send_hello(uint32_t flags)
 {
-	ssize_t n = agent_encode_hello(flags);
+	ssize_t n = agent_encode_hello(agent_hello_buf, sizeof(agent_hello_buf), flags);
 
 	if (n < 0)
 		return (int)n;
@@ -438,9 +457,12 @@ static int agent_connect_hello(uint32_t flags)
  */
 static void agent_open_channel(void)
 {
-	ssize_t n = agent_g.table_path[0] ? agent_encode_hello(0) : -1;
+	/* Most HELLOs are a few hundred bytes: encoded on the stack, they
+	 * spare the image a page fault in agent_hello_buf. */
+	unsigned char small[1024];
+	ssize_t n = agent_g.table_path ? agent_encode_hello(small, sizeof(small), 0) : -1;
 
-	if (n > 0 && agent_table_start(agent_hello_buf, (size_t)n) == 0) {
+	if (n > 0 && agent_table_start(small, (size_t)n) == 0) {
 		__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
 		return;
 	}
@@ -476,13 +498,22 @@ static char *agent_utoa(char *p, uint64_t v)
 static int agent_spill_open(void)
 {
 	char path[PATH_MAX + 80];
-	size_t n = strlen(agent_g.spill_dir);
+	const char *dir = agent_g.spill_dir;
+	size_t n;
 	char *p;
 	int fd, hi;
 
-	if (n == 0 || n >= PATH_MAX)
-		return -ENOENT;
-	memcpy(path, agent_g.spill_dir, n);
+	/* $FORKTRACE_SPILL, else <$TMPDIR or /tmp>/forktrace-spill-<uid>: made
+	 * here, not in every image's constructor. */
+	if (dir) {
+		n = strlen(dir);
+		memcpy(path, dir, n);
+	} else {
+		dir = agent_g.spill_tmp ? agent_g.spill_tmp : "/tmp";
+		p = stpcpy(stpcpy(path, dir), "/forktrace-spill-");
+		p = agent_utoa(p, (uint64_t)agent_sys_getuid());
+		n = (size_t)(p - path);
+	}
 	path[n] = '\0';
 	if (agent_sys_mkdir(path, 0700) < 0 && errno != EEXIST)
 		return -errno;
@@ -686,62 +717,130 @@ void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
 	agent_g.pending_connect = 1;
 }
 
-/* Copy argv into agent_g for HELLO, truncating (never failing) when it
+/* n bytes of the start-up arena (pointer-aligned when align), or NULL
+ * when it is full. Start-up only: the constructor, or agent_env_load
+ * before it. */
+static char *agent_arena_take(size_t n, bool align)
+{
+	size_t at = agent_g.arena_used;
+
+	if (align)
+		at = (at + sizeof(void *) - 1) & ~(sizeof(void *) - 1);
+	if (n > sizeof(agent_g.arena) - at)
+		return NULL;
+	agent_g.arena_used = at + n;
+	return agent_g.arena + at;
+}
+
+/* The alen bytes at a and the blen at b, joined and '\0'-terminated in
+ * the arena; NULL when it is full. */
+static char *agent_arena_join(const char *a, size_t alen, const char *b, size_t blen)
+{
+	char *p = agent_arena_take(alen + blen + 1, false);
+
+	if (p) {
+		memcpy(p, a, alen);
+		memcpy(p + alen, b, blen);
+		p[alen + blen] = '\0';
+	}
+	return p;
+}
+
+/* Copy argv into the arena for HELLO, truncating (never failing) when it
  * does not fit. */
 static void agent_cache_argv(int argc, char **argv)
 {
-	size_t used = 0;
+	size_t used = 0, cap = (size_t)(argc < 0 ? 0 : argc);
+	const char **v;
 	int i;
 
+	if (cap > AGENT_ARGV_MAX)
+		cap = AGENT_ARGV_MAX;
+	v = (const char **)(void *)agent_arena_take(cap * sizeof(char *), true);
+	if (!v)
+		return;
+	agent_g.argv = v;
 	for (i = 0; argv && i < argc && argv[i]; i++) {
 		size_t n = strlen(argv[i]) + 1;
+		char *p = NULL;
 
-		if (agent_g.argc == AGENT_ARGV_MAX || n > sizeof(agent_g.argv_bytes) - used) {
+		if ((size_t)i == cap || n > AGENT_ARGV_BYTES - used ||
+		    !(p = agent_arena_take(n, false))) {
 			agent_g.argv_truncated = 1;
 			break;
 		}
-		memcpy(agent_g.argv_bytes + used, argv[i], n);
-		agent_g.argv[agent_g.argc++] = agent_g.argv_bytes + used;
+		memcpy(p, argv[i], n);
+		v[agent_g.argc++] = p;
 		used += n;
 	}
+}
+
+/*
+ * This agent's path, as the loader opened it, is almost always an absolute
+ * entry of LD_PRELOAD named like the library we build: forktrace run puts
+ * it there. Taking it from there saves every image dladdr, one more
+ * import for the loader to look up and a walk of its maps. Returns the
+ * entry's length, 0 when there is no such entry (a renamed copy, a bare name the loader searched
+ * for, /etc/ld.so.preload): the caller asks dladdr.
+ */
+static size_t agent_preload_entry(const char *preload, const char **entry)
+{
+	static const char name[] = AGENT_FILE_NAME;
+
+	while (preload && *preload) {
+		size_t n = strcspn(preload, " :");
+
+		if (preload[0] == '/' && n < PATH_MAX && n >= sizeof(name) &&
+		    preload[n - sizeof(name)] == '/' &&
+		    memcmp(preload + n - (sizeof(name) - 1), name, sizeof(name) - 1) == 0) {
+			*entry = preload;
+			return n;
+		}
+		preload += n + (preload[n] != '\0');
+	}
+	return 0;
 }
 
 /* Prepare the env strings used by exec/spawn merging. Returns 0 or -1. */
 static int agent_prepare_env(const char *sock, const char *preload)
 {
 	Dl_info info;
-	const char *slash;
-	size_t n = strlen(sock);
+	const char *slash, *entry;
+	size_t n = strlen(sock), len;
 
 	if (n >= sizeof(agent_g.addr.sun_path))
 		return -1;
 	agent_g.addr.sun_family = AF_UNIX;
 	memcpy(agent_g.addr.sun_path, sock, n + 1);
 	agent_g.addrlen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
-	memcpy(agent_g.env_sock, FT_ENV_SOCK "=", sizeof(FT_ENV_SOCK));
-	memcpy(agent_g.env_sock + sizeof(FT_ENV_SOCK), sock, n + 1);
+	agent_g.env_sock = agent_arena_join(FT_ENV_SOCK "=", sizeof(FT_ENV_SOCK), sock, n);
 	/* The process table lives beside the socket. */
 	slash = strrchr(sock, '/');
-	if (slash) {
-		size_t dir = (size_t)(slash - sock) + 1;
+	if (slash)
+		agent_g.table_path = agent_arena_join(sock, (size_t)(slash - sock) + 1,
+						      FT_TABLE_NAME, sizeof(FT_TABLE_NAME) - 1);
 
-		memcpy(agent_g.table_path, sock, dir);
-		memcpy(agent_g.table_path + dir, FT_TABLE_NAME, sizeof(FT_TABLE_NAME));
+	len = agent_preload_entry(preload, &entry);
+	if (!len) {
+		if (!dladdr((void *)agent_prepare_env, &info) || !info.dli_fname)
+			return -1;
+		entry = info.dli_fname;
+		len = strlen(entry);
 	}
-
-	if (!dladdr((void *)agent_prepare_env, &info) || !info.dli_fname ||
-	    strlen(info.dli_fname) >= sizeof(agent_g.agent_path))
+	agent_g.agent_path = agent_arena_join(entry, len, "", 0);
+	if (!agent_g.env_sock || !agent_g.agent_path)
 		return -1;
-	strcpy(agent_g.agent_path, info.dli_fname);
 	slash = strrchr(agent_g.agent_path, '/');
 	agent_g.agent_base = slash ? slash + 1 : agent_g.agent_path;
 
 	/* An envp without LD_PRELOAD gets the value this process started
 	 * with (if it fits; else just this agent). */
-	if (!preload || strlen(preload) >= sizeof(agent_g.env_preload) - sizeof(FT_ENV_PRELOAD))
+	if (!preload || strlen(preload) >= PATH_MAX)
 		preload = agent_g.agent_path;
-	memcpy(agent_g.env_preload, FT_ENV_PRELOAD "=", sizeof(FT_ENV_PRELOAD));
-	strcpy(agent_g.env_preload + sizeof(FT_ENV_PRELOAD), preload);
+	agent_g.env_preload =
+	    agent_arena_join(FT_ENV_PRELOAD "=", sizeof(FT_ENV_PRELOAD), preload, strlen(preload));
+	if (!agent_g.env_preload)
+		return -1;
 	__atomic_store_n(&agent_g.env_ready, 1, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -835,21 +934,14 @@ static bool agent_env_load(void)
 	return __atomic_load_n(&agent_g.env_ready, __ATOMIC_ACQUIRE);
 }
 
-/* Where spill files go: $FORKTRACE_SPILL, else $TMPDIR (or /tmp)
- * /forktrace-spill-<uid>. Constructor only. */
+/* Where spill files go (agent_spill_open): $FORKTRACE_SPILL, else
+ * $TMPDIR, copied as the image started. Constructor only. */
 static void agent_spill_dir(const char *dir, const char *tmp)
 {
-	char *p;
-
-	if (dir && *dir && strlen(dir) < sizeof(agent_g.spill_dir)) {
-		strcpy(agent_g.spill_dir, dir);
-		return;
-	}
-	if (!tmp || !*tmp || strlen(tmp) > sizeof(agent_g.spill_dir) - 64)
-		tmp = "/tmp";
-	p = stpcpy(agent_g.spill_dir, tmp);
-	p = stpcpy(p, "/forktrace-spill-");
-	*agent_utoa(p, (uint64_t)agent_sys_getuid()) = '\0';
+	if (dir && *dir && strlen(dir) < PATH_MAX)
+		agent_g.spill_dir = agent_arena_join(dir, strlen(dir), "", 0);
+	else if (tmp && *tmp && strlen(tmp) < PATH_MAX - 64)
+		agent_g.spill_tmp = agent_arena_join(tmp, strlen(tmp), "", 0);
 }
 
 /* glibc passes argc, argv and envp to .init_array functions. */
@@ -867,12 +959,12 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 		goto out;
 	/* Without a collector (no FORKTRACE_SOCK, or one that does not
 	 * answer) everything goes to spill files. */
-	sock = getenv(FT_ENV_SOCK);
+	sock = agent_env_find(envp, FT_ENV_SOCK);
 	if (!sock)
 		sock = "";
-	agent_spill_dir(getenv(FT_ENV_SPILL_DIR), getenv("TMPDIR"));
+	agent_spill_dir(agent_env_find(envp, FT_ENV_SPILL_DIR), agent_env_find(envp, "TMPDIR"));
 	if (!__atomic_load_n(&agent_g.env_ready, __ATOMIC_ACQUIRE) &&
-	    agent_prepare_env(sock, getenv(FT_ENV_PRELOAD)) < 0) {
+	    agent_prepare_env(sock, agent_env_find(envp, FT_ENV_PRELOAD)) < 0) {
 		agent_fail("FORKTRACE_SOCK or the agent path is too long; tracing disabled");
 		goto out;
 	}
@@ -896,13 +988,15 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	    syscall(SYS_prctl, PR_GET_NAME, agent_g.name, 0, 0, 0) != 0)
 		agent_g.start_ticks = agent_read_stat(agent_g.name, sizeof(agent_g.name));
 	/* The exe's name, when handed over, is what /proc would say. */
-	if (ho.exe && strlen(ho.exe) < sizeof(agent_g.exe)) {
-		strcpy(agent_g.exe, ho.exe);
+	if (ho.exe && strlen(ho.exe) < PATH_MAX) {
+		agent_g.exe = agent_arena_join(ho.exe, strlen(ho.exe), "", 0);
 	} else {
-		n = agent_sys_readlink("/proc/self/exe", agent_g.exe, sizeof(agent_g.exe) - 1);
-		agent_g.exe[n > 0 ? n : 0] = '\0';
+		char exe[PATH_MAX];
+
+		n = agent_sys_readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		agent_g.exe = agent_arena_join(exe, n > 0 ? (size_t)n : 0, "", 0);
 	}
-	agent_ev_init(getenv("FORKTRACE_FUNCTIONS"));
+	agent_ev_init(agent_env_find(envp, "FORKTRACE_FUNCTIONS"));
 	__atomic_store_n(&agent_g.configured, 1, __ATOMIC_RELEASE);
 	agent_open_channel();
 	if (__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED))

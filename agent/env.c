@@ -221,6 +221,16 @@ static void agent_env_parse_exec_ts(const char *p, struct agent_handover *h)
 	h->exe = *p == '/' ? p : NULL;
 }
 
+const char *agent_env_find(char *const *envp, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (; envp && *envp; envp++)
+		if (agent_env_is(*envp, name, n))
+			return *envp + n + 1;
+	return NULL;
+}
+
 void agent_env_take_exec_ts(char **envp, struct agent_handover *h)
 {
 	size_t i, j;

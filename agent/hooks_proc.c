@@ -245,11 +245,9 @@ AGENT_EXPORT void _Exit(int code)
 
 /* __libc_start_main calls exit() internally (not through our hook), so
  * main is wrapped to see its return value. */
-static agent_main_fn agent_real_main;
-
 static int agent_main_wrapper(int argc, char **argv, char **envp)
 {
-	int ret = agent_real_main(argc, argv, envp);
+	int ret = agent_g.real_main(argc, argv, envp);
 
 	agent_emit_exit(ret);
 	return ret;
@@ -269,7 +267,7 @@ AGENT_EXPORT int __libc_start_main(agent_main_fn main_fn, int argc, char **argv,
 	}
 	if (!agent_g.configured)
 		return f(main_fn, argc, argv, init, fini, rtld_fini, stack_end);
-	agent_real_main = main_fn;
+	agent_g.real_main = main_fn;
 	return f(agent_main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
 }
 

@@ -82,11 +82,19 @@ typedef int (*agent_main_fn)(int, char **, char **);
 	X(dup3, int, (int, int, int))                                                              \
 	X(dlclose, int, (void *))
 
-#define AGENT_X(name, ret, args)                                                                   \
-	typedef ret(*agent_##name##_fn) args;                                                      \
-	extern void *agent_real_##name;
+#define AGENT_X(name, ret, args) typedef ret(*agent_##name##_fn) args;
 AGENT_REAL_LIST(AGENT_X)
 #undef AGENT_X
+
+/* The real functions found so far, NULL until then. A member of agent_g,
+ * on the page of its small fields: every image writes one of them at
+ * least (__libc_start_main), and on a page of their own the first read
+ * and the first write were two page faults. */
+struct agent_reals {
+#define AGENT_X(name, ret, args) void *name;
+	AGENT_REAL_LIST(AGENT_X)
+#undef AGENT_X
+};
 
 /* Slow path of AGENT_REAL: dlsym and publish. Returns NULL if missing. */
 void *agent_resolve(void **slot, const char *name);
@@ -101,7 +109,19 @@ static inline void *agent_resolve_fast(void **slot, const char *name)
 	return p ? p : agent_resolve(slot, name);
 }
 
-#define AGENT_REAL(name) ((agent_##name##_fn)agent_resolve_fast(&agent_real_##name, #name))
+#define AGENT_REAL(name) ((agent_##name##_fn)agent_resolve_fast(&agent_g.real.name, #name))
+
+/*
+ * Start-up strings, written once per image (by the constructor, or before
+ * it by agent_env_ready), are carved in order from one arena, the last
+ * member of struct agent_state: they then share the page of the small
+ * fields, or the next one. As PATH_MAX arrays side by side they took a
+ * page each, and every page an image writes costs it a page fault: about
+ * 0.5 us each, seven of them per image (perf record -e page-faults).
+ */
+#define AGENT_ARENA_SIZE                                                                           \
+	(4 * PATH_MAX + 4 * sizeof(((struct sockaddr_un *)0)->sun_path) +                          \
+	 AGENT_ARGV_MAX * sizeof(char *) + AGENT_ARGV_BYTES)
 
 /* Process-wide state. Written by the constructor and the fork child reset;
  * fd and the counters change under the send lock. The small fields come
@@ -130,23 +150,27 @@ struct agent_state {
 	pid_t ppid;
 	uint64_t start_ticks;
 	uint64_t lost; /* events dropped, not yet reported (atomic) */
+	agent_main_fn real_main; /* the program's main, wrapped (hooks_proc.c) */
+	struct agent_reals real;
 	struct sockaddr_un addr;
 	socklen_t addrlen;
-	char exe[PATH_MAX];
 	char name[16];
+	/* The strings below point into arena; NULL until set. */
+	const char *exe; /* /proc/self/exe: handed over, or read */
 	/* argv copy for HELLO of this image and of its fork children. */
-	const char *argv[AGENT_ARGV_MAX];
+	const char **argv;
 	size_t argc;
 	int argv_truncated;
-	char argv_bytes[AGENT_ARGV_BYTES];
-	/* Strings for env merging, prepared in the constructor. */
-	char env_sock[sizeof(FT_ENV_SOCK "=") + sizeof(((struct sockaddr_un *)0)->sun_path)];
-	char env_preload[PATH_MAX + sizeof(FT_ENV_PRELOAD "=")]; /* LD_PRELOAD=<original value> */
-	char agent_path[PATH_MAX];				 /* this .so, as loaded */
-	char spill_dir[PATH_MAX]; /* where spill files go (FORKTRACE_SPILL) */
-	/* The process table beside the socket (FT_TABLE_NAME), or "". */
-	char table_path[sizeof(((struct sockaddr_un *)0)->sun_path) + sizeof(FT_TABLE_NAME)];
-	const char *agent_base;					 /* basename in agent_path */
+	/* Strings for env merging, prepared with env_ready. */
+	char *env_sock;		 /* FORKTRACE_SOCK=<path> (envp entries are char *) */
+	char *env_preload;	 /* LD_PRELOAD=<original value> */
+	const char *agent_path;	 /* this .so, as loaded */
+	const char *agent_base;	 /* basename in agent_path */
+	const char *table_path;	 /* the process table beside the socket, or NULL */
+	const char *spill_dir;	 /* $FORKTRACE_SPILL: where spill files go, or NULL */
+	const char *spill_tmp;	 /* else $TMPDIR, or NULL (agent_spill_open) */
+	size_t arena_used;
+	char arena[AGENT_ARENA_SIZE];
 };
 
 extern struct agent_state agent_g;
@@ -332,6 +356,9 @@ struct agent_handover {
  * (AGENT_EXEC_TS_SIZE bytes, the caller's) and returns its length: the
  * exe, or nothing, goes at buf + length. Signal-safe. */
 size_t agent_env_exec_ts(char *buf, uint64_t ns, uint64_t ticks, uint64_t boot_before);
+/* getenv(name) in envp: the constructor's own, since getenv is one more
+ * import for the loader to look up (agent/str.c). */
+const char *agent_env_find(char *const *envp, const char *name);
 /* Removes FORKTRACE_EXEC_TS from envp (before main: single-threaded) and
  * fills h from it (all 0/NULL without one). */
 void agent_env_take_exec_ts(char **envp, struct agent_handover *h);

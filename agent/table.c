@@ -73,7 +73,7 @@ static struct ft_table_slot *agent_table_new_slot(size_t need, uint32_t *idx)
 	struct ft_table_slot *s = NULL;
 	int fd, err;
 
-	if (!agent_g.table_path[0]) {
+	if (!agent_g.table_path) {
 		errno = ENOENT;
 		return NULL;
 	}

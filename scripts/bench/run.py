@@ -69,8 +69,14 @@ def main():
     subprocess.run(["cc", "-O2", "-o", loop, os.path.join(ROOT, "scripts/bench/spawn_loop.c")],
                    check=True)
     trace = os.path.join(tmp, "trace.json")
+    # The floor any LD_PRELOAD agent pays: the loader mapping one more object.
+    empty = os.path.join(tmp, "libempty.so")
+    with open(empty + ".c", "w") as f:
+        f.write("int forktrace_bench_empty;\n")
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", empty, empty + ".c"], check=True)
     tracers = {
         "untraced": [],
+        "empty LD_PRELOAD": ["env", "LD_PRELOAD=" + empty],
         "forktrace": [ft, "run", "-q", "-o", trace, "--"],
     }
     if a.baseline:
