@@ -26,6 +26,7 @@ unsigned char agent_buf[AGENT_BUF_SIZE];
 AGENT_TLS int agent_t_guard;
 AGENT_TLS int agent_t_in_vfork;
 AGENT_TLS pid_t agent_t_tid;
+AGENT_TLS pid_t agent_t_tid_pid;
 AGENT_TLS int agent_t_tramp;
 
 /* HELLO has its own buffer: a reconnect sends it while agent_buf still
@@ -77,10 +78,15 @@ uint64_t agent_boot_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* A fork child's copy of the cache is the parent's thread's: it is
+ * refreshed at first use, not in every fork child, where writing it would
+ * cost a copy-on-write fault of the TLS page for a child that only execs. */
 pid_t agent_tid(void)
 {
-	if (!agent_t_tid)
+	if (agent_t_tid_pid != agent_g.pid || !agent_t_tid) {
 		agent_t_tid = (pid_t)syscall(SYS_gettid);
+		agent_t_tid_pid = agent_g.pid;
+	}
 	return agent_t_tid;
 }
 
@@ -685,12 +691,14 @@ void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
 	/* The lock word was copied locked: nobody else exists to release it. */
 	__atomic_store_n(&agent_g.lockword, 0, __ATOMIC_RELAXED);
 	agent_g.start_ticks = agent_fork_start_ticks(boot_before);
-	agent_t_tid = (pid_t)syscall(SYS_gettid);
 	agent_g.pid = (pid_t)syscall(SYS_getpid);
 	agent_g.ppid = parent_pid;
 	agent_g.lost = 0;
 	agent_g.exit_sent = 0;
 	agent_g.reconnected = 0;
+	/* Each reset below writes only when there is something to reset:
+	 * every page a fork child writes costs it a copy-on-write fault, and
+	 * most fork children only exec. */
 	agent_threads_reset();
 	agent_popen_reset();
 	agent_ev_fork_child();
@@ -699,9 +707,11 @@ void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
 	 * slots between tail and head can be marked (a sent slot is cleared),
 	 * so only those are cleared: the whole 3 KiB queue would cost every
 	 * fork child page faults for nothing. */
-	for (unsigned i = agent_t_defer_tail; i != agent_t_defer_head; i++)
-		agent_t_defer[i % AGENT_DEFER_MAX].ready = 0;
-	agent_t_defer_head = agent_t_defer_tail = 0;
+	if (agent_t_defer_head || agent_t_defer_tail) {
+		for (unsigned i = agent_t_defer_tail; i != agent_t_defer_head; i++)
+			agent_t_defer[i % AGENT_DEFER_MAX].ready = 0;
+		agent_t_defer_head = agent_t_defer_tail = 0;
+	}
 	/* Close the parent's connection without ever writing on it. */
 	if (agent_g.fd >= 0)
 		agent_sys_close(agent_g.fd);
@@ -976,7 +986,7 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	agent_g.pid = agent_sys_getpid();
 	agent_g.ppid = agent_sys_getppid();
 	/* Constructors of preloaded objects run on the main thread. */
-	agent_t_tid = agent_g.pid;
+	agent_t_tid = agent_t_tid_pid = agent_g.pid;
 	tck = getauxval(AT_CLKTCK);
 	agent_g.tick_ns = tck ? 1000000000u / tck : 0;
 	/* An image a fork child exec'd is handed its start time; one that

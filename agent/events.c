@@ -608,6 +608,7 @@ static bool agent_ev_acquire(struct agent_tev *e)
 	e->busy = 1;
 	agent_t_guard++;
 	agent_lock();
+	agent_g.ev_used = 1;
 	if (!e->pos) {
 		ok = agent_slot_claim(e);
 		if (!ok)
@@ -664,6 +665,9 @@ void agent_ev_fork_child(void)
 {
 	struct agent_tev *e = &agent_t_ev;
 
+	if (!agent_g.ev_used)
+		return; /* nothing recorded, nothing to reset (agent_fork_child) */
+	agent_g.ev_used = 0;
 	/* The regions were not inherited (MADV_DONTFORK): what the parent
 	 * recorded is the parent's to send. */
 	memset(e, 0, sizeof(*e));

@@ -154,26 +154,33 @@ fail:
 static enum agent_image image_kind(int fd)
 {
 	struct stat st;
-	unsigned char hdr[sizeof(Elf64_Ehdr)];
-	Elf64_Ehdr eh;
+	/* The ELF header and, in the same read, the program headers that
+	 * follow it in almost every file: one system call, not two. */
+	union {
+		unsigned char b[sizeof(Elf64_Ehdr) + 16 * sizeof(Elf64_Phdr)];
+		Elf64_Ehdr eh;
+	} u;
 	Elf64_Phdr ph[16];
 
 	if (agent_sys_fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_ISUID | S_ISGID)))
 		return AGENT_IMAGE_OTHER;
-	ssize_t n = agent_sys_pread(fd, hdr, sizeof(hdr), 0);
-	if (n >= 2 && hdr[0] == '#' && hdr[1] == '!')
+	ssize_t n = agent_sys_pread(fd, u.b, sizeof(u.b), 0);
+	if (n >= 2 && u.b[0] == '#' && u.b[1] == '!')
 		return AGENT_IMAGE_SCRIPT;
-	if (n < (ssize_t)sizeof(hdr) || memcmp(hdr, ELFMAG, SELFMAG) != 0 ||
-	    hdr[EI_CLASS] != ELFCLASS64)
+	if (n < (ssize_t)sizeof(Elf64_Ehdr) || memcmp(u.b, ELFMAG, SELFMAG) != 0 ||
+	    u.b[EI_CLASS] != ELFCLASS64)
 		return AGENT_IMAGE_OTHER;
-	memcpy(&eh, hdr, sizeof(eh));
-	if (eh.e_machine != AGENT_ELF_MACHINE || eh.e_phentsize != sizeof(Elf64_Phdr) ||
-	    eh.e_phnum == 0 || eh.e_phnum == PN_XNUM)
+	if (u.eh.e_machine != AGENT_ELF_MACHINE || u.eh.e_phentsize != sizeof(Elf64_Phdr) ||
+	    u.eh.e_phnum == 0 || u.eh.e_phnum == PN_XNUM)
 		return AGENT_IMAGE_OTHER;
-	for (unsigned i = 0; i < eh.e_phnum; i += 16) {
-		unsigned k = eh.e_phnum - i < 16 ? eh.e_phnum - i : 16;
-		off_t off = (off_t)eh.e_phoff + (off_t)i * (off_t)sizeof(Elf64_Phdr);
-		if (agent_sys_pread(fd, ph, k * sizeof(Elf64_Phdr), off) != (ssize_t)(k * sizeof(Elf64_Phdr)))
+	for (unsigned i = 0; i < u.eh.e_phnum; i += 16) {
+		unsigned k = u.eh.e_phnum - i < 16 ? u.eh.e_phnum - i : 16;
+		uint64_t off = u.eh.e_phoff + (uint64_t)i * sizeof(Elf64_Phdr);
+		size_t len = k * sizeof(Elf64_Phdr);
+
+		if (off <= (uint64_t)n && len <= (uint64_t)n - off)
+			memcpy(ph, u.b + off, len);
+		else if (agent_sys_pread(fd, ph, len, (off_t)off) != (ssize_t)len)
 			return AGENT_IMAGE_OTHER;
 		for (unsigned j = 0; j < k; j++)
 			if (ph[j].p_type == PT_INTERP)

@@ -376,17 +376,16 @@ struct agent_popen {
 
 static struct agent_popen agent_popens[AGENT_POPEN_MAX];
 
-/* Slots [0, agent_popens_used) have ever been written. */
-static int agent_popens_used;
+/* Slots [0, agent_g.popens_used) have ever been written. */
 
 void agent_popen_reset(void)
 {
 	/* The child inherits the streams; glibc's pclose still works on
 	 * them, ours would wait for a child that is not its own. Only used
 	 * slots are cleared: see agent_threads_reset. */
-	if (agent_popens_used) {
-		memset(agent_popens, 0, (size_t)agent_popens_used * sizeof(agent_popens[0]));
-		agent_popens_used = 0;
+	if (agent_g.popens_used) {
+		memset(agent_popens, 0, (size_t)agent_g.popens_used * sizeof(agent_popens[0]));
+		agent_g.popens_used = 0;
 	}
 }
 
@@ -398,8 +397,8 @@ static int agent_popen_slot(void)
 
 	for (i = 0; i < AGENT_POPEN_MAX; i++) {
 		if (!agent_popens[i].fp) {
-			if (i >= agent_popens_used)
-				agent_popens_used = i + 1;
+			if (i >= agent_g.popens_used)
+				agent_g.popens_used = i + 1;
 			return i;
 		}
 	}

@@ -22,8 +22,7 @@ struct agent_thread {
 
 static struct agent_thread agent_threads[AGENT_THREADS_MAX];
 
-/* Slots [0, agent_threads_used) have ever been written. */
-static int agent_threads_used;
+/* Slots [0, agent_g.threads_used) have ever been written. */
 
 /*
  * In a fork child: forget the parent's threads. Only the slots ever used
@@ -33,9 +32,9 @@ static int agent_threads_used;
  */
 void agent_threads_reset(void)
 {
-	if (agent_threads_used) {
-		memset(agent_threads, 0, (size_t)agent_threads_used * sizeof(agent_threads[0]));
-		agent_threads_used = 0;
+	if (agent_g.threads_used) {
+		memset(agent_threads, 0, (size_t)agent_g.threads_used * sizeof(agent_threads[0]));
+		agent_g.threads_used = 0;
 	}
 }
 
@@ -49,8 +48,8 @@ static void agent_threads_set(pthread_t th, pid_t tid, pid_t newtid)
 		    (tid == 0 || pthread_equal(agent_threads[i].th, th))) {
 			agent_threads[i].th = th;
 			agent_threads[i].tid = newtid;
-			if (i >= agent_threads_used)
-				agent_threads_used = i + 1;
+			if (i >= agent_g.threads_used)
+				agent_g.threads_used = i + 1;
 			return;
 		}
 	}

@@ -142,6 +142,7 @@ struct agent_state {
 	int spilling;	 /* fd is this image's spill file, not a socket */
 	struct ft_table_slot *table_slot; /* this image's process-table slot, or NULL */
 	struct ft_table_header *table_hdr; /* the table's mapped header, or NULL */
+	struct ft_table_slot *table_inherited; /* a fork child's mapping of its parent's slot */
 	uint32_t table_idx;   /* index of table_slot, or of the slot it left */
 	int table_left;	      /* this image wrote in slot table_idx, then connected */
 	uint64_t exec_ts; /* from FORKTRACE_EXEC_TS: when this image was exec'd */
@@ -150,6 +151,13 @@ struct agent_state {
 	pid_t ppid;
 	uint64_t start_ticks;
 	uint64_t lost; /* events dropped, not yet reported (atomic) */
+	/* What a fork child resets, read here first: on their own pages,
+	 * untouched in most processes, even reading these cost every fork
+	 * child a page fault. */
+	int threads_used; /* slots of agent_threads in use (hooks_thread.c) */
+	int popens_used;  /* slots of agent_popens in use (hooks_proc.c) */
+	int ev_used;	  /* some thread recorded in-process events (events.c) */
+	uint32_t table_slot_size; /* the table's slot size, once its header is mapped */
 	agent_main_fn real_main; /* the program's main, wrapped (hooks_proc.c) */
 	struct agent_reals real;
 	struct sockaddr_un addr;
@@ -179,7 +187,8 @@ extern unsigned char agent_buf[AGENT_BUF_SIZE];
 /* Per-thread state, initial-exec TLS (house rule 10). */
 extern AGENT_TLS int agent_t_guard;    /* >0: inside the agent, hooks pass through */
 extern AGENT_TLS int agent_t_in_vfork; /* set from vfork() until the parent resumes */
-extern AGENT_TLS pid_t agent_t_tid;    /* cached kernel tid, 0 = unknown */
+extern AGENT_TLS pid_t agent_t_tid;    /* cached kernel tid (see agent_tid) */
+extern AGENT_TLS pid_t agent_t_tid_pid; /* the agent_g.pid it was cached in */
 extern AGENT_TLS int agent_t_tramp;    /* thread started by our trampoline */
 
 /* True when a hook must only call the real function: agent inactive,

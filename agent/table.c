@@ -26,7 +26,7 @@
 /* Room for frames in a slot of the mapped table. */
 static size_t agent_table_room(void)
 {
-	return agent_g.table_hdr->slot_size - sizeof(struct ft_table_slot);
+	return agent_g.table_slot_size - sizeof(struct ft_table_slot);
 }
 
 /* Maps the header page once per process. Returns 0 or -errno. */
@@ -46,6 +46,9 @@ static int agent_table_map_header(int fd)
 		agent_sys_munmap(h, FT_TABLE_SLOTS_OFFSET);
 		return -EPROTO;
 	}
+	/* Kept apart from the shared header, which any program can write,
+	 * and which a fork child would fault in to read. */
+	agent_g.table_slot_size = h->slot_size;
 	agent_g.table_hdr = h;
 	return 0;
 }
@@ -68,6 +71,15 @@ static int agent_table_claim(uint32_t *idx)
 
 /* Opens the table, maps its header once, claims a slot and maps it.
  * Returns the slot or NULL (errno set). */
+/* Unmaps a slot a fork child inherited (agent_table_fork_child). */
+static void agent_table_drop_inherited(void)
+{
+	if (agent_g.table_inherited) {
+		agent_sys_munmap(agent_g.table_inherited, agent_g.table_slot_size);
+		agent_g.table_inherited = NULL;
+	}
+}
+
 static struct ft_table_slot *agent_table_new_slot(size_t need, uint32_t *idx)
 {
 	struct ft_table_slot *s = NULL;
@@ -87,9 +99,9 @@ static struct ft_table_slot *agent_table_new_slot(size_t need, uint32_t *idx)
 		err = agent_table_claim(idx);
 	if (err == 0) {
 		off_t off = (off_t)FT_TABLE_SLOTS_OFFSET +
-			    (off_t)*idx * (off_t)agent_g.table_hdr->slot_size;
+			    (off_t)*idx * (off_t)agent_g.table_slot_size;
 
-		s = agent_sys_mmap(NULL, agent_g.table_hdr->slot_size, PROT_READ | PROT_WRITE,
+		s = agent_sys_mmap(NULL, agent_g.table_slot_size, PROT_READ | PROT_WRITE,
 				   MAP_SHARED, fd, off);
 		if (s == MAP_FAILED) {
 			err = -errno; /* the slot stays empty; the collector skips it */
@@ -99,6 +111,8 @@ static struct ft_table_slot *agent_table_new_slot(size_t need, uint32_t *idx)
 	agent_sys_close(fd);
 	if (err < 0)
 		errno = -err;
+	else
+		agent_table_drop_inherited();
 	return s;
 }
 
@@ -129,7 +143,7 @@ int agent_table_continue(const struct iovec *iov, int cnt, size_t n)
 	s = agent_table_new_slot((size_t)hn + n, &idx);
 	if (!s)
 		return -errno;
-	agent_sys_munmap(agent_g.table_slot, agent_g.table_hdr->slot_size);
+	agent_sys_munmap(agent_g.table_slot, agent_g.table_slot_size);
 	agent_g.table_slot = s;
 	agent_g.table_idx = idx;
 	memcpy(s + 1, head, (size_t)hn);
@@ -156,7 +170,7 @@ int agent_table_append(const struct iovec *iov, int cnt, size_t n)
 
 void agent_table_leave(void)
 {
-	agent_sys_munmap(agent_g.table_slot, agent_g.table_hdr->slot_size);
+	agent_sys_munmap(agent_g.table_slot, agent_g.table_slot_size);
 	agent_g.table_slot = NULL;
 	agent_g.table_left = 1; /* its resumed HELLO names table_idx */
 }
@@ -164,9 +178,11 @@ void agent_table_leave(void)
 void agent_table_fork_child(void)
 {
 	/* The parent's slot is the parent's: the child claims its own when
-	 * it first has something to say. */
-	if (agent_g.table_slot)
-		agent_sys_munmap(agent_g.table_slot, agent_g.table_hdr->slot_size);
-	agent_g.table_slot = NULL;
+	 * it first has something to say, and only then unmaps the parent's.
+	 * Most fork children exec first, which unmaps it for free. */
+	if (agent_g.table_slot) {
+		agent_g.table_inherited = agent_g.table_slot;
+		agent_g.table_slot = NULL;
+	}
 	agent_g.table_left = 0;
 }
