@@ -798,8 +798,10 @@ static size_t agent_preload_entry(const char *preload, const char **entry)
 	static const char name[] = AGENT_FILE_NAME;
 
 	while (preload && *preload) {
-		size_t n = strcspn(preload, " :");
+		size_t n = 0;
 
+		while (preload[n] && preload[n] != ' ' && preload[n] != ':')
+			n++;
 		if (preload[0] == '/' && n < PATH_MAX && n >= sizeof(name) &&
 		    preload[n - sizeof(name)] == '/' &&
 		    memcmp(preload + n - (sizeof(name) - 1), name, sizeof(name) - 1) == 0) {
@@ -958,7 +960,8 @@ static void agent_spill_dir(const char *dir, const char *tmp)
 __attribute__((constructor)) static void agent_init(int argc, char **argv, char **envp)
 {
 	int saved = errno;
-	struct agent_handover ho;
+	struct agent_start_env env;
+	const struct agent_handover *ho = &env.ho;
 	const char *sock;
 	unsigned long tck;
 	ssize_t n;
@@ -967,21 +970,19 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	/* Never honour the environment of a setuid/setgid program. */
 	if (getauxval(AT_SECURE))
 		goto out;
+	/* Before main: the program must never see our hand-over variable. */
+	agent_env_take_start(envp, &env);
 	/* Without a collector (no FORKTRACE_SOCK, or one that does not
 	 * answer) everything goes to spill files. */
-	sock = agent_env_find(envp, FT_ENV_SOCK);
-	if (!sock)
-		sock = "";
-	agent_spill_dir(agent_env_find(envp, FT_ENV_SPILL_DIR), agent_env_find(envp, "TMPDIR"));
+	sock = env.sock ? env.sock : "";
+	agent_spill_dir(env.spill, env.tmpdir);
 	if (!__atomic_load_n(&agent_g.env_ready, __ATOMIC_ACQUIRE) &&
-	    agent_prepare_env(sock, agent_env_find(envp, FT_ENV_PRELOAD)) < 0) {
+	    agent_prepare_env(sock, env.preload) < 0) {
 		agent_fail("FORKTRACE_SOCK or the agent path is too long; tracing disabled");
 		goto out;
 	}
 	agent_g.fd = -1;
-	/* Before main: the program must never see our hand-over variable. */
-	agent_env_take_exec_ts(envp, &ho);
-	agent_g.exec_ts = ho.exec_ns;
+	agent_g.exec_ts = ho->exec_ns;
 	agent_cache_argv(argc, argv);
 	agent_g.pid = agent_sys_getpid();
 	agent_g.ppid = agent_sys_getppid();
@@ -993,20 +994,20 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	 * posix_spawn started, the spawner's clock reading before the call,
 	 * from which it tells its start time as a fork child does (see
 	 * agent_fork_start_ticks). The comm is then one prctl away. */
-	agent_g.start_ticks = ho.ticks ? ho.ticks : agent_fork_start_ticks(ho.boot_before);
+	agent_g.start_ticks = ho->ticks ? ho->ticks : agent_fork_start_ticks(ho->boot_before);
 	if (!agent_g.start_ticks ||
 	    syscall(SYS_prctl, PR_GET_NAME, agent_g.name, 0, 0, 0) != 0)
 		agent_g.start_ticks = agent_read_stat(agent_g.name, sizeof(agent_g.name));
 	/* The exe's name, when handed over, is what /proc would say. */
-	if (ho.exe && strlen(ho.exe) < PATH_MAX) {
-		agent_g.exe = agent_arena_join(ho.exe, strlen(ho.exe), "", 0);
+	if (ho->exe && strlen(ho->exe) < PATH_MAX) {
+		agent_g.exe = agent_arena_join(ho->exe, strlen(ho->exe), "", 0);
 	} else {
 		char exe[PATH_MAX];
 
 		n = agent_sys_readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 		agent_g.exe = agent_arena_join(exe, n > 0 ? (size_t)n : 0, "", 0);
 	}
-	agent_ev_init(agent_env_find(envp, "FORKTRACE_FUNCTIONS"));
+	agent_ev_init(env.functions);
 	__atomic_store_n(&agent_g.configured, 1, __ATOMIC_RELEASE);
 	agent_open_channel();
 	if (__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED))

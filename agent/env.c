@@ -221,28 +221,41 @@ static void agent_env_parse_exec_ts(const char *p, struct agent_handover *h)
 	h->exe = *p == '/' ? p : NULL;
 }
 
-const char *agent_env_find(char *const *envp, const char *name)
+/* The value of entry if it is "<name>=value", else NULL. */
+static const char *agent_env_value(const char *entry, const char *name, size_t n)
 {
-	size_t n = strlen(name);
-
-	for (; envp && *envp; envp++)
-		if (agent_env_is(*envp, name, n))
-			return *envp + n + 1;
-	return NULL;
+	return agent_env_is(entry, name, n) ? entry + n + 1 : NULL;
 }
 
-void agent_env_take_exec_ts(char **envp, struct agent_handover *h)
+#define AGENT_ENV_VALUE(entry, name) agent_env_value(entry, name, sizeof(name) - 1)
+
+void agent_env_take_start(char **envp, struct agent_start_env *e)
 {
 	size_t i, j;
 
-	memset(h, 0, sizeof(*h));
+	memset(e, 0, sizeof(*e));
 	if (!envp)
 		return;
 	for (i = 0, j = 0; envp[i]; i++) {
-		if (agent_env_is(envp[i], FT_ENV_EXEC_TS, sizeof(FT_ENV_EXEC_TS) - 1)) {
-			memset(h, 0, sizeof(*h));
-			agent_env_parse_exec_ts(envp[i] + sizeof(FT_ENV_EXEC_TS), h);
-			continue;
+		const char *v = envp[i], *x;
+
+		/* Dispatch on the first letter: most entries are no one's. */
+		if (v[0] == 'F' && strncmp(v, "FORKTRACE_", 10) == 0) {
+			if ((x = AGENT_ENV_VALUE(v, FT_ENV_EXEC_TS))) {
+				memset(&e->ho, 0, sizeof(e->ho));
+				agent_env_parse_exec_ts(x, &e->ho);
+				continue; /* the program must never see it */
+			}
+			if ((x = AGENT_ENV_VALUE(v, FT_ENV_SOCK)))
+				e->sock = x;
+			else if ((x = AGENT_ENV_VALUE(v, FT_ENV_SPILL_DIR)))
+				e->spill = x;
+			else if ((x = AGENT_ENV_VALUE(v, "FORKTRACE_FUNCTIONS")))
+				e->functions = x;
+		} else if (v[0] == 'L' && (x = AGENT_ENV_VALUE(v, FT_ENV_PRELOAD))) {
+			e->preload = x;
+		} else if (v[0] == 'T' && (x = AGENT_ENV_VALUE(v, "TMPDIR"))) {
+			e->tmpdir = x;
 		}
 		envp[j++] = envp[i];
 	}

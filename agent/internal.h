@@ -365,12 +365,20 @@ struct agent_handover {
  * (AGENT_EXEC_TS_SIZE bytes, the caller's) and returns its length: the
  * exe, or nothing, goes at buf + length. Signal-safe. */
 size_t agent_env_exec_ts(char *buf, uint64_t ns, uint64_t ticks, uint64_t boot_before);
-/* getenv(name) in envp: the constructor's own, since getenv is one more
- * import for the loader to look up (agent/str.c). */
-const char *agent_env_find(char *const *envp, const char *name);
-/* Removes FORKTRACE_EXEC_TS from envp (before main: single-threaded) and
- * fills h from it (all 0/NULL without one). */
-void agent_env_take_exec_ts(char **envp, struct agent_handover *h);
+/* The variables the constructor reads (borrowed from envp, NULL when
+ * unset). */
+struct agent_start_env {
+	const char *sock;      /* FORKTRACE_SOCK */
+	const char *preload;   /* LD_PRELOAD */
+	const char *spill;     /* FORKTRACE_SPILL */
+	const char *tmpdir;    /* TMPDIR */
+	const char *functions; /* FORKTRACE_FUNCTIONS */
+	struct agent_handover ho; /* FORKTRACE_EXEC_TS, all 0/NULL without one */
+};
+/* One pass over envp for the constructor (getenv would be one more
+ * import for the loader to look up, and a pass per variable): fills e,
+ * and removes FORKTRACE_EXEC_TS from envp, before main (single-threaded). */
+void agent_env_take_start(char **envp, struct agent_start_env *e);
 /* Release what agent_env_merge mapped. Preserves errno. */
 void agent_env_release(struct agent_env *e);
 
