@@ -264,6 +264,21 @@ def test_env_i(t):
 
 
 @test
+def test_env_i_renamed_agent(t):
+    """The agent finds its own path in LD_PRELOAD by its file name; a copy
+    under another name is found through the loader (dladdr) instead. Either
+    way an empty environment gets it back: a wrong path here would leave
+    env_child and /bin/true uninstrumented."""
+    agent = os.path.join(os.path.dirname(ft.forktrace_bin()), "libforktrace-agent.so")
+    renamed = os.path.join(t.dir, "libft-renamed.so")
+    shutil.copyfile(agent, renamed)
+    env = dict(os.environ, FORKTRACE_AGENT=renamed)
+    res = t.run(["env", "-i", prog("env_child"), "14"], env=env, expect_rc=14)
+    tr = res.trace
+    check_env_child(tr, tr.root(), 14)
+
+
+@test
 def test_vfork_exec(t):
     res = t.run_compare([prog("use_vfork")], expect_rc=0)
     tr = res.trace
