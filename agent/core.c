@@ -479,21 +479,6 @@ static void agent_open_channel(void)
 	__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
 }
 
-/* Appends the decimal digits of v to p; returns the end. Signal-safe. */
-static char *agent_utoa(char *p, uint64_t v)
-{
-	char tmp[24];
-	int n = 0;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*p++ = tmp[--n];
-	return p;
-}
-
 /*
  * Opens this image's spill file, SPILL_DIR/<pid>-<start ticks>-<ns>.ftspill
  * (created 0600, the directory 0700 if missing), moves it high like the
@@ -838,6 +823,8 @@ static int agent_prepare_env(const char *sock, const char *preload)
 			return -1;
 		entry = info.dli_fname;
 		len = strlen(entry);
+		if (len >= PATH_MAX)
+			return -1;
 	}
 	agent_g.agent_path = agent_arena_join(entry, len, "", 0);
 	if (!agent_g.env_sock || !agent_g.agent_path)

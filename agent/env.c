@@ -13,21 +13,6 @@
 
 #include "internal.h"
 
-/* Appends the decimal digits of v at p; returns the end. Signal-safe. */
-static char *agent_env_u64(char *p, uint64_t v)
-{
-	char tmp[24];
-	int n = 0;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*p++ = tmp[--n];
-	return p;
-}
-
 static bool agent_env_is(const char *entry, const char *name, size_t n)
 {
 	return strncmp(entry, name, n) == 0 && entry[n] == '=';
@@ -177,11 +162,11 @@ size_t agent_env_exec_ts(char *buf, uint64_t ns, uint64_t ticks, uint64_t boot_b
 
 	memcpy(p, FT_ENV_EXEC_TS "=", sizeof(FT_ENV_EXEC_TS));
 	p += sizeof(FT_ENV_EXEC_TS);
-	p = agent_env_u64(p, ns);
+	p = agent_utoa(p, ns);
 	*p++ = ':';
-	p = agent_env_u64(p, ticks);
+	p = agent_utoa(p, ticks);
 	*p++ = ':';
-	p = agent_env_u64(p, boot_before);
+	p = agent_utoa(p, boot_before);
 	*p++ = ':';
 	*p = '\0';
 	return (size_t)(p - buf);

@@ -53,19 +53,10 @@ static void agent_emit_exec(unsigned kind, const char *path, char *const *argv)
 static const char *agent_fd_path(int fd, char *buf, size_t cap)
 {
 	char link[32] = "/proc/self/fd/";
-	char digits[12];
-	size_t nd = 0, off = sizeof("/proc/self/fd/") - 1;
-	unsigned v = (unsigned)fd;
 	ssize_t n;
 
 	/* No snprintf: this may run in the child of a multithreaded fork. */
-	do {
-		digits[nd++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (nd)
-		link[off++] = digits[--nd];
-	link[off] = '\0';
+	*agent_utoa(link + sizeof("/proc/self/fd/") - 1, (unsigned)fd) = '\0';
 	n = agent_sys_readlink(link, buf, cap - 1);
 	buf[n > 0 ? n : 0] = '\0';
 	return buf;

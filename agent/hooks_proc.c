@@ -376,8 +376,6 @@ struct agent_popen {
 
 static struct agent_popen agent_popens[AGENT_POPEN_MAX];
 
-/* Slots [0, agent_g.popens_used) have ever been written. */
-
 void agent_popen_reset(void)
 {
 	/* The child inherits the streams; glibc's pclose still works on

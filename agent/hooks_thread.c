@@ -22,8 +22,6 @@ struct agent_thread {
 
 static struct agent_thread agent_threads[AGENT_THREADS_MAX];
 
-/* Slots [0, agent_g.threads_used) have ever been written. */
-
 /*
  * In a fork child: forget the parent's threads. Only the slots ever used
  * are cleared: a fork child that wrote the whole 16 KiB table would take

@@ -118,6 +118,9 @@ static inline void *agent_resolve_fast(void **slot, const char *name)
  * fields, or the next one. As PATH_MAX arrays side by side they took a
  * page each, and every page an image writes costs it a page fault: about
  * 0.5 us each, seven of them per image (perf record -e page-faults).
+ * Sized for every string at its longest: four of up to PATH_MAX (the exe,
+ * the agent's path, LD_PRELOAD=..., the spill directory), two built from
+ * the socket's path, and argv with its pointers.
  */
 #define AGENT_ARENA_SIZE                                                                           \
 	(4 * PATH_MAX + 4 * sizeof(((struct sockaddr_un *)0)->sun_path) +                          \
@@ -154,8 +157,8 @@ struct agent_state {
 	/* What a fork child resets, read here first: on their own pages,
 	 * untouched in most processes, even reading these cost every fork
 	 * child a page fault. */
-	int threads_used; /* slots of agent_threads in use (hooks_thread.c) */
-	int popens_used;  /* slots of agent_popens in use (hooks_proc.c) */
+	int threads_used; /* agent_threads[0, n) were ever written (hooks_thread.c) */
+	int popens_used;  /* agent_popens[0, n) were ever written (hooks_proc.c) */
 	int ev_used;	  /* some thread recorded in-process events (events.c) */
 	uint32_t table_slot_size; /* the table's slot size, once its header is mapped */
 	agent_main_fn real_main; /* the program's main, wrapped (hooks_proc.c) */
@@ -365,6 +368,10 @@ struct agent_handover {
  * (AGENT_EXEC_TS_SIZE bytes, the caller's) and returns its length: the
  * exe, or nothing, goes at buf + length. Signal-safe. */
 size_t agent_env_exec_ts(char *buf, uint64_t ns, uint64_t ticks, uint64_t boot_before);
+/* Appends the decimal digits of v to p; returns the end, unterminated.
+ * Signal-safe (agent/str.c). */
+char *agent_utoa(char *p, uint64_t v);
+
 /* The variables the constructor reads (borrowed from envp, NULL when
  * unset). */
 struct agent_start_env {

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "internal.h"
+
 void *memcpy(void *restrict dst, const void *restrict src, size_t n)
 {
 #if defined(__x86_64__)
@@ -161,6 +163,20 @@ char *strrchr(const char *s, int c)
 			last = s;
 	} while (*s++);
 	return (char *)last;
+}
+
+char *agent_utoa(char *p, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
 }
 
 size_t strcspn(const char *s, const char *reject)
