@@ -80,8 +80,6 @@ typedef struct run_state {
 	bool finishing;
 	int drain_waited_ms;
 	int drain_limit_ms;
-	int drain_quiet_polls;
-	uint64_t drain_accepted;
 	char sock_dir[PATH_MAX];
 	char sock_path[PATH_MAX];
 	char tmp_out[PATH_MAX];
@@ -570,8 +568,8 @@ static void progress_cb(uv_timer_t *t)
  * Every process has exited, but what they sent may still be in flight: in
  * connections not read to their EOF yet, and in connections still waiting
  * in the listen backlog (a process can connect, speak and exit before we
- * accept). So keep accepting and reading until two polls in a row find no
- * connection open and none newly accepted. One still open after
+ * accept). Nothing of the tree is left to connect, so once no connection
+ * is open and the backlog is empty, everything is in. One still open after
  * DRAIN_TIMEOUT_MS is held by something outside the tree: cut it, so the
  * trace gets written.
  */
@@ -579,14 +577,10 @@ static void drain_cb(uv_timer_t *t)
 {
 	run_state *rs = t->data;
 
-	rs->drain_waited_ms += DRAIN_POLL_MS;
-	if (rs->server.nconns == 0 && rs->server.accepted == rs->drain_accepted)
-		rs->drain_quiet_polls++;
-	else
-		rs->drain_quiet_polls = 0;
-	rs->drain_accepted = rs->server.accepted;
-	if (rs->drain_quiet_polls < 2 && rs->drain_waited_ms < rs->drain_limit_ms)
+	if (!srv_idle(&rs->server) && rs->drain_waited_ms < rs->drain_limit_ms) {
+		rs->drain_waited_ms += DRAIN_POLL_MS;
 		return;
+	}
 	if (rs->server.nconns && !rs->timed_out)
 		fprintf(stderr, "forktrace: warning: %zu connections still open %d ms after "
 				"the last process ended; closing them\n",
@@ -607,7 +601,8 @@ static void begin_finish(run_state *rs)
 	/* After --wait-timeout the daemons keep their connections open:
 	 * read what the others sent, briefly, then cut. */
 	rs->drain_limit_ms = rs->timed_out ? DRAIN_AFTER_TIMEOUT_MS : DRAIN_TIMEOUT_MS;
-	uv_timer_start(&rs->drain_timer, drain_cb, DRAIN_POLL_MS, DRAIN_POLL_MS);
+	/* At once: a run whose images all spoke in the table is done now. */
+	uv_timer_start(&rs->drain_timer, drain_cb, 0, DRAIN_POLL_MS);
 }
 
 static void wait_timer_cb(uv_timer_t *t)

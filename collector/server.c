@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -437,6 +438,23 @@ void srv_stop(srv *s)
 		uv_close((uv_handle_t *)&s->batch, NULL);
 		s->listening = false;
 	}
+}
+
+bool srv_idle(const srv *s)
+{
+	uv_os_fd_t fd;
+	struct pollfd p;
+
+	if (s->nconns)
+		return false;
+	if (!s->listening || uv_fileno((const uv_handle_t *)&s->listener, &fd) < 0)
+		return true;
+	/* A listening socket is readable while its backlog holds a
+	 * connection; that one may carry frames of a process now gone. */
+	p.fd = fd;
+	p.events = POLLIN;
+	p.revents = 0;
+	return poll(&p, 1, 0) == 0;
 }
 
 static void close_walk(uv_handle_t *h, void *arg)

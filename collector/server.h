@@ -39,6 +39,9 @@ typedef struct srv {
 int srv_start(srv *s, uv_loop_t *loop, const char *path, proc_tree *pt);
 /* Stops accepting new connections. */
 void srv_stop(srv *s);
+/* Is everything that connected already in: no connection open and none
+ * waiting in the listen backlog? */
+bool srv_idle(const srv *s);
 /* Stops accepting and closes every connection (each counts as ended). */
 void srv_close_all(srv *s);
 void srv_free(srv *s);
