@@ -30,7 +30,9 @@
 
 #include "cli.h"
 #include "internal.h"
+#include "h5.h"
 #include "merge.h"
+#include "selfpath.h"
 #include "server.h"
 
 extern char **environ;
@@ -342,22 +344,13 @@ static int resolve_command(const char *cmd, char *out, size_t outsz)
 	return 127;
 }
 
-/* Where the agent library is: $FORKTRACE_AGENT, or next to the forktrace
- * executable (the build tree), or in ../lib/forktrace/ from it (an
- * installed $prefix/bin/forktrace). A path found next to the executable is
- * made canonical, so LD_PRELOAD carries no "bin/..". A path LD_PRELOAD
- * cannot carry (it splits on spaces and colons) is refused here, rather
- * than running COMMAND without the agent. */
+/* Where the agent library is: $FORKTRACE_AGENT, or where ft_beside_self
+ * finds it (made canonical, so LD_PRELOAD carries no "bin/.."). A path
+ * LD_PRELOAD cannot carry (it splits on spaces and colons) is refused
+ * here, rather than running COMMAND without the agent. */
 static int find_agent(char *out, size_t outsz)
 {
-	static const char *const beside_self[] = {
-		"libforktrace-agent.so",
-		"../lib/forktrace/libforktrace-agent.so",
-	};
 	const char *env = getenv("FORKTRACE_AGENT");
-	char self[PATH_MAX], cand[PATH_MAX], real[PATH_MAX];
-	ssize_t n;
-	size_t i;
 
 	if (env && *env) {
 		if (env[0] != '/' || access(env, R_OK) < 0) {
@@ -366,28 +359,12 @@ static int find_agent(char *out, size_t outsz)
 			return -ENOENT;
 		}
 		snprintf(out, outsz, "%s", env);
-		goto found;
+	} else if (ft_beside_self("libforktrace-agent.so", out, outsz) < 0) {
+		fprintf(stderr, "forktrace: cannot find libforktrace-agent.so next to the "
+				"forktrace executable or in ../lib/forktrace/ from it; set "
+				"FORKTRACE_AGENT to its path\n");
+		return -ENOENT;
 	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			for (i = 0; i < sizeof(beside_self) / sizeof(beside_self[0]); i++) {
-				if ((size_t)snprintf(cand, sizeof(cand), "%s/%s", self,
-						     beside_self[i]) < sizeof(cand) &&
-				    realpath(cand, real) && access(real, R_OK) == 0 &&
-				    (size_t)snprintf(out, outsz, "%s", real) < outsz)
-					goto found;
-			}
-		}
-	}
-	fprintf(stderr, "forktrace: cannot find libforktrace-agent.so next to the forktrace "
-			"executable or in ../lib/forktrace/ from it; set FORKTRACE_AGENT to "
-			"its path\n");
-	return -ENOENT;
-found:
 	if (strpbrk(out, " :")) {
 		fprintf(stderr, "forktrace: the agent's path %s holds a space or a colon, which "
 				"LD_PRELOAD cannot carry; install forktrace elsewhere or set "
@@ -408,6 +385,9 @@ static int open_output(run_state *rs)
 			strerror(EISDIR));
 		return -EISDIR;
 	}
+	/* HDF5 is written by a module loaded on demand: it must be there. */
+	if (merge_format_for_path(rs->o.output) == TRACE_FORMAT_H5 && sink_h5_load() < 0)
+		return -ELIBACC;
 	int n = snprintf(rs->tmp_out, sizeof(rs->tmp_out), "%s.tmp-XXXXXX", rs->o.output);
 
 	if (n < 0 || (size_t)n >= sizeof(rs->tmp_out)) {

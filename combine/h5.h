@@ -1,7 +1,9 @@
 /*
  * The HDF5 output and input (docs/HDF5_LAYOUT.md): sink_h5.c writes a
  * trace as HDF5 (prefix h5w_), reader_h5.c turns such a file back into
- * sink events (prefix h5r_ inside, reader_h5_ for the entry points).
+ * sink events (prefix h5r_). Both are in libforktrace-h5.so, which
+ * h5load.c loads on the first call here (h5_module.h says why); when it
+ * cannot, it says why on stderr and the call fails with -ELIBACC.
  *
  * Internal to combine/.
  */
@@ -18,6 +20,10 @@
 /* Value of the root attribute "format" and the version of the layout. */
 #define H5_LAYOUT_NAME "forktrace-hdf5"
 #define H5_LAYOUT_VERSION 1
+
+/* Loads the HDF5 module now, so that a run can fail before its command
+ * starts: 0, or -ELIBACC (the reason said on stderr). */
+int sink_h5_load(void);
 
 /*
  * The HDF5 sink writing a new file at path (created or truncated; path

@@ -12,32 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "h5.h"
+#include "h5_module.h"
 #include "jsonr.h"
 
 #define H5R_BLOCK 65536
 /* Above this many bytes of args text in one block, read it event by event. */
 #define H5R_MAX_BLOB_READ (64u << 20)
-
-static const char h5_signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
-
-int reader_h5_is(const char *path)
-{
-	char buf[8];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	n = pread(fd, buf, sizeof(buf), 0);
-	if (n < 0) {
-		n = -errno;
-		close(fd);
-		return (int)n;
-	}
-	close(fd);
-	return n == (ssize_t)sizeof(buf) && memcmp(buf, h5_signature, sizeof(buf)) == 0;
-}
 
 /* The columns the reader needs, in the order of the arrays below. */
 enum { R_TS, R_DUR, R_NAME, R_CAT, R_TID, R_PH, R_SCOPE, R_FLAGS, R_ID, R_AOFF, R_ALEN, R_XOFF,
@@ -529,16 +509,11 @@ static void free_block(h5r *r)
 		ostream_finish(&r->raw);
 }
 
-/* Opens path and checks it is ours; r->file and r->vlen_str to close. */
+/* Opens path (its signature checked by h5load.c); r->file and
+ * r->vlen_str to close. */
 static int h5r_open(h5r *r, const char *path)
 {
-	int is = reader_h5_is(path);
-
 	r->file = r->vlen_str = H5I_INVALID_HID;
-	if (is < 0)
-		return is;
-	if (is == 0)
-		return -EINVAL;
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 	r->vlen_str = H5Tcopy(H5T_C_S1);
 	if (r->vlen_str < 0 || H5Tset_size(r->vlen_str, H5T_VARIABLE) < 0 ||
@@ -556,7 +531,7 @@ static void h5r_close(h5r *r)
 		H5Tclose(r->vlen_str);
 }
 
-int reader_h5_meta(const char *path, model_trace *meta, uint64_t *processes)
+int h5r_meta(const char *path, model_trace *meta, uint64_t *processes)
 {
 	h5r r = {0};
 	int err = h5r_open(&r, path);
@@ -567,7 +542,7 @@ int reader_h5_meta(const char *path, model_trace *meta, uint64_t *processes)
 	return err;
 }
 
-int reader_h5_read(const char *path, trace_sink *sink, model_trace *meta)
+int h5r_read(const char *path, trace_sink *sink, model_trace *meta)
 {
 	h5r r = {.sink = sink};
 	hid_t events;

@@ -33,7 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "h5.h"
+#include "h5_module.h"
 #include "jsonr.h"
 
 /* Rows per chunk of the event datasets, and rows buffered per process
@@ -2032,7 +2032,7 @@ fail:
 	return NULL;
 }
 
-trace_sink *sink_h5_new(const char *path, const merge_opts *opts, int *err)
+trace_sink *h5w_sink_new(const char *path, const merge_opts *opts, int *err)
 {
 	int fd;
 
@@ -2047,7 +2047,7 @@ trace_sink *sink_h5_new(const char *path, const merge_opts *opts, int *err)
 	return h5_new(strdup(path), -1, opts, err);
 }
 
-trace_sink *sink_h5_new_fd(int fd, const merge_opts *opts, int *err)
+trace_sink *h5w_sink_new_fd(int fd, const merge_opts *opts, int *err)
 {
 	struct stat st;
 	char path[64];
@@ -2064,12 +2064,12 @@ trace_sink *sink_h5_new_fd(int fd, const merge_opts *opts, int *err)
 	return h5_new(strdup(path), fd, opts, err);
 }
 
-void sink_h5_set_budget(trace_sink *s, size_t bytes)
+void h5w_set_budget(trace_sink *s, size_t bytes)
 {
 	((h5_sink *)s)->budget = bytes;
 }
 
-size_t sink_h5_buffered(const trace_sink *s)
+size_t h5w_buffered(const trace_sink *s)
 {
 	return ((const h5_sink *)s)->mem;
 }

@@ -1,0 +1,44 @@
+/*
+ * h5_module.h - the HDF5 writer and reader live in a module of their own,
+ * libforktrace-h5.so, loaded with dlopen the first time a trace is written
+ * or read as HDF5 (h5load.c). libhdf5 pulls in about forty libraries
+ * (curl, TLS, Kerberos, LDAP for its remote drivers); linked into the
+ * forktrace binary they cost every run, JSON or not, 5-6 ms of loading
+ * before the traced command even starts.
+ *
+ * The module exports one symbol, FT_H5_API_SYMBOL, a struct ft_h5_api.
+ * Its functions are those of h5.h, without the signature check that
+ * h5load.c makes before it loads the module.
+ *
+ * Internal to combine/.
+ */
+#ifndef FT_COMBINE_H5_MODULE_H
+#define FT_COMBINE_H5_MODULE_H
+
+#include "h5.h"
+
+#define FT_H5_MODULE_NAME "libforktrace-h5.so"
+#define FT_H5_API_SYMBOL "forktrace_h5_api"
+
+struct ft_h5_api {
+	/* sizeof(struct ft_h5_api) and the version of the build that made
+	 * the module: a module of another build is refused. */
+	size_t size;
+	const char *version;
+	trace_sink *(*sink_new)(const char *path, const merge_opts *opts, int *err);
+	trace_sink *(*sink_new_fd)(int fd, const merge_opts *opts, int *err);
+	void (*set_budget)(trace_sink *s, size_t bytes);
+	size_t (*buffered)(const trace_sink *s);
+	int (*meta)(const char *path, model_trace *meta, uint64_t *processes);
+	int (*read)(const char *path, trace_sink *sink, model_trace *meta);
+};
+
+/* In the module (sink_h5.c, reader_h5.c): h5.h's functions. */
+trace_sink *h5w_sink_new(const char *path, const merge_opts *opts, int *err);
+trace_sink *h5w_sink_new_fd(int fd, const merge_opts *opts, int *err);
+void h5w_set_budget(trace_sink *s, size_t bytes);
+size_t h5w_buffered(const trace_sink *s);
+int h5r_meta(const char *path, model_trace *meta, uint64_t *processes);
+int h5r_read(const char *path, trace_sink *sink, model_trace *meta);
+
+#endif /* FT_COMBINE_H5_MODULE_H */

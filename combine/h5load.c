@@ -1,0 +1,138 @@
+/*
+ * h5load.c - h5.h's functions, forwarded to libforktrace-h5.so, which is
+ * loaded on first use (why: h5_module.h). Only reader_h5_is is answered
+ * here: telling an HDF5 file by its signature needs no HDF5.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "h5_module.h"
+#include "selfpath.h"
+
+static const char h5_signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+
+static const struct ft_h5_api *h5_api;
+static pthread_once_t h5_once = PTHREAD_ONCE_INIT;
+
+/* Finds and loads the module once; says why on stderr when it cannot. */
+static void h5_load(void)
+{
+	char path[PATH_MAX];
+	const struct ft_h5_api *api;
+	void *h;
+
+	if (ft_beside_self(FT_H5_MODULE_NAME, path, sizeof(path)) < 0) {
+		fprintf(stderr, "forktrace: HDF5 support is missing: %s is neither next to the "
+				"forktrace executable nor in ../lib/forktrace/ from it\n",
+			FT_H5_MODULE_NAME);
+		return;
+	}
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		fprintf(stderr, "forktrace: HDF5 support is missing: %s\n", dlerror());
+		return;
+	}
+	api = dlsym(h, FT_H5_API_SYMBOL);
+	if (!api || api->size != sizeof(*api) || strcmp(api->version, FT_VERSION_STRING) != 0) {
+		fprintf(stderr, "forktrace: HDF5 support is missing: %s is not the one of "
+				"forktrace %s\n",
+			path, FT_VERSION_STRING);
+		dlclose(h);
+		return;
+	}
+	/* Never closed: its sinks may live until exit. */
+	h5_api = api;
+}
+
+/* The module, or NULL (with *err = -ELIBACC) when it cannot be loaded. */
+static const struct ft_h5_api *h5_get(int *err)
+{
+	pthread_once(&h5_once, h5_load);
+	if (!h5_api)
+		*err = -ELIBACC;
+	return h5_api;
+}
+
+int sink_h5_load(void)
+{
+	int err = 0;
+
+	return h5_get(&err) ? 0 : err;
+}
+
+trace_sink *sink_h5_new(const char *path, const merge_opts *opts, int *err)
+{
+	const struct ft_h5_api *api = h5_get(err);
+
+	return api ? api->sink_new(path, opts, err) : NULL;
+}
+
+trace_sink *sink_h5_new_fd(int fd, const merge_opts *opts, int *err)
+{
+	const struct ft_h5_api *api = h5_get(err);
+
+	return api ? api->sink_new_fd(fd, opts, err) : NULL;
+}
+
+/* s is a sink of the module, so the module is loaded. */
+void sink_h5_set_budget(trace_sink *s, size_t bytes)
+{
+	h5_api->set_budget(s, bytes);
+}
+
+size_t sink_h5_buffered(const trace_sink *s)
+{
+	return h5_api->buffered(s);
+}
+
+int reader_h5_is(const char *path)
+{
+	char buf[8];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, buf, sizeof(buf), 0);
+	if (n < 0) {
+		n = -errno;
+		close(fd);
+		return (int)n;
+	}
+	close(fd);
+	return n == (ssize_t)sizeof(buf) && memcmp(buf, h5_signature, sizeof(buf)) == 0;
+}
+
+/* Ours to read: an HDF5 file (-EINVAL if not), and the module loads. */
+static const struct ft_h5_api *h5_for_reading(const char *path, int *err)
+{
+	int is = reader_h5_is(path);
+
+	if (is <= 0) {
+		*err = is < 0 ? is : -EINVAL;
+		return NULL;
+	}
+	return h5_get(err);
+}
+
+int reader_h5_meta(const char *path, model_trace *meta, uint64_t *processes)
+{
+	int err = 0;
+	const struct ft_h5_api *api = h5_for_reading(path, &err);
+
+	return api ? api->meta(path, meta, processes) : err;
+}
+
+int reader_h5_read(const char *path, trace_sink *sink, model_trace *meta)
+{
+	int err = 0;
+	const struct ft_h5_api *api = h5_for_reading(path, &err);
+
+	return api ? api->read(path, sink, meta) : err;
+}
