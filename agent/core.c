@@ -997,8 +997,10 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	agent_ev_init(env.functions);
 	__atomic_store_n(&agent_g.configured, 1, __ATOMIC_RELEASE);
 	agent_open_channel();
-	if (__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED)) {
 		agent_signals_install();
+		agent_exit_watch();
+	}
 out:
 	errno = saved;
 }

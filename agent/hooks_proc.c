@@ -1,6 +1,6 @@
 /*
  * Process-level hooks: fork, the wait family, the exit paths (including
- * return from main through __libc_start_main), system, popen and pclose.
+ * return from main, through on_exit), system, popen and pclose.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -243,32 +243,20 @@ AGENT_EXPORT void _Exit(int code)
 	__builtin_unreachable();
 }
 
-/* __libc_start_main calls exit() internally (not through our hook), so
- * main is wrapped to see its return value. */
-static int agent_main_wrapper(int argc, char **argv, char **envp)
+/* A return from main calls exit() inside libc, past our hook. Both run
+ * the on_exit handlers, with the status: one handler sees both, where
+ * wrapping main through __libc_start_main took every image a dlsym. It
+ * runs after the program's own atexit handlers (registered later), so
+ * events they record are flushed too. */
+static void agent_on_exit(int code, void *arg)
 {
-	int ret = agent_g.real_main(argc, argv, envp);
-
-	agent_emit_exit(ret);
-	return ret;
+	(void)arg;
+	agent_emit_exit(code);
 }
 
-int __libc_start_main(agent_main_fn main_fn, int argc, char **argv, void (*init)(void),
-		      void (*fini)(void), void (*rtld_fini)(void), void *stack_end);
-
-AGENT_EXPORT int __libc_start_main(agent_main_fn main_fn, int argc, char **argv, void (*init)(void),
-				   void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
+void agent_exit_watch(void)
 {
-	agent___libc_start_main_fn f = AGENT_REAL(__libc_start_main);
-
-	if (!f) {
-		agent_fail("cannot find __libc_start_main");
-		syscall(SYS_exit_group, 127);
-	}
-	if (!agent_g.configured)
-		return f(main_fn, argc, argv, init, fini, rtld_fini, stack_end);
-	agent_g.real_main = main_fn;
-	return f(agent_main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
+	on_exit(agent_on_exit, NULL);
 }
 
 /*

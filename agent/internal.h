@@ -45,7 +45,6 @@
  * Real functions, found with dlsym(RTLD_NEXT) in the constructor and lazily
  * (thread-safely, idempotent) by AGENT_REAL() when a hook runs before it.
  */
-typedef int (*agent_main_fn)(int, char **, char **);
 #define AGENT_REAL_LIST(X)                                                                         \
 	X(fork, pid_t, (void))                                                                     \
 	X(execve, int, (const char *, char *const[], char *const[]))                               \
@@ -73,8 +72,6 @@ typedef int (*agent_main_fn)(int, char **, char **);
 	X(exit, void, (int))                                                                       \
 	X(_exit, void, (int))                                                                      \
 	X(_Exit, void, (int))                                                                      \
-	X(__libc_start_main, int,                                                                  \
-	  (agent_main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void), void *))   \
 	X(close, int, (int))                                                                       \
 	X(close_range, int, (unsigned, unsigned, int))                                             \
 	X(closefrom, void, (int))                                                                  \
@@ -87,9 +84,9 @@ AGENT_REAL_LIST(AGENT_X)
 #undef AGENT_X
 
 /* The real functions found so far, NULL until then. A member of agent_g,
- * on the page of its small fields: every image writes one of them at
- * least (__libc_start_main), and on a page of their own the first read
- * and the first write were two page faults. */
+ * on the page of its small fields: on a page of their own, the first
+ * hook an image calls paid two page faults (the first read and the first
+ * write). */
 struct agent_reals {
 #define AGENT_X(name, ret, args) void *name;
 	AGENT_REAL_LIST(AGENT_X)
@@ -161,7 +158,6 @@ struct agent_state {
 	int popens_used;  /* agent_popens[0, n) were ever written (hooks_proc.c) */
 	int ev_used;	  /* some thread recorded in-process events (events.c) */
 	uint32_t table_slot_size; /* the table's slot size, once its header is mapped */
-	agent_main_fn real_main; /* the program's main, wrapped (hooks_proc.c) */
 	struct agent_reals real;
 	struct sockaddr_un addr;
 	socklen_t addrlen;
@@ -327,6 +323,9 @@ void agent_ev_fork_child(void);
 
 /* Fatal-signal handlers, installed by the constructor. */
 void agent_signals_install(void);
+/* Registers the on_exit handler that sends EXIT when main returns or
+ * exit() runs (hooks_proc.c). Constructor only. */
+void agent_exit_watch(void);
 
 /* Thread table (pthread_t -> tid), guarded by the send lock. */
 void agent_threads_reset(void);

@@ -377,7 +377,7 @@ def test_fatal_raise(t):
 
 # The only symbols the agent may export: the hooks.
 AGENT_EXPORTS = sorted("""
-    __libc_start_main _Exit _exit close close_range closefrom dup2 dup3 execl execle
+    _Exit _exit close close_range closefrom dup2 dup3 execl execle
     execlp execv execve execveat execvp execvpe exit fexecve fork pclose popen posix_spawn
     posix_spawnp prctl pthread_create pthread_exit pthread_setname_np system vfork wait
     wait3 wait4 waitid waitpid
