@@ -970,6 +970,7 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	}
 	agent_g.fd = -1;
 	agent_g.exec_ts = ho->exec_ns;
+	agent_g.table_handed = ho->slot;
 	agent_cache_argv(argc, argv);
 	agent_g.pid = agent_sys_getpid();
 	agent_g.ppid = agent_sys_getppid();

@@ -141,20 +141,24 @@ void agent_env_release(struct agent_env *e)
  * /proc: each /proc file a new process reads first costs it 5-9 us of
  * kernel time (its entries are made, then torn down at exit).
  *
- *   FORKTRACE_EXEC_TS=<ns>[:<ticks>[:<boot_before>:<exe>]]
+ *   FORKTRACE_EXEC_TS=<ns>[:<ticks>[:<boot_before>:[<slot>:]<exe>]]
  *
  * ns: when exec (or posix_spawn) was called, CLOCK_MONOTONIC (HELLO's
  * exec_ts). ticks: the process's start time in clock ticks (a fork child
  * knows it, see agent_fork_start_ticks; exec does not change it), 0 when
  * unknown. boot_before: a spawner's CLOCK_BOOTTIME reading just before
  * posix_spawn, from which the new process tells its start time the way a
- * fork child does; 0 when none. exe: what /proc/<pid>/exe says, for an
- * ELF only; empty when unknown. exe comes last because a path may hold
- * ':'. The short forms are what older agents wrote; an older agent
- * reading the long form takes the ns and leaves the rest to /proc.
+ * fork child does; 0 when none. slot: the process-table slot claimed for
+ * the image (agent_table_claim_for), which then maps it without the
+ * table's header; absent when none. exe: what /proc/<pid>/exe says, for
+ * an ELF only; empty when unknown. exe comes last because a path may hold
+ * ':'; it starts with '/', a slot with a digit. The short forms are what
+ * older agents wrote; an older agent reading the long form takes the ns
+ * and leaves the rest to /proc.
  * Digits only, no printf: this runs in fork children. Writes all but the
- * exe into buf (AGENT_EXEC_TS_SIZE bytes) and returns the length written:
- * the exe, or nothing, goes at buf + length.
+ * slot and the exe into buf (AGENT_EXEC_TS_SIZE bytes) and returns the
+ * length written: the exe, or nothing, goes at buf + length, and
+ * agent_env_exec_ts_slot puts the slot before it.
  */
 size_t agent_env_exec_ts(char *buf, uint64_t ns, uint64_t ticks, uint64_t boot_before)
 {
@@ -170,6 +174,16 @@ size_t agent_env_exec_ts(char *buf, uint64_t ns, uint64_t ticks, uint64_t boot_b
 	*p++ = ':';
 	*p = '\0';
 	return (size_t)(p - buf);
+}
+
+void agent_env_exec_ts_slot(char *buf, size_t off, uint32_t slot)
+{
+	char digits[AGENT_EXEC_TS_SLOT - 1];
+	size_t n = (size_t)(agent_utoa(digits, slot) - digits);
+
+	memmove(buf + off + n + 1, buf + off, strlen(buf + off) + 1);
+	memcpy(buf + off, digits, n);
+	buf[off + n] = ':';
 }
 
 /* Parses the digits at *pp into *v; false if there are none. */
@@ -189,7 +203,7 @@ static bool agent_env_digits(const char **pp, uint64_t *v)
  * that does not follow the format gives its leading ns only. */
 static void agent_env_parse_exec_ts(const char *p, struct agent_handover *h)
 {
-	uint64_t ticks, boot;
+	uint64_t ticks, boot, slot;
 
 	if (!agent_env_digits(&p, &h->exec_ns) || !*p)
 		return;
@@ -203,6 +217,11 @@ static void agent_env_parse_exec_ts(const char *p, struct agent_handover *h)
 		return;
 	h->ticks = ticks;
 	h->boot_before = boot;
+	if (agent_env_digits(&p, &slot)) {
+		if (*p++ != ':' || slot > UINT32_MAX)
+			return;
+		h->slot = (uint32_t)slot + 1;
+	}
 	h->exe = *p == '/' ? p : NULL;
 }
 

@@ -62,6 +62,17 @@ static const char *agent_fd_path(int fd, char *buf, size_t cap)
 	return buf;
 }
 
+/* The image that loads the agent gets its process-table slot claimed here
+ * and handed over in exec_ts (filled up to off, then the exe). A slot of
+ * an exec that then fails stays empty. Signal-safe. */
+static void agent_exec_ts_claim(char *exec_ts, size_t off)
+{
+	uint32_t idx;
+
+	if (agent_table_claim_for(&idx) == 0)
+		agent_env_exec_ts_slot(exec_ts, off, idx);
+}
+
 /*
  * The common exec path. dirfd/flags only for execveat, fd (in dirfd) and
  * fdpath (PATH_MAX bytes, to name the file) only for fexecve: the other
@@ -87,9 +98,22 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 		size_t off = agent_env_exec_ts(exec_ts, agent_now(), agent_g.start_ticks, 0);
 
 		if (agent_exec_target(kind, dirfd, path, flags, true, exec_ts + off,
-				      sizeof(exec_ts) - off)) {
+				      sizeof(exec_ts) - off - AGENT_EXEC_TS_SLOT)) {
+			agent_exec_ts_claim(exec_ts, off);
 			extra = exec_ts;
 			record = false;
+		}
+	} else if (agent_t_in_vfork && __atomic_load_n(&agent_g.active, __ATOMIC_RELAXED)) {
+		/* A vfork child records nothing (it shares our memory), but
+		 * its image is handed the same: its start time follows from
+		 * the boot time vfork began at, as a posix_spawn child's does.
+		 * Only its stack and the table's shared header are written. */
+		size_t off = agent_env_exec_ts(exec_ts, agent_now(), 0, agent_vfork_boot_before());
+
+		if (agent_exec_target(kind, dirfd, path, flags, true, exec_ts + off,
+				      sizeof(exec_ts) - off - AGENT_EXEC_TS_SLOT)) {
+			agent_exec_ts_claim(exec_ts, off);
+			extra = exec_ts;
 		}
 	}
 	agent_env_merge(&env, envp, extra);
@@ -301,8 +325,10 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 		size_t off = agent_env_exec_ts(exec_ts, ts, 0, agent_boot_now());
 
 		if (agent_exec_target(xk, AT_FDCWD, path, 0, fa == NULL, exec_ts + off,
-				      sizeof(exec_ts) - off))
+				      sizeof(exec_ts) - off - AGENT_EXEC_TS_SLOT)) {
+			agent_exec_ts_claim(exec_ts, off);
 			extra = exec_ts;
+		}
 	}
 	agent_env_merge(&env, envp, extra);
 	ret = f(&child, path, fa, attr, argv, env.envp);

@@ -55,6 +55,9 @@ AGENT_EXPORT pid_t fork(void)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	agent_t_guard++;
 	agent_lock();
+	/* Mapped once here, the header is every child's to claim a slot
+	 * for the image it execs. */
+	agent_table_need_header();
 	parent = agent_g.pid;
 	/* FORK carries the time before the child exists, so the collector
 	 * can order it before anything the child says or its end. */

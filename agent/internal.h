@@ -158,6 +158,7 @@ struct agent_state {
 	int popens_used;  /* agent_popens[0, n) were ever written (hooks_proc.c) */
 	int ev_used;	  /* some thread recorded in-process events (events.c) */
 	uint32_t table_slot_size; /* the table's slot size, once its header is mapped */
+	uint32_t table_handed;	  /* the slot FORKTRACE_EXEC_TS handed over + 1, or 0 */
 	struct agent_reals real;
 	struct sockaddr_un addr;
 	socklen_t addrlen;
@@ -302,9 +303,20 @@ int agent_table_continue(const struct iovec *iov, int cnt, size_t n);
 void agent_table_leave(void);
 /* In a fork child: drop the parent's slot. Signal-safe. */
 void agent_table_fork_child(void);
+/* Maps the table's header now if this image writes in a slot it was
+ * handed without it: its children then get their slots claimed for them.
+ * Once per process; a fork child (which owns no slot yet) maps nothing.
+ * Signal-safe. */
+void agent_table_need_header(void);
+/* Claims a slot for the image an exec or posix_spawn is about to start
+ * (handed over in FORKTRACE_EXEC_TS), so that it maps only that slot, not
+ * the table's header too. Returns 0 or -errno. Signal-safe. */
+int agent_table_claim_for(uint32_t *idx);
 
 /* CLOCK_BOOTTIME ns, the clock of start_ticks. Signal-safe (vDSO). */
 uint64_t agent_boot_now(void);
+/* In a vfork child: agent_boot_now() as the vfork began (vfork.c). */
+uint64_t agent_vfork_boot_before(void);
 
 /* In-process events (events.c). */
 /* Reads FORKTRACE_FUNCTIONS ("0": the -finstrument-functions hooks do
@@ -359,14 +371,21 @@ struct agent_handover {
 	uint64_t exec_ns;     /* when exec/posix_spawn was called, or 0 */
 	uint64_t ticks;	      /* start time in clock ticks, or 0 */
 	uint64_t boot_before; /* spawner's CLOCK_BOOTTIME ns before the spawn, or 0 */
+	uint32_t slot;	      /* process-table slot claimed for the image + 1, or 0 */
 	const char *exe;      /* /proc/self/exe to be (borrowed from envp), or NULL */
 };
-/* Room for "FORKTRACE_EXEC_TS=<ns>:<ticks>:<boot_before>:<exe>". */
-#define AGENT_EXEC_TS_SIZE (sizeof(FT_ENV_EXEC_TS) + 3 * 21 + PATH_MAX)
+/* Room for "<slot>:" in FORKTRACE_EXEC_TS. */
+#define AGENT_EXEC_TS_SLOT 12
+/* Room for "FORKTRACE_EXEC_TS=<ns>:<ticks>:<boot_before>:<slot>:<exe>"; the
+ * exe gets what is left after AGENT_EXEC_TS_SLOT. */
+#define AGENT_EXEC_TS_SIZE (sizeof(FT_ENV_EXEC_TS) + 3 * 21 + AGENT_EXEC_TS_SLOT + PATH_MAX)
 /* Writes "FORKTRACE_EXEC_TS=<ns>:<ticks>:<boot_before>:" into buf
  * (AGENT_EXEC_TS_SIZE bytes, the caller's) and returns its length: the
  * exe, or nothing, goes at buf + length. Signal-safe. */
 size_t agent_env_exec_ts(char *buf, uint64_t ns, uint64_t ticks, uint64_t boot_before);
+/* Puts "<slot>:" at buf + off, before the exe there (buf as filled by
+ * agent_env_exec_ts, with AGENT_EXEC_TS_SLOT bytes left). Signal-safe. */
+void agent_env_exec_ts_slot(char *buf, size_t off, uint32_t slot);
 /* Appends the decimal digits of v to p; returns the end, unterminated.
  * Signal-safe (agent/str.c). */
 char *agent_utoa(char *p, uint64_t v);

@@ -9,8 +9,9 @@
  * it has more to say than its slot holds, or an fd to pass.
  *
  * Mappings: the table's header page stays mapped for the life of the
- * process (a fork child claims its own slot through it); the slot is
- * mapped while the image writes there. Both go away at exec. Only
+ * process once mapped (a fork child claims its own slot through it); the
+ * slot is mapped while the image writes there. Both go away at exec. An
+ * image whose exec'ing parent claimed its slot for it maps only the slot. Only
  * async-signal-safe calls: a fork child of a multithreaded program, or a
  * fatal-signal handler, may be the first to write.
  */
@@ -49,7 +50,11 @@ static int agent_table_map_header(int fd)
 	/* Kept apart from the shared header, which any program can write,
 	 * and which a fork child would fault in to read. */
 	agent_g.table_slot_size = h->slot_size;
-	agent_g.table_hdr = h;
+	/* Two threads may map it at once (agent_table_need_header). */
+	struct ft_table_header *none = NULL;
+	if (!__atomic_compare_exchange_n(&agent_g.table_hdr, &none, h, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		agent_sys_munmap(h, FT_TABLE_SLOTS_OFFSET);
 	return 0;
 }
 
@@ -69,8 +74,6 @@ static int agent_table_claim(uint32_t *idx)
 	return 0;
 }
 
-/* Opens the table, maps its header once, claims a slot and maps it.
- * Returns the slot or NULL (errno set). */
 /* Unmaps a slot a fork child inherited (agent_table_fork_child). */
 static void agent_table_drop_inherited(void)
 {
@@ -80,6 +83,18 @@ static void agent_table_drop_inherited(void)
 	}
 }
 
+/* Maps slot idx of the open table fd. Returns it or NULL (errno set). */
+static struct ft_table_slot *agent_table_map_slot(int fd, uint32_t idx)
+{
+	off_t off = (off_t)FT_TABLE_SLOTS_OFFSET + (off_t)idx * (off_t)agent_g.table_slot_size;
+	struct ft_table_slot *s = agent_sys_mmap(NULL, agent_g.table_slot_size,
+						 PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+
+	return s == MAP_FAILED ? NULL : s;
+}
+
+/* Opens the table, maps its header once, claims a slot and maps it.
+ * Returns the slot or NULL (errno set). */
 static struct ft_table_slot *agent_table_new_slot(size_t need, uint32_t *idx)
 {
 	struct ft_table_slot *s = NULL;
@@ -97,17 +112,8 @@ static struct ft_table_slot *agent_table_new_slot(size_t need, uint32_t *idx)
 		err = -E2BIG; /* a long argv: the frame goes on a connection */
 	if (err == 0)
 		err = agent_table_claim(idx);
-	if (err == 0) {
-		off_t off = (off_t)FT_TABLE_SLOTS_OFFSET +
-			    (off_t)*idx * (off_t)agent_g.table_slot_size;
-
-		s = agent_sys_mmap(NULL, agent_g.table_slot_size, PROT_READ | PROT_WRITE,
-				   MAP_SHARED, fd, off);
-		if (s == MAP_FAILED) {
-			err = -errno; /* the slot stays empty; the collector skips it */
-			s = NULL;
-		}
-	}
+	if (err == 0 && !(s = agent_table_map_slot(fd, *idx)))
+		err = -errno; /* the slot stays empty; the collector skips it */
 	agent_sys_close(fd);
 	if (err < 0)
 		errno = -err;
@@ -116,10 +122,65 @@ static struct ft_table_slot *agent_table_new_slot(size_t need, uint32_t *idx)
 	return s;
 }
 
+/*
+ * Maps the slot the exec's caller claimed for this image: the header, one
+ * mapping and a page fault more, is left unmapped until something needs
+ * it (a fork child's or a second slot). The caller claimed it only for
+ * slots of FT_TABLE_SLOT_SIZE. Returns the slot or NULL (errno set; the
+ * slot then stays empty, and the collector skips it).
+ */
+static struct ft_table_slot *agent_table_handed_slot(size_t need, uint32_t *idx)
+{
+	struct ft_table_slot *s;
+	int fd;
+
+	if (need > FT_TABLE_SLOT_SIZE - sizeof(*s)) {
+		errno = E2BIG;
+		return NULL;
+	}
+	fd = agent_g.table_path ? agent_sys_open(agent_g.table_path, O_RDWR | O_CLOEXEC, 0) : -1;
+	if (fd < 0)
+		return NULL;
+	agent_g.table_slot_size = FT_TABLE_SLOT_SIZE;
+	*idx = agent_g.table_handed - 1;
+	s = agent_table_map_slot(fd, *idx);
+	agent_sys_close(fd);
+	return s;
+}
+
+void agent_table_need_header(void)
+{
+	int fd;
+
+	if (__atomic_load_n(&agent_g.table_hdr, __ATOMIC_ACQUIRE) || !agent_g.table_slot ||
+	    !agent_g.table_path)
+		return;
+	fd = agent_sys_open(agent_g.table_path, O_RDWR | O_CLOEXEC, 0);
+	if (fd >= 0) {
+		(void)agent_table_map_header(fd);
+		agent_sys_close(fd);
+	}
+}
+
+int agent_table_claim_for(uint32_t *idx)
+{
+	agent_table_need_header();
+	if (!__atomic_load_n(&agent_g.table_hdr, __ATOMIC_ACQUIRE) ||
+	    agent_g.table_slot_size != FT_TABLE_SLOT_SIZE)
+		return -ENOENT;
+	return agent_table_claim(idx);
+}
+
 int agent_table_start(const void *hello, size_t n)
 {
 	uint32_t idx = 0;
-	struct ft_table_slot *s = agent_table_new_slot(n, &idx);
+	struct ft_table_slot *s = NULL;
+
+	if (agent_g.table_handed)
+		s = agent_table_handed_slot(n, &idx);
+	agent_g.table_handed = 0;
+	if (!s)
+		s = agent_table_new_slot(n, &idx);
 
 	if (!s)
 		return -errno;

@@ -9,7 +9,8 @@
  * agent_t_in_vfork counts vfork calls in flight on this thread. The child
  * shares our memory and this thread's TLS, so it sees the marker: its hooks
  * record nothing, take no lock and leave our fd alone; exec hooks only
- * merge the environment.
+ * merge the environment and hand the new image what it would otherwise
+ * read from /proc (agent_exec).
  */
 #include <errno.h>
 #include <unistd.h>
@@ -24,13 +25,21 @@ pid_t agent_vfork_parent(long ret);
 /* When the vfork call began: FORK carries the time before the child
  * exists, so the collector can order it before anything the child does. */
 static AGENT_TLS uint64_t agent_t_vfork_ts;
+/* CLOCK_BOOTTIME then: the child's image tells its start time from it. */
+static AGENT_TLS uint64_t agent_t_vfork_boot;
 
 /* Called by the assembly before the syscall. */
 __attribute__((used)) void agent_vfork_prepare(void)
 {
 	agent_resolve_all(); /* the child may exec: no dlsym there */
 	agent_t_vfork_ts = agent_now();
+	agent_t_vfork_boot = agent_boot_now();
 	agent_t_in_vfork++;
+}
+
+uint64_t agent_vfork_boot_before(void)
+{
+	return agent_t_vfork_boot;
 }
 
 /* Tail of vfork in the parent: ret is the raw syscall result. */
@@ -78,6 +87,11 @@ __asm__(".text\n"
 AGENT_EXPORT pid_t vfork(void)
 {
 	return fork();
+}
+
+uint64_t agent_vfork_boot_before(void)
+{
+	return 0; /* no vfork child is ever in flight */
 }
 
 #endif

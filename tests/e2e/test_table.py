@@ -128,5 +128,50 @@ def test_table_killed(t):
         ft.assert_exit(p, signal=9, trace=tr)
 
 
+@test
+def test_table_handed_slots(t):
+    """The slot of an image is claimed by the process that execs it (a fork
+    child of sh) or spawns it (posix_spawn, posix_spawnp) and handed over:
+    the image maps that one slot of the table, never the header, and the
+    trace is as complete as ever."""
+    import re
+    spawn = ft.prog("spawn")
+    cmd = ["sh", "-c", f"for i in $(seq 20); do /bin/true x; done; {spawn} >/dev/null; exit 0"]
+    d = t.subdir("handed")
+    log = os.path.join(d, "strace.log")
+    argv, p = ft.strace_forktrace_run(cmd, d, log, "execve,mmap")
+    res = ft.Result(argv, p.returncode, p.stdout, p.stderr, 0, d, None, p.pid)
+    res.out_path = os.path.join(d, "trace.json")
+    res.trace = ft.load_trace(res.out_path)
+    ft.check_common(res, quiet=True)
+    tr = res.trace
+    check_loop(tr, 20, "handed slots")
+    codes = sorted((p.exit or {}).get("code") for p in tr.all() if p.parent == tr.find(argv=[spawn])[0].tpid)
+    check(codes == [4, 6], f"exit codes of spawn's children: {codes}")
+    image = {}
+    maps = {}
+    page = re.compile(r"^(\d+)\s+mmap\(NULL, 4096, PROT_READ\|PROT_WRITE, MAP_SHARED, \d+, (0x[0-9a-f]+|0)[) ]")
+    with open(log) as f:
+        for line in f:
+            # strace pads short pids; an exec split by another process's
+            # line ends in "resumed"; a failed one (a $PATH search) is
+            # replaced by the next.
+            m = re.match(r'^(\d+)\s+execve\("([^"]*)", \[([^\]]*)\]', line)
+            if m:
+                image[m.group(1)] = (m.group(2), m.group(3))
+                maps[m.group(1)] = []
+                continue
+            m = page.match(line)
+            if m and m.group(1) in maps:
+                maps[m.group(1)].append(int(m.group(2), 16))
+    leaves = [pid for pid, (path, args) in image.items()
+              if path == "/bin/true" or path.endswith("/exit_with") or '"exit 6"' in args]
+    ft.assert_count(leaves, 22, "exec'd images of /bin/true, exit_with and sh -c 'exit 6'", tr)
+    for pid in leaves:
+        check(maps[pid] and 0 not in maps[pid] and len(maps[pid]) == 1,
+              f"image {pid} ({image[pid][0]}) mapped table pages at {maps[pid]}: expected its "
+              f"handed slot only, not the header (offset 0)")
+
+
 if __name__ == "__main__":
     ft.main()
