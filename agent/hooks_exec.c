@@ -107,7 +107,8 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 		/* A vfork child records nothing (it shares our memory), but
 		 * its image is handed the same: its start time follows from
 		 * the boot time vfork began at, as a posix_spawn child's does.
-		 * Only its stack and the table's shared header are written. */
+		 * It writes its stack and the table's shared header, and at
+		 * most maps that header for the parent, whose memory it is. */
 		size_t off = agent_env_exec_ts(exec_ts, agent_now(), 0, agent_vfork_boot_before());
 
 		if (agent_exec_target(kind, dirfd, path, flags, true, exec_ts + off,

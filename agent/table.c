@@ -11,8 +11,8 @@
  * Mappings: the table's header page stays mapped for the life of the
  * process once mapped (a fork child claims its own slot through it); the
  * slot is mapped while the image writes there. Both go away at exec. An
- * image whose exec'ing parent claimed its slot for it maps only the slot. Only
- * async-signal-safe calls: a fork child of a multithreaded program, or a
+ * image whose exec'ing parent claimed its slot for it maps only the slot.
+ * Only async-signal-safe calls: a fork child of a multithreaded program, or a
  * fatal-signal handler, may be the first to write.
  */
 #include <errno.h>
