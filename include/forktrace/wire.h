@@ -46,12 +46,14 @@
 #define FT_ENV_SOCK "FORKTRACE_SOCK"       /* path of the collector's socket */
 #define FT_ENV_SPILL_DIR "FORKTRACE_SPILL" /* where spill files go if no collector */
 #define FT_ENV_PRELOAD "LD_PRELOAD"
-/* Set by an exec'ing fork child and by posix_spawn for the new image only:
- * "<ns>[:<ticks>[:<boot_before>:<exe>]]", the time of the exec or spawn
- * (monotonic ns), the start time in clock ticks if known (0 if not), the
- * CLOCK_BOOTTIME ns read just before the spawn (from which the image works
- * out its start ticks), and the exe as /proc/self/exe would name it (empty
- * for a script). Parsed by agent_env_exec_ts (agent/env.c). The new
+/* Set by an exec'ing fork or vfork child and by posix_spawn for the new
+ * image only: "<ns>[:<ticks>[:<boot_before>:[<slot>:]<exe>]]", the time of
+ * the exec or spawn (monotonic ns), the start time in clock ticks if known
+ * (0 if not), the CLOCK_BOOTTIME ns read just before the vfork or spawn
+ * (from which the image works out its start ticks), the process-table
+ * slot claimed for the image (see "The process table"), and the exe as
+ * /proc/self/exe would name it (empty for a script). Written and parsed
+ * in agent/env.c. The new
  * image's agent removes it from environ before main runs, so the program
  * never sees it, reports the time as FT_K_EXEC_TS in its HELLO, and need
  * not read /proc. */
@@ -225,7 +227,10 @@ enum ft_exec_kind {
  * has not allocated (fallocate): a write to a mapped page that the file
  * system cannot back would raise SIGBUS in the traced program. The
  * collector raises `ready` ahead of `claimed` as slots run out, and frees
- * the pages of a slot whose image is gone. Writing: the owner (under the
+ * the pages of a slot whose image is gone. A process about to exec or
+ * spawn an image that will load the agent claims the image's slot for it
+ * and hands it over (FT_ENV_EXEC_TS): the image maps only that slot. Such
+ * a slot stays empty if the exec fails. Writing: the owner (under the
  * agent's send lock) copies a whole frame behind the committed bytes, then
  * advances `committed` with a release store; the collector reads
  * `committed` with an acquire load and never reads past it.
