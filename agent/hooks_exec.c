@@ -62,15 +62,27 @@ static const char *agent_fd_path(int fd, char *buf, size_t cap)
 	return buf;
 }
 
-/* The image that loads the agent gets its process-table slot claimed here
- * and handed over in exec_ts (filled up to off, then the exe). A slot of
- * an exec that then fails stays empty. Signal-safe. */
-static void agent_exec_ts_claim(char *exec_ts, size_t off)
+/*
+ * FORKTRACE_EXEC_TS for the image that exec(kind, dirfd, path, flags)
+ * starts, into buf (AGENT_EXEC_TS_SIZE bytes): the call's time ns, ticks
+ * and boot_before (agent_env_exec_ts), the process-table slot claimed
+ * here for the image, and the exe's name. Returns buf, or NULL when the
+ * image will not load the agent (agent_exec_target): nothing to hand
+ * over. A slot of an exec that then fails stays empty. Signal-safe.
+ */
+static const char *agent_exec_handover(char *buf, uint64_t ns, uint64_t ticks,
+				       uint64_t boot_before, unsigned kind, int dirfd,
+				       const char *path, int flags, bool cwd_known)
 {
+	size_t off = agent_env_exec_ts(buf, ns, ticks, boot_before);
 	uint32_t idx;
 
+	if (!agent_exec_target(kind, dirfd, path, flags, cwd_known, buf + off,
+			       AGENT_EXEC_TS_SIZE - off - AGENT_EXEC_TS_SLOT))
+		return NULL;
 	if (agent_table_claim_for(&idx) == 0)
-		agent_env_exec_ts_slot(exec_ts, off, idx);
+		agent_env_exec_ts_slot(buf, off, idx);
+	return buf;
 }
 
 /*
@@ -95,27 +107,17 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 	 * of the call instead, with its start time and the exe's name, which
 	 * the image then need not read from /proc. */
 	if (record && agent_silent_fork_child()) {
-		size_t off = agent_env_exec_ts(exec_ts, agent_now(), agent_g.start_ticks, 0);
-
-		if (agent_exec_target(kind, dirfd, path, flags, true, exec_ts + off,
-				      sizeof(exec_ts) - off - AGENT_EXEC_TS_SLOT)) {
-			agent_exec_ts_claim(exec_ts, off);
-			extra = exec_ts;
-			record = false;
-		}
+		extra = agent_exec_handover(exec_ts, agent_now(), agent_g.start_ticks, 0, kind,
+					    dirfd, path, flags, true);
+		record = extra == NULL;
 	} else if (agent_t_in_vfork && __atomic_load_n(&agent_g.active, __ATOMIC_RELAXED)) {
 		/* A vfork child records nothing (it shares our memory), but
 		 * its image is handed the same: its start time follows from
 		 * the boot time vfork began at, as a posix_spawn child's does.
 		 * It writes its stack and the table's shared header, and at
 		 * most maps that header for the parent, whose memory it is. */
-		size_t off = agent_env_exec_ts(exec_ts, agent_now(), 0, agent_vfork_boot_before());
-
-		if (agent_exec_target(kind, dirfd, path, flags, true, exec_ts + off,
-				      sizeof(exec_ts) - off - AGENT_EXEC_TS_SLOT)) {
-			agent_exec_ts_claim(exec_ts, off);
-			extra = exec_ts;
-		}
+		extra = agent_exec_handover(exec_ts, agent_now(), 0, agent_vfork_boot_before(), kind,
+					    dirfd, path, flags, true);
 	}
 	agent_env_merge(&env, envp, extra);
 	if (kind == FT_EXEC_FEXECVE && record)
@@ -323,13 +325,9 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 	if (record) {
 		/* posix_spawnp searches $PATH as execvp does. */
 		unsigned xk = kind == FT_SPAWN_POSIX_SPAWNP ? FT_EXEC_EXECVP : FT_EXEC_EXECVE;
-		size_t off = agent_env_exec_ts(exec_ts, ts, 0, agent_boot_now());
 
-		if (agent_exec_target(xk, AT_FDCWD, path, 0, fa == NULL, exec_ts + off,
-				      sizeof(exec_ts) - off - AGENT_EXEC_TS_SLOT)) {
-			agent_exec_ts_claim(exec_ts, off);
-			extra = exec_ts;
-		}
+		extra = agent_exec_handover(exec_ts, ts, 0, agent_boot_now(), xk, AT_FDCWD, path, 0,
+					    fa == NULL);
 	}
 	agent_env_merge(&env, envp, extra);
 	ret = f(&child, path, fa, attr, argv, env.envp);
