@@ -150,7 +150,7 @@ int combine_main(int argc, char **argv)
 	combine_result res = {0};
 	spill_inputs sp;
 	merge_opts mo;
-	report_file rf;
+	out_file rf;
 	trace_sink *sink;
 	progress prog = {0};
 	char *end;
@@ -192,13 +192,13 @@ int combine_main(int argc, char **argv)
 	if (optind >= argc)
 		return cli_usage_error("combine", "no input files");
 
-	if (report_file_open(&rf, output, "trace") < 0)
+	if (out_file_open(&rf, output, "trace") < 0)
 		return 1;
 	mo.gzip_level = level;
 	sink = merge_sink_for(merge_format_for_path(output), rf.fd, &mo, &err);
 	if (sink == NULL) {
 		fprintf(stderr, "forktrace: cannot write '%s': %s\n", output, strerror(-err));
-		report_file_abort(&rf);
+		out_file_abort(&rf);
 		return 1;
 	}
 	prog.on = !quiet && isatty(STDERR_FILENO);
@@ -213,11 +213,11 @@ int combine_main(int argc, char **argv)
 	if (prog.shown)
 		fputs("\r\033[K", stderr);
 	if (err == 0)
-		err = report_file_commit(&rf);
+		err = out_file_commit(&rf);
 	if (err < 0) {
 		fprintf(stderr, "forktrace: cannot write the trace to '%s': %s\n", output,
 			strerror(-err));
-		report_file_abort(&rf);
+		out_file_abort(&rf);
 		combine_result_free(&res);
 		spill_release(&sp);
 		return 1;

@@ -248,22 +248,22 @@ int report_opt(report_opts *ro, int opt, const char *arg);
 int report_check(const report_opts *ro, const char *sub);
 void report_opts_free(report_opts *ro);
 
-/* An output file written to a temporary sibling and renamed into place
+/* An output file written to a temporary sibling and put in place
  * when complete, so a failed run never leaves half a file at path. */
-typedef struct report_file {
+typedef struct out_file {
 	const char *path; /* borrowed */
 	char tmp[4096];
 	int fd;
-} report_file;
+} out_file;
 
 /* Creates the temporary sibling (what names the file in messages: "report").
  * Prints why on failure and returns a negative errno. */
-int report_file_open(report_file *rf, const char *path, const char *what);
-/* Closes and renames into place. Returns 0 or a negative errno (the
- * temporary file is left for report_file_abort to remove). */
-int report_file_commit(report_file *rf);
+int out_file_open(out_file *rf, const char *path, const char *what);
+/* Closes and puts it in place. Returns 0 or a negative errno (the
+ * temporary file is left for out_file_abort to remove). */
+int out_file_commit(out_file *rf);
 /* Closes and removes the temporary file, if any. */
-void report_file_abort(report_file *rf);
+void out_file_abort(out_file *rf);
 
 /* Writes the HTML report of model t to fd (borrowed). Returns 0 or a
  * negative errno. stats may be NULL. */

@@ -83,7 +83,7 @@ int report_main(int argc, char **argv)
 	report_opts ro = { 0 };
 	combine_opts co = { 0 };
 	combine_result res = { 0 };
-	report_file rf = { .fd = -1 };
+	out_file rf = { .fd = -1 };
 	const char *output = NULL;
 	bool quiet = false;
 	trace_sink *sink;
@@ -134,7 +134,7 @@ int report_main(int argc, char **argv)
 	if (code != 0)
 		goto out;
 	code = 1;
-	if (report_file_open(&rf, output, "report") < 0)
+	if (out_file_open(&rf, output, "report") < 0)
 		goto out;
 	ho = (htmlw_opts){ ro.include, ro.exclude, ro.pids };
 	sink = sink_html_new(rf.fd, &ho, &err);
@@ -146,7 +146,7 @@ int report_main(int argc, char **argv)
 			    sink, &res);
 	sink->free(sink);
 	if (err == 0)
-		err = report_file_commit(&rf);
+		err = out_file_commit(&rf);
 	if (err < 0) {
 		fprintf(stderr, "forktrace: cannot write the report to '%s': %s\n", output,
 			strerror(-err));
@@ -166,7 +166,7 @@ int report_main(int argc, char **argv)
 free_res:
 	combine_result_free(&res);
 abort_file:
-	report_file_abort(&rf);
+	out_file_abort(&rf);
 out:
 	report_opts_free(&ro);
 	return code;

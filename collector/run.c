@@ -84,9 +84,8 @@ typedef struct run_state {
 	int drain_limit_ms;
 	char sock_dir[PATH_MAX];
 	char sock_path[PATH_MAX];
-	char tmp_out[PATH_MAX];
-	int out_fd;
-	report_file rep;
+	out_file out; /* the trace */
+	out_file rep; /* the report, with --report */
 } run_state;
 
 /* The pid that user-sent SIGINT/SIGTERM/SIGHUP go to (0: none yet). */
@@ -378,32 +377,10 @@ static int find_agent(char *out, size_t outsz)
  * stops the run before COMMAND starts. */
 static int open_output(run_state *rs)
 {
-	struct stat st;
-
-	if (stat(rs->o.output, &st) == 0 && S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "forktrace: cannot write the trace to '%s': %s\n", rs->o.output,
-			strerror(EISDIR));
-		return -EISDIR;
-	}
 	/* HDF5 is written by a module loaded on demand: it must be there. */
 	if (merge_format_for_path(rs->o.output) == TRACE_FORMAT_H5 && sink_h5_load() < 0)
 		return -ELIBACC;
-	int n = snprintf(rs->tmp_out, sizeof(rs->tmp_out), "%s.tmp-XXXXXX", rs->o.output);
-
-	if (n < 0 || (size_t)n >= sizeof(rs->tmp_out)) {
-		fprintf(stderr, "forktrace: cannot write the trace to '%s': name too long\n",
-			rs->o.output);
-		return -ENAMETOOLONG;
-	}
-	rs->out_fd = mkostemp(rs->tmp_out, O_CLOEXEC);
-	if (rs->out_fd < 0) {
-		int err = errno;
-		fprintf(stderr, "forktrace: cannot write the trace to '%s': %s\n", rs->o.output,
-			strerror(err));
-		return -err;
-	}
-	fchmod(rs->out_fd, 0644 & ~cli_umask());
-	return 0;
+	return out_file_open(&rs->out, rs->o.output, "trace");
 }
 
 static int make_socket_dir(run_state *rs)
@@ -661,7 +638,7 @@ int run_main(int argc, char **argv)
 
 	if (!rs)
 		return 1;
-	rs->out_fd = -1;
+	rs->out.fd = -1;
 	rs->rep.fd = -1;
 	rc = parse_opts(argc, argv, &rs->o);
 	if (rc == CLI_EXIT_OK_DONE) {
@@ -679,7 +656,7 @@ int run_main(int argc, char **argv)
 	}
 	if (find_agent(agent, sizeof(agent)) < 0 || open_output(rs) < 0)
 		goto out_free;
-	if (rs->o.report && report_file_open(&rs->rep, rs->o.report, "report") < 0)
+	if (rs->o.report && out_file_open(&rs->rep, rs->o.report, "report") < 0)
 		goto out_unlink_tmp;
 	if (make_socket_dir(rs) < 0)
 		goto out_unlink_tmp;
@@ -798,20 +775,15 @@ int run_main(int argc, char **argv)
 
 	merge_opts mo = { .gzip_level = rs->o.gzip_level };
 	merge_stats ms = { 0 };
-	rc = merge_write(rs->model, rs->out_fd, merge_format_for_path(rs->o.output), &mo, &ms);
-	if (rc == 0 && close(rs->out_fd) < 0)
-		rc = -errno;
-	rs->out_fd = -1;
-	if (rc == 0 && rename(rs->tmp_out, rs->o.output) < 0)
-		rc = -errno;
+	rc = merge_write(rs->model, rs->out.fd, merge_format_for_path(rs->o.output), &mo, &ms);
+	if (rc == 0)
+		rc = out_file_commit(&rs->out);
 	if (rc < 0) {
 		fprintf(stderr, "forktrace: cannot write the trace to '%s': %s\n", rs->o.output,
 			strerror(-rc));
-		unlink(rs->tmp_out);
+		out_file_abort(&rs->out);
 		if (code == 0)
 			code = 1;
-	} else {
-		rs->tmp_out[0] = '\0';
 	}
 	if (rs->o.report) {
 		/* The same events again, into the HTML sink. */
@@ -819,7 +791,7 @@ int run_main(int argc, char **argv)
 		int rrc = report_write_model(rs->model, rs->rep.fd, &rs->o.ro, &rstats);
 
 		if (rrc == 0)
-			rrc = report_file_commit(&rs->rep);
+			rrc = out_file_commit(&rs->rep);
 		if (rrc < 0) {
 			fprintf(stderr, "forktrace: cannot write the report to '%s': %s\n",
 				rs->o.report, strerror(-rrc));
@@ -860,11 +832,8 @@ out_loop:
 out_sockdir:
 	remove_socket_dir(rs);
 out_unlink_tmp:
-	if (rs->out_fd >= 0)
-		close(rs->out_fd);
-	if (rs->tmp_out[0])
-		unlink(rs->tmp_out);
-	report_file_abort(&rs->rep);
+	out_file_abort(&rs->out);
+	out_file_abort(&rs->rep);
 out_free:
 	report_opts_free(&rs->o.ro);
 	free(rs->o.fn_filter);
