@@ -84,7 +84,7 @@ uint64_t agent_boot_now(void)
 pid_t agent_tid(void)
 {
 	if (agent_t_tid_pid != agent_g.pid || !agent_t_tid) {
-		agent_t_tid = (pid_t)syscall(SYS_gettid);
+		agent_t_tid = (pid_t)agent_syscall0(SYS_gettid);
 		agent_t_tid_pid = agent_g.pid;
 	}
 	return agent_t_tid;
@@ -92,7 +92,7 @@ pid_t agent_tid(void)
 
 static void agent_futex(int op, int val)
 {
-	syscall(SYS_futex, &agent_g.lockword, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
+	agent_syscall(SYS_futex, &agent_g.lockword, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
 }
 
 /* Drepper's three-state mutex ("Futexes are tricky", mutex 2). Preserves
@@ -676,7 +676,7 @@ void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
 	/* The lock word was copied locked: nobody else exists to release it. */
 	__atomic_store_n(&agent_g.lockword, 0, __ATOMIC_RELAXED);
 	agent_g.start_ticks = agent_fork_start_ticks(boot_before);
-	agent_g.pid = (pid_t)syscall(SYS_getpid);
+	agent_g.pid = (pid_t)agent_syscall0(SYS_getpid);
 	agent_g.ppid = parent_pid;
 	agent_g.lost = 0;
 	agent_g.exit_sent = 0;
@@ -984,7 +984,7 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	 * agent_fork_start_ticks). The comm is then one prctl away. */
 	agent_g.start_ticks = ho->ticks ? ho->ticks : agent_fork_start_ticks(ho->boot_before);
 	if (!agent_g.start_ticks ||
-	    syscall(SYS_prctl, PR_GET_NAME, agent_g.name, 0, 0, 0) != 0)
+	    agent_syscall(SYS_prctl, PR_GET_NAME, agent_g.name, 0, 0, 0) != 0)
 		agent_g.start_ticks = agent_read_stat(agent_g.name, sizeof(agent_g.name));
 	/* The exe's name, when handed over, is what /proc would say. */
 	if (ho->exe && strlen(ho->exe) < PATH_MAX) {

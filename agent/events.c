@@ -457,9 +457,9 @@ static int agent_region_new(void)
 
 	if (agent_nregions == AGENT_MAX_REGIONS)
 		return -ENOSPC;
-	fd = (int)syscall(SYS_memfd_create, "forktrace-events", MFD_CLOEXEC);
+	fd = (int)agent_syscall(SYS_memfd_create, "forktrace-events", MFD_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (agent_sys_ftruncate(fd, (off_t)len) < 0)
 		goto fail_fd;
 	base = agent_sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd,

@@ -12,9 +12,10 @@
  * (/proc/<pid>/exe): the new image is handed that name and need not read
  * /proc, which costs a new process 5-9 us of kernel time per file.
  *
- * Runs in fork children, possibly of multithreaded programs: only
- * async-signal-safe calls (open, fstat, pread, access, readlink, getcwd,
- * close) and stack memory.
+ * Runs in fork children, possibly of multithreaded programs: only raw
+ * system calls (open, fstat, pread, access, readlink, getcwd, close) and
+ * stack memory. They leave errno alone (agent/sys.h): a fork child that
+ * touched it would fault in one more page of libc for it.
  */
 #include <elf.h>
 #include <errno.h>
@@ -77,7 +78,7 @@ static int agent_resolve_path(const char *path, char *out, size_t cap)
 	if (out[rest] != '/') {
 		/* glibc fails with ENOENT for a directory outside our root;
 		 * the check is for others that return "(unreachable)/...". */
-		if (!agent_sys_getcwd(out, rest) || out[0] != '/') {
+		if (agent_syscall(SYS_getcwd, out, rest) <= 0 || out[0] != '/') {
 			err = -ENOENT;
 			goto fail;
 		}
@@ -118,10 +119,10 @@ static int agent_resolve_path(const char *path, char *out, size_t cap)
 		out[olen] = '/';
 		out[olen + 1 + n] = '\0';
 		gap = rest - (olen + 1 + n + 1);
-		r = agent_sys_readlink(out, out + olen + 1 + n + 1, gap);
+		r = agent_syscall(SYS_readlinkat, AT_FDCWD, out, out + olen + 1 + n + 1, gap);
 		if (r < 0) {
-			if (errno != EINVAL) {
-				err = -errno;
+			if (r != -EINVAL) {
+				err = (int)r;
 				goto fail;
 			}
 			olen += 1 + n; /* not a link */
@@ -162,9 +163,10 @@ static enum agent_image image_kind(int fd)
 	} u;
 	Elf64_Phdr ph[16];
 
-	if (agent_sys_fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_ISUID | S_ISGID)))
+	if (agent_syscall(SYS_fstat, fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (st.st_mode & (S_ISUID | S_ISGID)))
 		return AGENT_IMAGE_OTHER;
-	ssize_t n = agent_sys_pread(fd, u.b, sizeof(u.b), 0);
+	ssize_t n = agent_syscall(SYS_pread64, fd, u.b, sizeof(u.b), 0);
 	if (n >= 2 && u.b[0] == '#' && u.b[1] == '!')
 		return AGENT_IMAGE_SCRIPT;
 	if (n < (ssize_t)sizeof(Elf64_Ehdr) || memcmp(u.b, ELFMAG, SELFMAG) != 0 ||
@@ -180,7 +182,7 @@ static enum agent_image image_kind(int fd)
 
 		if (off <= (uint64_t)n && len <= (uint64_t)n - off)
 			memcpy(ph, u.b + off, len);
-		else if (agent_sys_pread(fd, ph, len, (off_t)off) != (ssize_t)len)
+		else if (agent_syscall(SYS_pread64, fd, ph, len, off) != (long)len)
 			return AGENT_IMAGE_OTHER;
 		for (unsigned j = 0; j < k; j++)
 			if (ph[j].p_type == PT_INTERP)
@@ -212,8 +214,8 @@ static int open_in_path(const char *file, char *buf)
 			size_t at = dlen ? dlen : 1;
 			buf[at] = '/';
 			memcpy(buf + at + 1, file, flen + 1);
-			if (agent_sys_access(buf, X_OK) == 0) {
-				int fd = agent_sys_open(buf, O_RDONLY | O_CLOEXEC, 0);
+			if (agent_syscall(SYS_faccessat, AT_FDCWD, buf, X_OK) == 0) {
+				int fd = (int)agent_syscall(SYS_openat, AT_FDCWD, buf, O_RDONLY | O_CLOEXEC);
 				if (fd >= 0)
 					return fd;
 			}
@@ -228,7 +230,8 @@ static int open_in_path(const char *file, char *buf)
  * The file exec would open: fd (owned when *own) and, when it has one the
  * agent can resolve, the path exec looks up (from the current directory
  * if relative) in *name, else NULL: path itself, or the $PATH candidate
- * written into buf (PATH_MAX bytes). Returns -1 when it cannot tell.
+ * written into buf (PATH_MAX bytes). Returns a negative value when it
+ * cannot tell.
  */
 static int open_target(unsigned kind, int dirfd, const char *path, int flags, char *buf,
 		       const char **name, bool *own)
@@ -249,18 +252,18 @@ static int open_target(unsigned kind, int dirfd, const char *path, int flags, ch
 		/* Relative to another directory: its name would take /proc. */
 		if (path && path[0] != '/' && dirfd != AT_FDCWD)
 			*name = NULL;
-		return path ? agent_sys_openat(dirfd, path, O_RDONLY | O_CLOEXEC, 0) : -1;
+		return path ? (int)agent_syscall(SYS_openat, dirfd, path, O_RDONLY | O_CLOEXEC) : -1;
 	case FT_EXEC_EXECVP:
 	case FT_EXEC_EXECVPE:
 	case FT_EXEC_EXECLP:
 		if (!path || !*path)
 			return -1;
 		if (strchr(path, '/'))
-			return agent_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
+			return (int)agent_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 		*name = buf;
 		return open_in_path(path, buf);
 	default:
-		return path ? agent_sys_open(path, O_RDONLY | O_CLOEXEC, 0) : -1;
+		return path ? (int)agent_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC) : -1;
 	}
 }
 
@@ -269,7 +272,7 @@ bool agent_exec_target(unsigned kind, int dirfd, const char *path, int flags, bo
 {
 	const char *name;
 	enum agent_image img = AGENT_IMAGE_OTHER;
-	int fd, saved = errno;
+	int fd;
 	bool own;
 
 	/* exe doubles as the buffer of the $PATH search: no other 4 KiB on
@@ -278,7 +281,7 @@ bool agent_exec_target(unsigned kind, int dirfd, const char *path, int flags, bo
 	if (fd >= 0) {
 		img = image_kind(fd);
 		if (own)
-			agent_sys_close(fd); /* not through our close hook */
+			agent_syscall(SYS_close, fd); /* not through our close hook */
 	}
 	/* posix_spawn file actions may change directory before the exec:
 	 * what a relative name would open there is unknown here. */
@@ -289,6 +292,5 @@ bool agent_exec_target(unsigned kind, int dirfd, const char *path, int flags, bo
 		(void)agent_resolve_path(name, exe, cap);
 	else
 		exe[0] = '\0';
-	errno = saved;
 	return img != AGENT_IMAGE_OTHER;
 }

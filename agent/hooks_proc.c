@@ -64,14 +64,21 @@ AGENT_EXPORT pid_t fork(void)
 	ts = agent_now();
 	boot = agent_boot_now();
 	pid = f();
-	err = errno;
-	if (pid == 0)
+	if (pid == 0) {
+		/* Fork succeeded: errno is as it was. The child reaches
+		 * neither errno nor pthread_sigmask: each lives on a page of
+		 * libc's text that, like every page of a file mapping, fork
+		 * left unmapped in the child, to be faulted in on first use. */
 		agent_fork_child(parent, boot);
-	else
-		agent_unlock();
+		agent_t_guard--;
+		(void)agent_raw_sigmask(SIG_SETMASK, &old, NULL);
+		return 0;
+	}
+	err = errno;
+	agent_unlock();
 	agent_t_guard--;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (pid != 0 && !agent_bypass()) {
+	if (!agent_bypass()) {
 		unsigned char frame[AGENT_SMALL_FRAME];
 
 		agent_emit_frame(frame, enc_fork(frame, sizeof(frame), ts, agent_tid(),
@@ -220,7 +227,7 @@ AGENT_EXPORT void exit(int code)
 	agent_emit_exit(code);
 	if (f)
 		f(code);
-	syscall(SYS_exit_group, code);
+	agent_syscall(SYS_exit_group, code);
 	__builtin_unreachable();
 }
 
@@ -231,7 +238,7 @@ AGENT_EXPORT void _exit(int code)
 	agent_emit_exit(code);
 	if (f)
 		f(code);
-	syscall(SYS_exit_group, code);
+	agent_syscall(SYS_exit_group, code);
 	__builtin_unreachable();
 }
 
@@ -242,7 +249,7 @@ AGENT_EXPORT void _Exit(int code)
 	agent_emit_exit(code);
 	if (f)
 		f(code);
-	syscall(SYS_exit_group, code);
+	agent_syscall(SYS_exit_group, code);
 	__builtin_unreachable();
 }
 

@@ -38,7 +38,7 @@ static void agent_on_fatal(int sig, siginfo_t *si, void *uctx)
 		agent_t_guard--;
 	}
 	if (si->si_code <= 0)
-		syscall(SYS_tgkill, (pid_t)syscall(SYS_getpid), (pid_t)syscall(SYS_gettid), sig);
+		agent_syscall(SYS_tgkill, agent_syscall0(SYS_getpid), agent_syscall0(SYS_gettid), sig);
 	errno = saved;
 }
 
