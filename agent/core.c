@@ -125,60 +125,78 @@ bool agent_trylock(void)
 
 /*
  * WAIT records of wait hooks reached from a signal handler that
- * interrupted the agent on the same thread (a SIGCHLD handler that reaps,
- * landing while the thread sends a record): the send lock may be held
- * below the handler, so the record waits here, and the thread sends it
- * before it next releases the lock. Each thread has its own queue; slots
- * are reserved with a compare-and-swap so that handlers nested in
- * handlers do not collide, and marked ready once written.
+ * interrupted the agent (a SIGCHLD handler that reaps, landing while its
+ * thread sends a record): the send lock may be held below the handler, so
+ * the record waits here, and whoever next releases the lock sends it.
+ * Slots are reserved with a compare-and-swap, so that handlers on several
+ * threads, or nested in each other, do not collide, and marked ready once
+ * written. One queue for the process, not one per thread: 3 KiB more of
+ * static TLS would cost every thread, and would move the agent's
+ * per-thread variables off the page of errno and the thread's descriptor,
+ * onto one more page that a fork's parent then copies.
  */
 #define AGENT_DEFER_MAX 128 /* a SIGCHLD handler reaps bursts of dozens */
 
 struct agent_deferred {
 	uint64_t ts;
 	pid_t child;
+	pid_t tid; /* of the thread that reaped */
 	int status;
 	int ready;
 };
 
-static AGENT_TLS struct agent_deferred agent_t_defer[AGENT_DEFER_MAX];
-static AGENT_TLS unsigned agent_t_defer_head; /* next slot to reserve */
-static AGENT_TLS unsigned agent_t_defer_tail; /* next slot to send */
+static struct agent_deferred agent_defer_q[AGENT_DEFER_MAX];
+static unsigned agent_defer_head; /* next slot to reserve */
+static unsigned agent_defer_tail; /* next slot to send */
 
 void agent_defer_wait(uint64_t ts, pid_t child, int status)
 {
-	unsigned h = __atomic_load_n(&agent_t_defer_head, __ATOMIC_RELAXED);
+	unsigned h = __atomic_load_n(&agent_defer_head, __ATOMIC_RELAXED);
 	struct agent_deferred *d;
 
 	do {
-		if (h - __atomic_load_n(&agent_t_defer_tail, __ATOMIC_RELAXED) >= AGENT_DEFER_MAX) {
+		if (h - __atomic_load_n(&agent_defer_tail, __ATOMIC_ACQUIRE) >= AGENT_DEFER_MAX) {
 			agent_count_lost();
 			return;
 		}
-	} while (!__atomic_compare_exchange_n(&agent_t_defer_head, &h, h + 1, false,
+	} while (!__atomic_compare_exchange_n(&agent_defer_head, &h, h + 1, false,
 					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-	d = &agent_t_defer[h % AGENT_DEFER_MAX];
+	d = &agent_defer_q[h % AGENT_DEFER_MAX];
 	d->ts = ts;
 	d->child = child;
+	d->tid = agent_tid();
 	d->status = status;
 	__atomic_store_n(&d->ready, 1, __ATOMIC_RELEASE);
 }
 
-/* Send this thread's deferred records. Caller holds the send lock. */
+/* Send the deferred records. Caller holds the send lock. */
 static void agent_defer_flush(void)
 {
 	unsigned char buf[64];
 
-	while (agent_t_defer_tail != __atomic_load_n(&agent_t_defer_head, __ATOMIC_ACQUIRE)) {
-		struct agent_deferred *d = &agent_t_defer[agent_t_defer_tail % AGENT_DEFER_MAX];
+	while (agent_defer_tail != __atomic_load_n(&agent_defer_head, __ATOMIC_ACQUIRE)) {
+		struct agent_deferred *d = &agent_defer_q[agent_defer_tail % AGENT_DEFER_MAX];
 		ssize_t n;
 
 		if (!__atomic_load_n(&d->ready, __ATOMIC_ACQUIRE))
 			break; /* still being written by an interrupted handler */
-		n = enc_wait(buf, sizeof(buf), d->ts, agent_tid(), d->child, d->status);
+		n = enc_wait(buf, sizeof(buf), d->ts, d->tid, d->child, d->status);
 		__atomic_store_n(&d->ready, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&agent_t_defer_tail, agent_t_defer_tail + 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&agent_defer_tail, agent_defer_tail + 1, __ATOMIC_RELEASE);
 		agent_write_locked(buf, n);
+	}
+}
+
+/* The parent's deferred records are the parent's to send. Only the slots
+ * between tail and head can be marked (a sent slot is cleared), so only
+ * those are cleared: the whole 3 KiB queue would cost every fork child
+ * page faults for nothing. */
+static void agent_defer_fork_child(void)
+{
+	if (agent_defer_head || agent_defer_tail) {
+		for (unsigned i = agent_defer_tail; i != agent_defer_head; i++)
+			agent_defer_q[i % AGENT_DEFER_MAX].ready = 0;
+		agent_defer_head = agent_defer_tail = 0;
 	}
 }
 
@@ -186,7 +204,8 @@ void agent_unlock(void)
 {
 	int saved;
 
-	if (agent_t_defer_tail != __atomic_load_n(&agent_t_defer_head, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&agent_defer_tail, __ATOMIC_RELAXED) !=
+	    __atomic_load_n(&agent_defer_head, __ATOMIC_RELAXED))
 		agent_defer_flush();
 	if (__atomic_exchange_n(&agent_g.lockword, 0, __ATOMIC_RELEASE) == 2) {
 		saved = errno;
@@ -636,11 +655,11 @@ int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd,
 written:
 	if (__atomic_load_n(&agent_g.lost, __ATOMIC_RELAXED))
 		agent_flush_lost();
-	errno = saved;
+	agent_errno_restore(saved);
 	return 0;
 lost:
 	__atomic_add_fetch(&agent_g.lost, nevents ? nevents : 1, __ATOMIC_RELAXED);
-	errno = saved;
+	agent_errno_restore(saved);
 	return err;
 }
 
@@ -688,15 +707,7 @@ void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
 	agent_popen_reset();
 	agent_ev_fork_child();
 	agent_table_fork_child();
-	/* Deferred WAITs are the parent's: it sends them itself. Only the
-	 * slots between tail and head can be marked (a sent slot is cleared),
-	 * so only those are cleared: the whole 3 KiB queue would cost every
-	 * fork child page faults for nothing. */
-	if (agent_t_defer_head || agent_t_defer_tail) {
-		for (unsigned i = agent_t_defer_tail; i != agent_t_defer_head; i++)
-			agent_t_defer[i % AGENT_DEFER_MAX].ready = 0;
-		agent_t_defer_head = agent_t_defer_tail = 0;
-	}
+	agent_defer_fork_child();
 	/* Close the parent's connection without ever writing on it. */
 	if (agent_g.fd >= 0)
 		agent_sys_close(agent_g.fd);

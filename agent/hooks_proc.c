@@ -84,7 +84,7 @@ AGENT_EXPORT pid_t fork(void)
 		agent_emit_frame(frame, enc_fork(frame, sizeof(frame), ts, agent_tid(),
 						 FT_SPAWN_FORK, pid, pid < 0 ? err : 0));
 	}
-	errno = err;
+	agent_errno_restore(err);
 	return pid;
 }
 

@@ -12,6 +12,7 @@
 #ifndef AGENT_INTERNAL_H
 #define AGENT_INTERNAL_H
 
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -197,6 +198,15 @@ static inline bool agent_bypass(void)
 {
 	return !__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED) || agent_t_guard ||
 	       agent_t_in_vfork;
+}
+
+/* errno = e, writing errno only when it differs: in a fork's parent the
+ * page of errno is shared with the child until the child execs, and a
+ * write would copy it. Signal-safe. */
+static inline void agent_errno_restore(int e)
+{
+	if (errno != e)
+		errno = e;
 }
 
 /* CLOCK_MONOTONIC ns. Signal-safe (vDSO). */
