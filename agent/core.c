@@ -146,20 +146,18 @@ struct agent_deferred {
 };
 
 static struct agent_deferred agent_defer_q[AGENT_DEFER_MAX];
-static unsigned agent_defer_head; /* next slot to reserve */
-static unsigned agent_defer_tail; /* next slot to send */
 
 void agent_defer_wait(uint64_t ts, pid_t child, int status)
 {
-	unsigned h = __atomic_load_n(&agent_defer_head, __ATOMIC_RELAXED);
+	unsigned h = __atomic_load_n(&agent_g.defer_head, __ATOMIC_RELAXED);
 	struct agent_deferred *d;
 
 	do {
-		if (h - __atomic_load_n(&agent_defer_tail, __ATOMIC_ACQUIRE) >= AGENT_DEFER_MAX) {
+		if (h - __atomic_load_n(&agent_g.defer_tail, __ATOMIC_ACQUIRE) >= AGENT_DEFER_MAX) {
 			agent_count_lost();
 			return;
 		}
-	} while (!__atomic_compare_exchange_n(&agent_defer_head, &h, h + 1, false,
+	} while (!__atomic_compare_exchange_n(&agent_g.defer_head, &h, h + 1, false,
 					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 	d = &agent_defer_q[h % AGENT_DEFER_MAX];
 	d->ts = ts;
@@ -174,15 +172,15 @@ static void agent_defer_flush(void)
 {
 	unsigned char buf[64];
 
-	while (agent_defer_tail != __atomic_load_n(&agent_defer_head, __ATOMIC_ACQUIRE)) {
-		struct agent_deferred *d = &agent_defer_q[agent_defer_tail % AGENT_DEFER_MAX];
+	while (agent_g.defer_tail != __atomic_load_n(&agent_g.defer_head, __ATOMIC_ACQUIRE)) {
+		struct agent_deferred *d = &agent_defer_q[agent_g.defer_tail % AGENT_DEFER_MAX];
 		ssize_t n;
 
 		if (!__atomic_load_n(&d->ready, __ATOMIC_ACQUIRE))
 			break; /* still being written by an interrupted handler */
 		n = enc_wait(buf, sizeof(buf), d->ts, d->tid, d->child, d->status);
 		__atomic_store_n(&d->ready, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&agent_defer_tail, agent_defer_tail + 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&agent_g.defer_tail, agent_g.defer_tail + 1, __ATOMIC_RELEASE);
 		agent_write_locked(buf, n);
 	}
 }
@@ -193,10 +191,10 @@ static void agent_defer_flush(void)
  * page faults for nothing. */
 static void agent_defer_fork_child(void)
 {
-	if (agent_defer_head || agent_defer_tail) {
-		for (unsigned i = agent_defer_tail; i != agent_defer_head; i++)
+	if (agent_g.defer_head || agent_g.defer_tail) {
+		for (unsigned i = agent_g.defer_tail; i != agent_g.defer_head; i++)
 			agent_defer_q[i % AGENT_DEFER_MAX].ready = 0;
-		agent_defer_head = agent_defer_tail = 0;
+		agent_g.defer_head = agent_g.defer_tail = 0;
 	}
 }
 
@@ -204,8 +202,8 @@ void agent_unlock(void)
 {
 	int saved;
 
-	if (__atomic_load_n(&agent_defer_tail, __ATOMIC_RELAXED) !=
-	    __atomic_load_n(&agent_defer_head, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&agent_g.defer_tail, __ATOMIC_RELAXED) !=
+	    __atomic_load_n(&agent_g.defer_head, __ATOMIC_RELAXED))
 		agent_defer_flush();
 	if (__atomic_exchange_n(&agent_g.lockword, 0, __ATOMIC_RELEASE) == 2) {
 		saved = errno;

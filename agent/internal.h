@@ -152,6 +152,10 @@ struct agent_state {
 	pid_t ppid;
 	uint64_t start_ticks;
 	uint64_t lost; /* events dropped, not yet reported (atomic) */
+	/* The deferred-WAIT queue's next slot to reserve and to send (core.c),
+	 * beside the lock's word: every unlock reads them. */
+	unsigned defer_head;
+	unsigned defer_tail;
 	/* What a fork child resets, read here first: on their own pages,
 	 * untouched in most processes, even reading these cost every fork
 	 * child a page fault. */
