@@ -156,6 +156,7 @@ struct agent_state {
 	 * beside the lock's word: every unlock reads them. */
 	unsigned defer_head;
 	unsigned defer_tail;
+	unsigned clock_reads; /* readings so far, a hint (agent_clock_ns) */
 	/* What a fork child resets, read here first: on their own pages,
 	 * untouched in most processes, even reading these cost every fork
 	 * child a page fault. */
@@ -213,7 +214,9 @@ static inline void agent_errno_restore(int e)
 		errno = e;
 }
 
-/* CLOCK_MONOTONIC ns. Signal-safe (vDSO). */
+/* Clock id's reading in ns. Signal-safe (a system call or the vDSO). */
+uint64_t agent_clock_ns(clockid_t id);
+/* CLOCK_MONOTONIC ns. Signal-safe. */
 uint64_t agent_now(void);
 /* Kernel tid of the calling thread, cached. Signal-safe. */
 pid_t agent_tid(void);
@@ -327,7 +330,7 @@ void agent_table_need_header(void);
  * the table's header too. Returns 0 or -errno. Signal-safe. */
 int agent_table_claim_for(uint32_t *idx);
 
-/* CLOCK_BOOTTIME ns, the clock of start_ticks. Signal-safe (vDSO). */
+/* CLOCK_BOOTTIME ns, the clock of start_ticks. Signal-safe. */
 uint64_t agent_boot_now(void);
 /* In a vfork child: agent_boot_now() as the vfork began (vfork.c). */
 uint64_t agent_vfork_boot_before(void);
