@@ -20,6 +20,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -156,45 +157,58 @@ static enum agent_image image_kind(int fd)
 {
 	struct stat st;
 	/* The ELF header and, in the same read, the program headers that
-	 * follow it in almost every file: one system call, not two. */
+	 * follow it in almost every file: one system call, not two. Others
+	 * are read into the same buffer, 16 at a time. One buffer: every
+	 * stack page a fork child writes costs it a page fault. */
 	union {
 		unsigned char b[sizeof(Elf64_Ehdr) + 16 * sizeof(Elf64_Phdr)];
 		Elf64_Ehdr eh;
 	} u;
-	Elf64_Phdr ph[16];
 
 	if (agent_syscall(SYS_fstat, fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    (st.st_mode & (S_ISUID | S_ISGID)))
 		return AGENT_IMAGE_OTHER;
-	ssize_t n = agent_syscall(SYS_pread64, fd, u.b, sizeof(u.b), 0);
+	long n = agent_syscall(SYS_pread64, fd, u.b, sizeof(u.b), 0);
 	if (n >= 2 && u.b[0] == '#' && u.b[1] == '!')
 		return AGENT_IMAGE_SCRIPT;
-	if (n < (ssize_t)sizeof(Elf64_Ehdr) || memcmp(u.b, ELFMAG, SELFMAG) != 0 ||
+	if (n < (long)sizeof(Elf64_Ehdr) || memcmp(u.b, ELFMAG, SELFMAG) != 0 ||
 	    u.b[EI_CLASS] != ELFCLASS64)
 		return AGENT_IMAGE_OTHER;
 	if (u.eh.e_machine != AGENT_ELF_MACHINE || u.eh.e_phentsize != sizeof(Elf64_Phdr) ||
 	    u.eh.e_phnum == 0 || u.eh.e_phnum == PN_XNUM)
 		return AGENT_IMAGE_OTHER;
-	for (unsigned i = 0; i < u.eh.e_phnum; i += 16) {
-		unsigned k = u.eh.e_phnum - i < 16 ? u.eh.e_phnum - i : 16;
-		uint64_t off = u.eh.e_phoff + (uint64_t)i * sizeof(Elf64_Phdr);
+	uint64_t phoff = u.eh.e_phoff;
+	unsigned phnum = u.eh.e_phnum;
+	for (unsigned i = 0; i < phnum; i += 16) {
+		unsigned k = phnum - i < 16 ? phnum - i : 16;
+		uint64_t off = phoff + (uint64_t)i * sizeof(Elf64_Phdr);
 		size_t len = k * sizeof(Elf64_Phdr);
+		const unsigned char *ph = u.b + off;
 
-		if (off <= (uint64_t)n && len <= (uint64_t)n - off)
-			memcpy(ph, u.b + off, len);
-		else if (agent_syscall(SYS_pread64, fd, ph, len, off) != (long)len)
-			return AGENT_IMAGE_OTHER;
-		for (unsigned j = 0; j < k; j++)
-			if (ph[j].p_type == PT_INTERP)
+		if (off > (uint64_t)n || len > (uint64_t)n - off) {
+			if (agent_syscall(SYS_pread64, fd, u.b, len, off) != (long)len)
+				return AGENT_IMAGE_OTHER;
+			ph = u.b;
+			n = 0; /* u.b no longer holds the file's start */
+		}
+		for (unsigned j = 0; j < k; j++) {
+			uint32_t type;
+
+			memcpy(&type, ph + j * sizeof(Elf64_Phdr) + offsetof(Elf64_Phdr, p_type),
+			       sizeof(type));
+			if (type == PT_INTERP)
 				return AGENT_IMAGE_ELF;
+		}
 	}
 	return AGENT_IMAGE_OTHER;
 }
 
 /* Opens what execvp would run for a bare name: the first executable file
  * along $PATH (glibc's default when unset). Reads environ as execvp does.
- * buf (PATH_MAX bytes) gets the path opened. */
-static int open_in_path(const char *file, char *buf)
+ * buf (cap bytes) gets the path opened. A candidate that does not fit in
+ * buf ends the search (-1): skipping it could find another file than
+ * execvp will. */
+static int open_in_path(const char *file, char *buf, size_t cap)
 {
 	const char *path = "/bin:/usr/bin";
 	size_t flen = strlen(file);
@@ -209,16 +223,16 @@ static int open_in_path(const char *file, char *buf)
 		const char *end = strchrnul(path, ':');
 		size_t dlen = (size_t)(end - path);
 
-		if (dlen + flen + 2 <= PATH_MAX) {
-			memcpy(buf, dlen ? path : ".", dlen ? dlen : 1);
-			size_t at = dlen ? dlen : 1;
-			buf[at] = '/';
-			memcpy(buf + at + 1, file, flen + 1);
-			if (agent_syscall(SYS_faccessat, AT_FDCWD, buf, X_OK) == 0) {
-				int fd = (int)agent_syscall(SYS_openat, AT_FDCWD, buf, O_RDONLY | O_CLOEXEC);
-				if (fd >= 0)
-					return fd;
-			}
+		if (dlen + flen + 2 > cap)
+			return -1;
+		memcpy(buf, dlen ? path : ".", dlen ? dlen : 1);
+		size_t at = dlen ? dlen : 1;
+		buf[at] = '/';
+		memcpy(buf + at + 1, file, flen + 1);
+		if (agent_syscall(SYS_faccessat, AT_FDCWD, buf, X_OK) == 0) {
+			int fd = (int)agent_syscall(SYS_openat, AT_FDCWD, buf, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0)
+				return fd;
 		}
 		if (!*end)
 			return -1;
@@ -230,11 +244,11 @@ static int open_in_path(const char *file, char *buf)
  * The file exec would open: fd (owned when *own) and, when it has one the
  * agent can resolve, the path exec looks up (from the current directory
  * if relative) in *name, else NULL: path itself, or the $PATH candidate
- * written into buf (PATH_MAX bytes). Returns a negative value when it
- * cannot tell.
+ * written into buf (cap bytes). Returns a negative value when it cannot
+ * tell.
  */
 static int open_target(unsigned kind, int dirfd, const char *path, int flags, char *buf,
-		       const char **name, bool *own)
+		       size_t cap, const char **name, bool *own)
 {
 	*own = true;
 	*name = path;
@@ -261,7 +275,7 @@ static int open_target(unsigned kind, int dirfd, const char *path, int flags, ch
 		if (strchr(path, '/'))
 			return (int)agent_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 		*name = buf;
-		return open_in_path(path, buf);
+		return open_in_path(path, buf, cap);
 	default:
 		return path ? (int)agent_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC) : -1;
 	}
@@ -275,9 +289,9 @@ bool agent_exec_target(unsigned kind, int dirfd, const char *path, int flags, bo
 	int fd;
 	bool own;
 
-	/* exe doubles as the buffer of the $PATH search: no other 4 KiB on
+	/* exe doubles as the buffer of the $PATH search: no other buffer on
 	 * the stack of a fork child. */
-	fd = open_target(kind, dirfd, path, flags, exe, &name, &own);
+	fd = open_target(kind, dirfd, path, flags, exe, cap, &name, &own);
 	if (fd >= 0) {
 		img = image_kind(fd);
 		if (own)

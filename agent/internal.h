@@ -251,7 +251,7 @@ static inline bool agent_silent_fork_child(void)
  * HELLO tells everything an EXEC record would. False whenever it cannot
  * tell, and for a relative name when !cwd_known (posix_spawn file actions
  * may change directory first). kind is an FT_EXEC_* (the p-variants search
- * $PATH). exe (cap >= PATH_MAX bytes, borrowed) gets what /proc/<pid>/exe
+ * $PATH). exe (cap bytes, borrowed) gets what /proc/<pid>/exe
  * of the new image will say: the absolute, symlink-free path of the file
  * opened, for an ELF only (a script's is its interpreter); "" when it
  * cannot tell. Only async-signal-safe calls and stack memory: it runs in
@@ -372,7 +372,9 @@ struct agent_env {
 	char **envp; /* what to pass to the real call */
 	void *map;   /* mmap'd storage, or NULL */
 	size_t maplen;
-	char area[4096] __attribute__((aligned(16)));
+	/* The vector, when it fits (about 250 entries; else an mmap): on the
+	 * stack of a fork child, where every page written costs a fault. */
+	char area[2048] __attribute__((aligned(16)));
 };
 
 /* Are the strings for env merging prepared? Prepares them once from
@@ -393,9 +395,19 @@ struct agent_handover {
 };
 /* Room for "<slot>:" in FORKTRACE_EXEC_TS. */
 #define AGENT_EXEC_TS_SLOT 12
+/*
+ * Room for the exe's name in FORKTRACE_EXEC_TS, and for the $PATH search
+ * and the name's resolution that fill it (exectarget.c). The buffer is on
+ * a fork child's stack, where each page it writes costs a page fault: as
+ * PATH_MAX it pushed the child's way to exec onto two more pages. An exe
+ * with a longer name is left to /proc; a $PATH candidate that does not
+ * fit makes the check give up (the exec is announced the old way).
+ */
+#define AGENT_EXEC_TS_EXE 1024
 /* Room for "FORKTRACE_EXEC_TS=<ns>:<ticks>:<boot_before>:<slot>:<exe>"; the
  * exe gets what is left after AGENT_EXEC_TS_SLOT. */
-#define AGENT_EXEC_TS_SIZE (sizeof(FT_ENV_EXEC_TS) + 3 * 21 + AGENT_EXEC_TS_SLOT + PATH_MAX)
+#define AGENT_EXEC_TS_SIZE                                                                         \
+	(sizeof(FT_ENV_EXEC_TS) + 3 * 21 + AGENT_EXEC_TS_SLOT + AGENT_EXEC_TS_EXE)
 /* Writes "FORKTRACE_EXEC_TS=<ns>:<ticks>:<boot_before>:" into buf
  * (AGENT_EXEC_TS_SIZE bytes, the caller's) and returns its length: the
  * exe, or nothing, goes at buf + length. Signal-safe. */
