@@ -708,6 +708,7 @@ void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
 {
 	/* The lock word was copied locked: nobody else exists to release it. */
 	__atomic_store_n(&agent_g.lockword, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&agent_g.fork_tid, 0, __ATOMIC_RELAXED);
 	agent_g.start_ticks = agent_fork_start_ticks(boot_before);
 	agent_g.pid = (pid_t)agent_syscall0(SYS_getpid);
 	agent_g.ppid = parent_pid;

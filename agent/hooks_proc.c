@@ -15,7 +15,14 @@
  * fork: every agent lock is taken with all signals blocked, so the child
  * never inherits a lock held by a thread that does not exist there; both
  * sides release it. The child drops the parent's connection and opens its
- * own (agent_fork_child); the parent reports FORK. Preserves errno.
+ * own (agent_fork_child); the parent reports FORK, still holding the
+ * lock. Preserves errno.
+ *
+ * Until the child execs, every page the parent writes is one it copies
+ * (and the child runs only once the parent waits, on the same CPU): after
+ * fork the parent writes agent_g's page and its stack, not its TLS. The
+ * lock holder's hooks pass through by agent_g.fork_tid, not by the TLS
+ * nesting guard.
  */
 AGENT_EXPORT pid_t fork(void)
 {
@@ -38,7 +45,7 @@ AGENT_EXPORT pid_t fork(void)
 		 * connection (the interrupted send then fails and is counted)
 		 * and goes on untraced; the parent is untouched.
 		 */
-		bool inside = agent_t_guard && !agent_t_in_vfork &&
+		bool inside = (agent_t_guard || agent_in_fork()) && !agent_t_in_vfork &&
 			      __atomic_load_n(&agent_g.active, __ATOMIC_RELAXED);
 
 		pid = f();
@@ -53,8 +60,8 @@ AGENT_EXPORT pid_t fork(void)
 	agent_resolve_all();
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	agent_t_guard++;
 	agent_lock();
+	__atomic_store_n(&agent_g.fork_tid, agent_tid(), __ATOMIC_RELAXED);
 	/* Mapped once here, the header is every child's to claim a slot
 	 * for the image it execs. */
 	agent_table_need_header();
@@ -70,20 +77,19 @@ AGENT_EXPORT pid_t fork(void)
 		 * libc's text that, like every page of a file mapping, fork
 		 * left unmapped in the child, to be faulted in on first use. */
 		agent_fork_child(parent, boot);
-		agent_t_guard--;
 		(void)agent_raw_sigmask(SIG_SETMASK, &old, NULL);
 		return 0;
 	}
 	err = errno;
-	agent_unlock();
-	agent_t_guard--;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!agent_bypass()) {
+	{
 		unsigned char frame[AGENT_SMALL_FRAME];
 
-		agent_emit_frame(frame, enc_fork(frame, sizeof(frame), ts, agent_tid(),
-						 FT_SPAWN_FORK, pid, pid < 0 ? err : 0));
+		agent_write_locked(frame, enc_fork(frame, sizeof(frame), ts, agent_tid(),
+						   FT_SPAWN_FORK, pid, pid < 0 ? err : 0));
 	}
+	__atomic_store_n(&agent_g.fork_tid, 0, __ATOMIC_RELAXED);
+	agent_unlock();
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	agent_errno_restore(err);
 	return pid;
 }

@@ -157,6 +157,11 @@ struct agent_state {
 	unsigned defer_head;
 	unsigned defer_tail;
 	unsigned clock_reads; /* readings so far, a hint (agent_clock_ns) */
+	/* The thread inside the fork hook, or 0. Kept here, beside the lock's
+	 * word, rather than in the thread's nesting guard: after fork the
+	 * parent writes this page anyway (it releases the lock), where the
+	 * guard's TLS page would be one more copy-on-write fault. */
+	pid_t fork_tid;
 	/* What a fork child resets, read here first: on their own pages,
 	 * untouched in most processes, even reading these cost every fork
 	 * child a page fault. */
@@ -197,12 +202,24 @@ extern AGENT_TLS pid_t agent_t_tid;    /* cached kernel tid (see agent_tid) */
 extern AGENT_TLS pid_t agent_t_tid_pid; /* the agent_g.pid it was cached in */
 extern AGENT_TLS int agent_t_tramp;    /* thread started by our trampoline */
 
+/* Kernel tid of the calling thread, cached. Signal-safe. */
+pid_t agent_tid(void);
+
+/* Is the calling thread inside the fork hook (in fork's atfork handlers,
+ * say)? Then it holds the send lock. Signal-safe. */
+static inline bool agent_in_fork(void)
+{
+	pid_t t = __atomic_load_n(&agent_g.fork_tid, __ATOMIC_RELAXED);
+
+	return t && t == agent_tid();
+}
+
 /* True when a hook must only call the real function: agent inactive,
- * nested, or in a vfork child (which shares our memory). */
+ * nested, inside fork, or in a vfork child (which shares our memory). */
 static inline bool agent_bypass(void)
 {
 	return !__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED) || agent_t_guard ||
-	       agent_t_in_vfork;
+	       agent_t_in_vfork || agent_in_fork();
 }
 
 /* errno = e, writing errno only when it differs: in a fork's parent the
@@ -218,8 +235,6 @@ static inline void agent_errno_restore(int e)
 uint64_t agent_clock_ns(clockid_t id);
 /* CLOCK_MONOTONIC ns. Signal-safe. */
 uint64_t agent_now(void);
-/* Kernel tid of the calling thread, cached. Signal-safe. */
-pid_t agent_tid(void);
 
 /* Send lock (futex). Signal-safe trylock; lock/unlock never allocate. */
 void agent_lock(void);
