@@ -77,11 +77,11 @@ uint64_t agent_clock_ns(clockid_t id)
 	struct timespec ts;
 	unsigned n = __atomic_load_n(&agent_g.clock_reads, __ATOMIC_RELAXED);
 
-	if (n < AGENT_CLOCK_SYSCALLS) {
-		__atomic_store_n(&agent_g.clock_reads, n + 1, __ATOMIC_RELAXED);
-		agent_syscall(SYS_clock_gettime, id, &ts);
-	} else {
+	if (n >= AGENT_CLOCK_SYSCALLS || agent_syscall(SYS_clock_gettime, id, &ts) != 0) {
+		/* (a seccomp filter may refuse the system call) */
 		clock_gettime(id, &ts);
+	} else {
+		__atomic_store_n(&agent_g.clock_reads, n + 1, __ATOMIC_RELAXED);
 	}
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
@@ -725,7 +725,7 @@ void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
 	agent_defer_fork_child();
 	/* Close the parent's connection without ever writing on it. */
 	if (agent_g.fd >= 0)
-		agent_sys_close(agent_g.fd);
+		agent_syscall(SYS_close, agent_g.fd); /* errno untouched */
 	agent_g.fd = -1;
 	/*
 	 * Connect only when there is something to say. Most fork children

@@ -155,10 +155,16 @@ static bool agent_ev_acquire(struct agent_tev *e);
  * slow path gets one or flushes). */
 static inline bool agent_ev_enter(struct agent_tev *e)
 {
-	if (__builtin_expect(e->busy | agent_t_guard | agent_t_in_vfork, 0)) {
-		if (e->busy)
+	if (__builtin_expect(e->busy | agent_t_guard | agent_t_in_vfork |
+				     (__atomic_load_n(&agent_g.fork_tid, __ATOMIC_RELAXED) != 0),
+			     0)) {
+		if (e->busy) {
 			agent_count_lost();
-		return false;
+			return false;
+		}
+		/* Another thread's fork does not stop this one. */
+		if (agent_nested() || agent_t_in_vfork)
+			return false;
 	}
 	if (__builtin_expect(e->pos >= e->limit, 0))
 		return agent_ev_acquire(e);

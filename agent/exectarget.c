@@ -222,11 +222,11 @@ static int open_in_path(const char *file, char *buf, size_t cap)
 	for (;;) {
 		const char *end = strchrnul(path, ':');
 		size_t dlen = (size_t)(end - path);
+		size_t at = dlen ? dlen : 1; /* an empty entry is "." */
 
-		if (dlen + flen + 2 > cap)
+		if (at + flen + 2 > cap)
 			return -1;
-		memcpy(buf, dlen ? path : ".", dlen ? dlen : 1);
-		size_t at = dlen ? dlen : 1;
+		memcpy(buf, dlen ? path : ".", at);
 		buf[at] = '/';
 		memcpy(buf + at + 1, file, flen + 1);
 		if (agent_syscall(SYS_faccessat, AT_FDCWD, buf, X_OK) == 0) {

@@ -88,7 +88,7 @@ static void agent_fd_evacuate(int newfd)
 	bool locked = true;
 	int hi;
 
-	if (agent_t_guard++)
+	if (agent_t_guard++ || agent_in_fork())
 		locked = agent_trylock();
 	else
 		agent_lock();

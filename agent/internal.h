@@ -214,12 +214,19 @@ static inline bool agent_in_fork(void)
 	return t && t == agent_tid();
 }
 
+/* Is the calling thread inside the agent: nested in it (agent_t_guard),
+ * or inside the fork hook, holding the send lock? Signal-safe. */
+static inline bool agent_nested(void)
+{
+	return agent_t_guard || agent_in_fork();
+}
+
 /* True when a hook must only call the real function: agent inactive,
- * nested, inside fork, or in a vfork child (which shares our memory). */
+ * nested, or in a vfork child (which shares our memory). */
 static inline bool agent_bypass(void)
 {
-	return !__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED) || agent_t_guard ||
-	       agent_t_in_vfork || agent_in_fork();
+	return !__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED) || agent_nested() ||
+	       agent_t_in_vfork;
 }
 
 /* errno = e, writing errno only when it differs: in a fork's parent the

@@ -25,7 +25,7 @@ static void agent_on_fatal(int sig, siginfo_t *si, void *uctx)
 
 	(void)uctx;
 	if (__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED) && !agent_t_in_vfork &&
-	    !agent_t_guard) {
+	    !agent_nested()) {
 		agent_t_guard++;
 		if (agent_trylock()) {
 			agent_ev_flush_self_locked();

@@ -30,8 +30,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#if defined(__x86_64__)
-/* The kernel's result: -errno (-4095..-1) on failure. */
+#if defined(__x86_64__) && defined(__LP64__)
+/* The kernel's result: -errno (-4095..-1) on failure. (Not on x32, whose
+ * long cannot carry a 64-bit offset.) */
 static inline long agent_syscall6(long n, long a, long b, long c, long d, long e, long f)
 {
 	register long r10 __asm__("r10") = d;

@@ -101,15 +101,24 @@ int out_file_open(out_file *rf, const char *path, const char *what)
  * path exists ext4 (auto_da_alloc) writes the new file's data out before
  * the rename returns: 6 ms for a 3 MB trace on the benchmark machine, at
  * every re-run, growing with the trace. Exchanging the two names, then
- * removing the old file under the temporary name, is as atomic and lets
- * the data go out in the background. rename where the exchange cannot be
- * done (no file at path yet, or a file system without RENAME_EXCHANGE).
+ * removing the old file under the temporary name, is as atomic for
+ * readers and lets the data go out in the background. What it gives up
+ * is that flush's protection against a crash soon after: the trace may
+ * then be empty, as any file written without fsync may. rename where the
+ * exchange cannot be done (no file at path yet, or a file system without
+ * RENAME_EXCHANGE).
  */
 static int replace_path(const char *tmp, const char *path)
 {
 	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
-		(void)unlink(tmp);
-		return 0;
+		if (unlink(tmp) == 0)
+			return 0;
+		/* What was at path is no file (a directory made meanwhile):
+		 * put it back, and fail as rename would have. */
+		int err = errno;
+
+		(void)renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE);
+		return -err;
 	}
 	return rename(tmp, path) < 0 ? -errno : 0;
 }
