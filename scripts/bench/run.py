@@ -68,7 +68,11 @@ def main():
     loop = os.path.join(tmp, "spawn_loop")
     subprocess.run(["cc", "-O2", "-o", loop, os.path.join(ROOT, "scripts/bench/spawn_loop.c")],
                    check=True)
+    # One output file per tracer: replacing a file another tracer wrote
+    # moments before can wait for that file's writeback (on ext4, a rename
+    # over an existing file starts it), which is not the new run's cost.
     trace = os.path.join(tmp, "trace.json")
+    base_trace = os.path.join(tmp, "trace-baseline.json")
     # The floor any LD_PRELOAD agent pays: the loader mapping one more object.
     empty = os.path.join(tmp, "libempty.so")
     with open(empty + ".c", "w") as f:
@@ -81,7 +85,7 @@ def main():
     }
     if a.baseline:
         tracers["baseline"] = [os.path.join(os.path.abspath(a.baseline), "bin", "forktrace"),
-                               "run", "-q", "-o", trace, "--"]
+                               "run", "-q", "-o", base_trace, "--"]
     if not a.no_strace and shutil.which("strace"):
         tracers["strace -f"] = ["strace", "-f", "-qq", "-o", "/dev/null"]
 
