@@ -969,6 +969,49 @@ static void agent_spill_dir(const char *dir, const char *tmp)
 		agent_g.spill_tmp = agent_arena_join(tmp, strlen(tmp), "", 0);
 }
 
+/*
+ * AT_SECURE and AT_CLKTCK from the auxiliary vector, which follows envp on
+ * the initial stack: a preloaded object's constructor is given that envp
+ * (then argv + argc + 1), and reads them there rather than importing
+ * getauxval (one more symbol for every traced image to bind, ~700
+ * instructions). In a secure-mode process the loader has removed entries
+ * from that envp in place, leaving NULLs before the vector: they are
+ * skipped. The vector read is trusted only if it has both AT_PAGESZ and
+ * AT_SECURE, which the kernel always supplies; otherwise (an environment
+ * changed before: a program's preinit function, a late dlopen) getauxval.
+ */
+#define AGENT_AUXV_MAX 64
+
+static void agent_read_auxv(int argc, char **argv, char **envp, unsigned long *secure,
+			    unsigned long *clktck)
+{
+	if (argv && envp && argc >= 0 && envp == argv + argc + 1) {
+		char **e = envp;
+		unsigned found = 0;
+
+		while (*e)
+			e++;
+		for (unsigned i = 0; i < AGENT_AUXV_MAX && !e[1]; i++)
+			e++;
+		*clktck = 0;
+		const unsigned long *a = (const unsigned long *)(e + 1);
+		for (unsigned i = 0; i < AGENT_AUXV_MAX && a[0] != AT_NULL; i++, a += 2) {
+			if (a[0] == AT_PAGESZ) {
+				found |= 1;
+			} else if (a[0] == AT_SECURE) {
+				found |= 2;
+				*secure = a[1];
+			} else if (a[0] == AT_CLKTCK) {
+				*clktck = a[1];
+			}
+		}
+		if (found == 3)
+			return;
+	}
+	*secure = getauxval(AT_SECURE);
+	*clktck = getauxval(AT_CLKTCK);
+}
+
 /* glibc passes argc, argv and envp to .init_array functions. */
 __attribute__((constructor)) static void agent_init(int argc, char **argv, char **envp)
 {
@@ -976,12 +1019,13 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	struct agent_start_env env;
 	const struct agent_handover *ho = &env.ho;
 	const char *sock;
-	unsigned long tck;
+	unsigned long secure, tck;
 	ssize_t n;
 
 	__atomic_store_n(&agent_g.init_done, 1, __ATOMIC_RELEASE);
+	agent_read_auxv(argc, argv, envp, &secure, &tck);
 	/* Never honour the environment of a setuid/setgid program. */
-	if (getauxval(AT_SECURE))
+	if (secure)
 		goto out;
 	/* Before main: the program must never see our hand-over variable. */
 	agent_env_take_start(envp, &env);
@@ -1002,7 +1046,6 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	agent_g.ppid = agent_sys_getppid();
 	/* Constructors of preloaded objects run on the main thread. */
 	agent_t_tid = agent_t_tid_pid = agent_g.pid;
-	tck = getauxval(AT_CLKTCK);
 	agent_g.tick_ns = tck ? 1000000000u / tck : 0;
 	/* An image a fork child exec'd is handed its start time; one that
 	 * posix_spawn started, the spawner's clock reading before the call,

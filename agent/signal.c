@@ -3,6 +3,7 @@
  * action kills the process.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -42,6 +43,69 @@ static void agent_on_fatal(int sig, siginfo_t *si, void *uctx)
 	errno = saved;
 }
 
+#define AGENT_FATAL_FLAGS (SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_RESTART)
+
+#if AGENT_RAW_SYSCALLS
+/*
+ * The kernel's struct sigaction, set with rt_sigaction directly: glibc's
+ * sigaction is one more import for every traced image to bind (~700
+ * instructions) and copies a 128-byte mask per call. The kernel needs a
+ * restorer to return from the handler through rt_sigreturn; this one is
+ * the instruction sequence of glibc's __restore_rt, by which debuggers
+ * and unwinders recognize a signal frame.
+ */
+struct agent_ksigaction {
+	uintptr_t handler; /* sa_handler or sa_sigaction */
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+#define AGENT_SA_RESTORER 0x04000000UL
+
+void agent_sigreturn(void);
+__asm__(".text\n"
+	".p2align 4\n"
+	".type agent_sigreturn,@function\n"
+	".hidden agent_sigreturn\n"
+	"agent_sigreturn:\n"
+	"\tmovq $15, %rax\n" /* SYS_rt_sigreturn */
+	"\tsyscall\n"
+	".size agent_sigreturn,.-agent_sigreturn\n");
+
+/* Swaps our handler in for sig; true when the old disposition was the
+ * default (else it is put back). */
+static bool agent_fatal_swap_in(int sig)
+{
+	struct agent_ksigaction sa = {(uintptr_t)agent_on_fatal,
+				      AGENT_FATAL_FLAGS | AGENT_SA_RESTORER, agent_sigreturn, 0};
+	struct agent_ksigaction old;
+
+	if (agent_syscall(SYS_rt_sigaction, sig, &sa, &old, sizeof(old.mask)) != 0)
+		return false;
+	if (!(old.flags & SA_SIGINFO) && old.handler == (uintptr_t)SIG_DFL)
+		return true;
+	agent_syscall(SYS_rt_sigaction, sig, &old, NULL, sizeof(old.mask));
+	return false;
+}
+#else
+static bool agent_fatal_swap_in(int sig)
+{
+	struct sigaction sa, old;
+
+	/* All zero is the empty sa_mask: no sigemptyset to import. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = agent_on_fatal;
+	sa.sa_flags = AGENT_FATAL_FLAGS;
+	if (sigaction(sig, &sa, &old) != 0)
+		return false;
+	if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
+		return true;
+	sigaction(sig, &old, NULL);
+	return false;
+}
+#endif
+
 /* Install only where the disposition is SIG_DFL: a program's own handler
  * (or SIG_IGN inherited across exec) wins, and a handler the program
  * installs later simply replaces ours. One call per signal swaps ours in
@@ -51,19 +115,6 @@ static void agent_on_fatal(int sig, siginfo_t *si, void *uctx)
  * resets handlers; only SIG_IGN survives it). */
 void agent_signals_install(void)
 {
-	struct sigaction sa, old;
-	size_t i;
-
-	/* All zero is the empty sa_mask: no sigemptyset, one import less
-	 * for every image to bind. */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = agent_on_fatal;
-	sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_RESTART;
-	for (i = 0; i < sizeof(agent_fatal_signals) / sizeof(agent_fatal_signals[0]); i++) {
-		int sig = agent_fatal_signals[i];
-
-		if (sigaction(sig, &sa, &old) == 0 &&
-		    ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL))
-			sigaction(sig, &old, NULL);
-	}
+	for (size_t i = 0; i < sizeof(agent_fatal_signals) / sizeof(agent_fatal_signals[0]); i++)
+		(void)agent_fatal_swap_in(agent_fatal_signals[i]);
 }

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #if defined(__x86_64__) && defined(__LP64__)
+#define AGENT_RAW_SYSCALLS 1
 /* The kernel's result: -errno (-4095..-1) on failure. (Not on x32, whose
  * long cannot carry a 64-bit offset.) */
 static inline long agent_syscall6(long n, long a, long b, long c, long d, long e, long f)
@@ -47,6 +48,7 @@ static inline long agent_syscall6(long n, long a, long b, long c, long d, long e
 	return ret;
 }
 #else
+#define AGENT_RAW_SYSCALLS 0
 static inline long agent_syscall6(long n, long a, long b, long c, long d, long e, long f)
 {
 	int saved = errno;
