@@ -77,8 +77,11 @@ uint64_t agent_clock_ns(clockid_t id)
 	struct timespec ts;
 	unsigned n = __atomic_load_n(&agent_g.clock_reads, __ATOMIC_RELAXED);
 
-	if (n >= AGENT_CLOCK_SYSCALLS || agent_syscall(SYS_clock_gettime, id, &ts) != 0) {
-		/* (a seccomp filter may refuse the system call) */
+	if (n >= AGENT_CLOCK_SYSCALLS) {
+		clock_gettime(id, &ts);
+	} else if (agent_syscall(SYS_clock_gettime, id, &ts) != 0) {
+		/* A seccomp filter refuses it: the vDSO from now on. */
+		__atomic_store_n(&agent_g.clock_reads, AGENT_CLOCK_SYSCALLS, __ATOMIC_RELAXED);
 		clock_gettime(id, &ts);
 	} else {
 		__atomic_store_n(&agent_g.clock_reads, n + 1, __ATOMIC_RELAXED);

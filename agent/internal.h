@@ -157,10 +157,10 @@ struct agent_state {
 	unsigned defer_head;
 	unsigned defer_tail;
 	unsigned clock_reads; /* readings so far, a hint (agent_clock_ns) */
-	/* The thread inside the fork hook, or 0. Kept here, beside the lock's
-	 * word, rather than in the thread's nesting guard: after fork the
-	 * parent writes this page anyway (it releases the lock), where the
-	 * guard's TLS page would be one more copy-on-write fault. */
+	/* The thread inside the fork hook, or 0. Kept here, on the page of
+	 * the lock's word, rather than in the thread's nesting guard: after
+	 * fork the parent writes this page anyway (it releases the lock),
+	 * where the guard's TLS page would be one more copy-on-write fault. */
 	pid_t fork_tid;
 	/* What a fork child resets, read here first: on their own pages,
 	 * untouched in most processes, even reading these cost every fork

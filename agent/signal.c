@@ -50,9 +50,13 @@ static void agent_on_fatal(int sig, siginfo_t *si, void *uctx)
  * The kernel's struct sigaction, set with rt_sigaction directly: glibc's
  * sigaction is one more import for every traced image to bind (~700
  * instructions) and copies a 128-byte mask per call. The kernel needs a
- * restorer to return from the handler through rt_sigreturn; this one is
- * the instruction sequence of glibc's __restore_rt, by which debuggers
- * and unwinders recognize a signal frame.
+ * restorer to return from the handler through rt_sigreturn. This one is
+ * laid out as glibc's: a nop first, so that an unwinder looking up the
+ * frame description of the return address minus one finds none (not the
+ * preceding function's) and falls back to matching the bytes, and then
+ * exactly glibc's bytes (mov $15, %rax; syscall), which libgcc's and
+ * gdb's unwinders match; gdb also goes by the name __restore_rt (a local
+ * symbol here).
  */
 struct agent_ksigaction {
 	uintptr_t handler; /* sa_handler or sa_sigaction */
@@ -63,15 +67,16 @@ struct agent_ksigaction {
 
 #define AGENT_SA_RESTORER 0x04000000UL
 
-void agent_sigreturn(void);
-__asm__(".text\n"
+void agent_sigreturn(void) __asm__("__restore_rt");
+__asm__(".pushsection .text\n"
 	".p2align 4\n"
-	".type agent_sigreturn,@function\n"
-	".hidden agent_sigreturn\n"
-	"agent_sigreturn:\n"
-	"\tmovq $15, %rax\n" /* SYS_rt_sigreturn */
-	"\tsyscall\n"
-	".size agent_sigreturn,.-agent_sigreturn\n");
+	"\tnop\n"
+	".type __restore_rt,@function\n"
+	"__restore_rt:\n"
+	/* movq $15 (SYS_rt_sigreturn), %rax; syscall */
+	"\t.byte 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05\n"
+	".size __restore_rt,.-__restore_rt\n"
+	".popsection\n");
 
 /* Swaps our handler in for sig; true when the old disposition was the
  * default (else it is put back). */

@@ -114,7 +114,9 @@ static int replace_path(const char *tmp, const char *path)
 		if (unlink(tmp) == 0)
 			return 0;
 		/* What was at path is no file (a directory made meanwhile):
-		 * put it back, and fail as rename would have. */
+		 * put it back, and fail as rename would have. Should even
+		 * that fail, the trace stays at path and the directory at
+		 * the temporary name, and the error is still reported. */
 		int err = errno;
 
 		(void)renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE);
