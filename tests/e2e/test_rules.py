@@ -372,6 +372,30 @@ def test_fatal_raise(t):
               f"no signal mark for {sig}: {p.marks()}")
 
 
+@test
+def test_fatal_unwind(t):
+    """The agent's fatal-signal handler returns through its own restorer
+    (agent/signal.c): a debugger must still see a signal frame there and
+    unwind through it to the program's frames, as through glibc's."""
+    gdb = shutil.which("gdb")
+    if not gdb:
+        raise ft.Skip("gdb is not installed")
+    # gdb stops at the raise, then inside the agent's handler (which
+    # raises again once SIGABRT is back to its default).
+    cmd = [gdb, "-q", "-nx", "-batch", "-ex", "run", "-ex", "continue", "-ex", "bt",
+           "--args", prog("raise_fatal"), "6"]
+    res = t.run(cmd, cwd=t.subdir("gdb"))
+    bt = [ln for ln in res.stdout.decode(errors="replace").splitlines() if ln.startswith("#")]
+    handler = [i for i, ln in enumerate(bt) if "agent_on_fatal" in ln]
+    check(handler, "gdb stopped elsewhere than in the agent's handler:\n" + "\n".join(bt))
+    rest = bt[handler[0] + 1:]
+    check(rest and "<signal handler called>" in rest[0],
+          "no signal frame above the agent's handler:\n" + "\n".join(bt))
+    check(any(" main " in ln or ln.rstrip().endswith(" main ()") or " in main " in ln
+              for ln in rest),
+          "gdb did not unwind through the signal frame to main:\n" + "\n".join(bt))
+
+
 # --------------------------------------------------------------------------
 # Rules 3 (STYLE house rule) and 10: a static look at the agent itself.
 
