@@ -1,7 +1,15 @@
 /*
  * spawn_loop N MODE: starts N children of /bin/true one after the other
- * and waits for each. MODE "fork" uses fork + execv, "spawn" uses
+ * and waits for each. MODE "fork" uses fork + execve, "spawn" uses
  * posix_spawn. The benchmark for the per-process cost of tracing.
+ *
+ * Built static (cc -O2 -static), no agent can enter the loop itself; then
+ * each CHILD_ENV_NAME=value in its environment becomes NAME=value in the
+ * children's, to measure what a preloaded library costs the child image
+ * alone, e.g.
+ *   CHILD_ENV_LD_PRELOAD=$PWD/build/bin/libforktrace-agent.so \
+ *   FORKTRACE_SOCK=/tmp/s.sock ./spawn_loop 2000 spawn
+ * Without such variables the children get this environment as it is.
  */
 #include <spawn.h>
 #include <stdio.h>
@@ -10,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define CHILD_ENV_PREFIX "CHILD_ENV_"
+
 extern char **environ;
 
 int main(int argc, char **argv)
@@ -17,20 +27,32 @@ int main(int argc, char **argv)
 	int n = argc > 1 ? atoi(argv[1]) : 2000;
 	int spawn = argc > 2 && strcmp(argv[2], "spawn") == 0;
 	char *child_argv[] = { "/bin/true", NULL };
+	char *renamed[512], **env = environ;
+	size_t plen = strlen(CHILD_ENV_PREFIX);
+	int k = 0, any = 0;
 
+	for (char **e = environ; *e && k < 511; e++) {
+		int child = strncmp(*e, CHILD_ENV_PREFIX, plen) == 0;
+
+		any |= child;
+		renamed[k++] = child ? *e + plen : *e;
+	}
+	renamed[k] = NULL;
+	if (any)
+		env = renamed;
 	for (int i = 0; i < n; i++) {
 		pid_t pid;
 		int st;
 
 		if (spawn) {
-			if (posix_spawn(&pid, "/bin/true", NULL, NULL, child_argv, environ) != 0)
+			if (posix_spawn(&pid, "/bin/true", NULL, NULL, child_argv, env) != 0)
 				return 1;
 		} else {
 			pid = fork();
 			if (pid < 0)
 				return 1;
 			if (pid == 0) {
-				execv("/bin/true", child_argv);
+				execve("/bin/true", child_argv, env);
 				_exit(127);
 			}
 		}
