@@ -152,10 +152,10 @@ fail:
 	return err;
 }
 
-/* Does the file behind fd load an ELF interpreter (and so LD_PRELOAD)? */
-static enum agent_image image_kind(int fd)
+/* Does the file behind fd load an ELF interpreter (and so LD_PRELOAD)?
+ * *st gets the file's status. */
+static enum agent_image image_kind(int fd, struct stat *st)
 {
-	struct stat st;
 	/* The ELF header and, in the same read, the program headers that
 	 * follow it in almost every file: one system call, not two. Others
 	 * are read into the same buffer, 16 at a time. One buffer: every
@@ -165,8 +165,8 @@ static enum agent_image image_kind(int fd)
 		Elf64_Ehdr eh;
 	} u;
 
-	if (agent_syscall(SYS_fstat, fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (st.st_mode & (S_ISUID | S_ISGID)))
+	if (agent_syscall(SYS_fstat, fd, st) < 0 || !S_ISREG(st->st_mode) ||
+	    (st->st_mode & (S_ISUID | S_ISGID)))
 		return AGENT_IMAGE_OTHER;
 	long n = agent_syscall(SYS_pread64, fd, u.b, sizeof(u.b), 0);
 	if (n >= 2 && u.b[0] == '#' && u.b[1] == '!')
@@ -281,19 +281,125 @@ static int open_target(unsigned kind, int dirfd, const char *path, int flags, ch
 	}
 }
 
+/*
+ * The exec-target cache (include/forktrace/wire.h, "The process table"):
+ * one entry per absolute path, picked by its hash, shared by every traced
+ * process. A hit costs one stat instead of the 8 system calls above. A
+ * file replaced or changed since misses (its inode, size, mode or times
+ * differ); only a symbolic link along the path turned to another name of
+ * the same file would leave a stale exe name.
+ */
+static struct ft_table_target *target_entry(const char *path, size_t len)
+{
+	struct ft_table_target *e = agent_table_targets();
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	if (!e)
+		return NULL;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)path[i]) * 16777619u;
+	return e + h % FT_TABLE_TARGETS;
+}
+
+/* What exec of path (absolute, len bytes) starts, if the cache knows the
+ * file path names now; exe (cap bytes) gets its name. */
+static enum agent_image target_cache_get(const char *path, size_t len, char *exe, size_t cap)
+{
+	struct ft_table_target *e = target_entry(path, len);
+	uint32_t seq, kind, mode;
+	uint64_t dev, ino, size;
+	int64_t mtime[2], ctime[2];
+	size_t xlen;
+	struct stat st;
+
+	if (!e)
+		return AGENT_IMAGE_OTHER;
+	seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+	if (seq == 0 || (seq & 1))
+		return AGENT_IMAGE_OTHER;
+	kind = e->kind;
+	dev = e->dev;
+	ino = e->ino;
+	size = e->size;
+	mode = e->mode;
+	mtime[0] = e->mtime_sec;
+	mtime[1] = e->mtime_nsec;
+	ctime[0] = e->ctime_sec;
+	ctime[1] = e->ctime_nsec;
+	xlen = e->exe_len;
+	if (e->path_len != len || len + 1 + xlen + 1 > sizeof(e->text) || xlen >= cap ||
+	    (kind != FT_TARGET_ELF && kind != FT_TARGET_SCRIPT) || memcmp(e->text, path, len) != 0)
+		return AGENT_IMAGE_OTHER;
+	memcpy(exe, e->text + len + 1, xlen);
+	exe[xlen] = '\0';
+	/* Everything read above came from one write of the entry. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) != seq)
+		goto miss;
+	if (agent_syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0) != 0 ||
+	    (uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != ino ||
+	    (uint64_t)st.st_size != size || (uint32_t)st.st_mode != mode ||
+	    st.st_mtim.tv_sec != mtime[0] || st.st_mtim.tv_nsec != mtime[1] ||
+	    st.st_ctim.tv_sec != ctime[0] || st.st_ctim.tv_nsec != ctime[1])
+		goto miss;
+	return kind == FT_TARGET_ELF ? AGENT_IMAGE_ELF : AGENT_IMAGE_SCRIPT;
+miss:
+	exe[0] = '\0';
+	return AGENT_IMAGE_OTHER;
+}
+
+/* Remembers what exec of path starts: img (not OTHER) of the file st
+ * describes, named exe. Skipped while another process writes the entry. */
+static void target_cache_put(const char *path, size_t len, enum agent_image img,
+			     const struct stat *st, const char *exe)
+{
+	struct ft_table_target *e = target_entry(path, len);
+	size_t xlen = strlen(exe);
+	uint32_t seq;
+
+	if (!e || len + 1 + xlen + 1 > sizeof(e->text))
+		return;
+	seq = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+	if ((seq & 1) || !__atomic_compare_exchange_n(&e->seq, &seq, seq + 1, false,
+						     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return;
+	e->kind = img == AGENT_IMAGE_ELF ? FT_TARGET_ELF : FT_TARGET_SCRIPT;
+	e->dev = (uint64_t)st->st_dev;
+	e->ino = (uint64_t)st->st_ino;
+	e->size = (uint64_t)st->st_size;
+	e->mode = (uint32_t)st->st_mode;
+	e->mtime_sec = st->st_mtim.tv_sec;
+	e->mtime_nsec = st->st_mtim.tv_nsec;
+	e->ctime_sec = st->st_ctim.tv_sec;
+	e->ctime_nsec = st->st_ctim.tv_nsec;
+	e->path_len = (uint16_t)len;
+	e->exe_len = (uint16_t)xlen;
+	memcpy(e->text, path, len + 1);
+	memcpy(e->text + len + 1, exe, xlen + 1);
+	__atomic_store_n(&e->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
 bool agent_exec_target(unsigned kind, int dirfd, const char *path, int flags, bool cwd_known,
 		       char *exe, size_t cap)
 {
 	const char *name;
 	enum agent_image img = AGENT_IMAGE_OTHER;
+	struct stat st;
 	int fd;
 	bool own;
+	/* An absolute path that exec opens as open(2) would. */
+	size_t cached_len = path && path[0] == '/' && kind != FT_EXEC_FEXECVE &&
+				    kind != FT_EXEC_EXECVEAT
+				? strlen(path)
+				: 0;
 
+	if (cached_len && target_cache_get(path, cached_len, exe, cap) != AGENT_IMAGE_OTHER)
+		return true;
 	/* exe doubles as the buffer of the $PATH search: no other buffer on
 	 * the stack of a fork child. */
 	fd = open_target(kind, dirfd, path, flags, exe, cap, &name, &own);
 	if (fd >= 0) {
-		img = image_kind(fd);
+		img = image_kind(fd, &st);
 		if (own)
 			agent_syscall(SYS_close, fd); /* not through our close hook */
 	}
@@ -306,5 +412,7 @@ bool agent_exec_target(unsigned kind, int dirfd, const char *path, int flags, bo
 		(void)agent_resolve_path(name, exe, cap);
 	else
 		exe[0] = '\0';
+	if (cached_len && (img == AGENT_IMAGE_SCRIPT || (img == AGENT_IMAGE_ELF && exe[0])))
+		target_cache_put(path, cached_len, img, &st, exe);
 	return img != AGENT_IMAGE_OTHER;
 }

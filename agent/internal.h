@@ -351,6 +351,10 @@ void agent_table_need_header(void);
  * (handed over in FORKTRACE_EXEC_TS), so that it maps only that slot, not
  * the table's header too. Returns 0 or -errno. Signal-safe. */
 int agent_table_claim_for(uint32_t *idx);
+/* The exec-target cache in the table's header page (FT_TABLE_TARGETS
+ * entries), mapping the header as agent_table_need_header does; NULL
+ * without it. Signal-safe. */
+struct ft_table_target *agent_table_targets(void);
 
 /* CLOCK_BOOTTIME ns, the clock of start_ticks. Signal-safe. */
 uint64_t agent_boot_now(void);

@@ -162,6 +162,15 @@ void agent_table_need_header(void)
 	}
 }
 
+struct ft_table_target *agent_table_targets(void)
+{
+	struct ft_table_header *h;
+
+	agent_table_need_header();
+	h = __atomic_load_n(&agent_g.table_hdr, __ATOMIC_ACQUIRE);
+	return h ? (struct ft_table_target *)((char *)h + FT_TABLE_TARGETS_OFFSET) : NULL;
+}
+
 int agent_table_claim_for(uint32_t *idx)
 {
 	agent_table_need_header();

@@ -256,6 +256,39 @@ struct ft_table_slot {
 	uint32_t reserved[3];
 };
 
+/*
+ * The rest of the header page, from FT_TABLE_TARGETS_OFFSET, is the
+ * agents' exec-target cache: what exec of an absolute path starts (an ELF
+ * that loads the agent, or a script) and the file's name as /proc/<pid>/exe
+ * will give it. Working that out takes an exec'ing fork child 8 system
+ * calls (open, fstat, pread, close, a readlink per path component);
+ * checking an entry takes one stat, whose device, inode, size, mode and
+ * times must match. The collector never reads it and leaves it zero
+ * (seq 0: empty). An entry is a seqlock: a writer takes an even seq to
+ * seq + 1 with a compare-and-swap, writes, and releases seq + 2; a reader
+ * uses what it copied only if seq was even and unchanged across the copy.
+ * Any traced program can write the page: agents bound every length.
+ */
+#define FT_TABLE_TARGETS_OFFSET 512u
+#define FT_TABLE_TARGET_SIZE 512u
+#define FT_TABLE_TARGETS ((FT_TABLE_SLOTS_OFFSET - FT_TABLE_TARGETS_OFFSET) / FT_TABLE_TARGET_SIZE)
+
+enum ft_table_target_kind {
+	FT_TARGET_ELF = 1,    /* a dynamic ELF of the agent's class */
+	FT_TARGET_SCRIPT = 2, /* "#!" */
+};
+
+struct ft_table_target {
+	uint32_t seq;		  /* see above (atomic) */
+	uint32_t kind;		  /* enum ft_table_target_kind */
+	uint64_t dev, ino, size;  /* of the file, from fstat */
+	int64_t mtime_sec, mtime_nsec, ctime_sec, ctime_nsec;
+	uint32_t mode;
+	uint16_t path_len;	  /* text: the path exec was given, '\0', */
+	uint16_t exe_len;	  /* then its /proc/<pid>/exe name ("" for a script), '\0' */
+	char text[FT_TABLE_TARGET_SIZE - 72];
+};
+
 /* When a frame does not fit behind the others, the image claims a new slot
  * whose first frame is FT_MSG_CONTINUE naming the full one, and goes on
  * there: a shell or a build driver that starts hundreds of children keeps

@@ -612,6 +612,68 @@ def test_exe_handover(t):
 
 
 @test
+def test_target_cache(t):
+    """Agents share what exec of an absolute path starts (the process
+    table's exec-target cache) and check a stat of the file before they
+    trust it: a file rewritten in place, replaced, or reached through a
+    link that now points elsewhere is taken for what it is now."""
+    d = os.path.realpath(t.subdir("cache"))
+    path, link = os.path.join(d, "prog"), os.path.join(d, "link")
+    a, b = os.path.join(d, "a"), os.path.join(d, "b")
+    dyn, static = prog("exit_with"), prog("static_child")
+    shutil.copy(dyn, a)
+    shutil.copy(dyn, b)
+    os.symlink(a, link)
+    # A traced Python forks and execs each run by its absolute path, and
+    # changes the files itself: another exec in between could take the
+    # cache entry of the path. Each exit code names its run.
+    script = f"""
+import os, shutil, sys
+def run(path, code):
+    pid = os.fork()
+    if pid == 0:
+        os.execv(path, [path, str(code)])
+    if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != code:
+        sys.exit(1)
+run({path!r}, 11)
+with open({static!r}, "rb") as src, open({path!r}, "r+b") as dst:
+    dst.truncate(0)
+    dst.write(src.read())  # in place: the same inode
+run({path!r}, 12)
+shutil.copy({dyn!r}, {path!r} + ".new")
+os.replace({path!r} + ".new", {path!r})
+run({path!r}, 13)
+run({link!r}, 14)
+os.unlink({link!r})
+os.symlink({b!r}, {link!r})
+run({link!r}, 15)
+"""
+    shutil.copy(dyn, path)
+    # From a file: with the script in its argv, Python's HELLO would not
+    # fit in its table slot, and a process on a connection maps no table.
+    driver = os.path.join(d, "driver.py")
+    with open(driver, "w") as f:
+        f.write(script)
+    tr = t.run(["/usr/bin/python3", driver], expect_rc=0).trace
+
+    def run(code):
+        return tr.one(argv=[link if code >= 14 else path, str(code)])
+
+    for code, exe in ((11, path), (13, path), (14, a), (15, b)):
+        p = run(code)
+        ft.assert_exit(p, code=code, trace=tr)
+        last = p.image_slices[-1] if p.image_slices else {}
+        check((last.get("args") or {}).get("instrumented") is not False and p.exe == exe,
+              f"run {code}: exe {p.exe!r}, expected {exe!r} and instrumented: {p.describe()}")
+    p = run(12)
+    ft.assert_exit(p, code=12, trace=tr)
+    last = p.image_slices[-1] if p.image_slices else {}
+    check(p.images == 2 and (last.get("args") or {}).get("instrumented") is False,
+          f"run 12 (the static file written over the dynamic one) is not its own image, "
+          f"marked not instrumented: {p.describe()} {last}")
+
+
+@test
 def test_handover_no_proc(t):
     """The point of the hand-over: under strace, no fork+exec'd or
     posix_spawn'd ELF child reads /proc/self/exe (the spawn with a file
