@@ -83,12 +83,16 @@ static void agent_table_drop_inherited(void)
 	}
 }
 
-/* Maps slot idx of the open table fd. Returns it or NULL (errno set). */
+/* Maps slot idx of the open table fd. Returns it or NULL (errno set).
+ * MAP_POPULATE maps its page (FT_TABLE_SLOT_SIZE is one) in the same
+ * system call: it is written at once, and a page fault of its own costs
+ * a short-lived image ~0.3 us more. */
 static struct ft_table_slot *agent_table_map_slot(int fd, uint32_t idx)
 {
 	off_t off = (off_t)FT_TABLE_SLOTS_OFFSET + (off_t)idx * (off_t)agent_g.table_slot_size;
 	struct ft_table_slot *s = agent_sys_mmap(NULL, agent_g.table_slot_size,
-						 PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+						 PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+						 fd, off);
 
 	return s == MAP_FAILED ? NULL : s;
 }
