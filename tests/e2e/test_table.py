@@ -103,16 +103,18 @@ def test_table_resume(t):
 
 @test
 def test_table_long_argv(t):
-    """An argv longer than a slot: that image connects, its argv is whole."""
-    long_arg = "a" * 6000
-    cmd = ["sh", "-c", '/bin/true "$LONG_ARG"; /bin/true x; exit 0']
-    res, n = traced_connects(t, cmd, env={"LONG_ARG": long_arg})
+    """An argv longer than a slot: that image connects, its argv is whole.
+    One of 2.5 KiB (a compiler's, say) still fits a slot: no connection."""
+    long_arg, mid_arg = "a" * 6000, "b" * 2500
+    cmd = ["sh", "-c", '/bin/true "$LONG_ARG"; /bin/true "$MID_ARG"; /bin/true x; exit 0']
+    res, n = traced_connects(t, cmd, env={"LONG_ARG": long_arg, "MID_ARG": mid_arg})
     check(n == 1, f"{n} connections (expected one, the long argv's)")
     tr = res.trace
-    longs = tr.find(name="true", pred=lambda p: (p.image_slices[-1].get("args") or {})
-                    .get("argv") == ["/bin/true", long_arg])
-    ft.assert_count(longs, 1, "children with the long argv", tr)
-    ft.assert_count(tr.find(name="true"), 2, "/bin/true children", tr)
+    for arg in (long_arg, mid_arg):
+        whole = tr.find(name="true", pred=lambda p: (p.image_slices[-1].get("args") or {})
+                        .get("argv") == ["/bin/true", arg])
+        ft.assert_count(whole, 1, f"children with the {len(arg)}-byte argument", tr)
+    ft.assert_count(tr.find(name="true"), 3, "/bin/true children", tr)
 
 
 @test
@@ -150,7 +152,7 @@ def test_table_handed_slots(t):
     check(codes == [4, 6], f"exit codes of spawn's children: {codes}")
     image = {}
     maps = {}
-    page = re.compile(r"^(\d+)\s+mmap\(NULL, 4096, PROT_READ\|PROT_WRITE, MAP_SHARED, \d+, (0x[0-9a-f]+|0)[) ]")
+    page = re.compile(r"^(\d+)\s+mmap\(NULL, 4096, PROT_READ\|PROT_WRITE, MAP_SHARED(?:\|MAP_POPULATE)?, \d+, (0x[0-9a-f]+|0)[) ]")
     with open(log) as f:
         for line in f:
             # strace pads short pids; an exec split by another process's
