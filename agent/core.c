@@ -502,9 +502,16 @@ static void agent_open_channel(void)
 	/* Most HELLOs are a few hundred bytes: encoded on the stack, they
 	 * spare the image a page fault in agent_hello_buf. */
 	unsigned char small[1024];
+	const unsigned char *hello = small;
 	ssize_t n = agent_g.table_path ? agent_encode_hello(small, sizeof(small), 0) : -1;
 
-	if (n > 0 && agent_table_start(small, (size_t)n) == 0) {
+	/* A longer one (a compiler's argv) still fits a slot, and that page
+	 * fault costs far less than a connection (~40 us). */
+	if (n == -ENOBUFS) {
+		hello = agent_hello_buf;
+		n = agent_encode_hello(agent_hello_buf, sizeof(agent_hello_buf), 0);
+	}
+	if (n > 0 && agent_table_start(hello, (size_t)n) == 0) {
 		__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
 		return;
 	}
