@@ -64,6 +64,9 @@ struct ptab {
 	char link[PATH_MAX];  /* symlink beside the socket, or "" */
 	char shmdir[64];      /* its private tmpfs directory, or "" */
 	bool warned;
+	/* Retired slots whose pages are not given back yet: [rel_start,
+	 * rel_start + rel_len) (see release_pages). */
+	uint32_t rel_start, rel_len;
 };
 
 static ptab_entry retired_mark;
@@ -200,11 +203,30 @@ void ptab_free(ptab *t)
 	free(t);
 }
 
-/* Gives the slot's pages back: its image can write it no more. */
+/* Gives the pages of the retired slots gathered so far back. */
+static void release_flush(ptab *t)
+{
+	if (t->rel_len)
+		fallocate(t->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			  (off_t)FT_TABLE_SLOTS_OFFSET + (off_t)t->rel_start * t->slot_size,
+			  (off_t)t->rel_len * t->slot_size);
+	t->rel_len = 0;
+}
+
+/* The slot's pages can go: its image can write it no more. Slots retire
+ * mostly in the order they were claimed, so neighbours are punched out in
+ * one call, at the end of a read: each call takes the locks of the file
+ * that an agent mapping its slot waits for (2000 calls for a loop of 2000
+ * children, ~30 now). */
 static void release_pages(ptab *t, uint32_t idx)
 {
-	fallocate(t->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-		  (off_t)FT_TABLE_SLOTS_OFFSET + (off_t)idx * t->slot_size, t->slot_size);
+	if (t->rel_len && idx == t->rel_start + t->rel_len) {
+		t->rel_len++;
+		return;
+	}
+	release_flush(t);
+	t->rel_start = idx;
+	t->rel_len = 1;
 }
 
 static void after_hello(ptab *t, proc_conn *pc, const wire_msg *m, ptab_entry *self);
@@ -434,6 +456,7 @@ void ptab_read(ptab *t)
 			close_entry(t, e, true);
 	}
 	compact(t);
+	release_flush(t);
 	if (ready - claimed < PTAB_LOW)
 		extend_ready(t, PTAB_STEP);
 }
