@@ -289,6 +289,10 @@ static int open_target(unsigned kind, int dirfd, const char *path, int flags, ch
  * differ); only a symbolic link along the path turned to another name of
  * the same file would leave a stale exe name.
  */
+_Static_assert(sizeof(struct ft_table_target) == FT_TABLE_TARGET_SIZE &&
+		       sizeof(struct ft_table_header) <= FT_TABLE_TARGETS_OFFSET,
+	       "the exec-target cache's layout (wire.h)");
+
 static struct ft_table_target *target_entry(const char *path, size_t len)
 {
 	struct ft_table_target *e = agent_table_targets();
