@@ -13,30 +13,32 @@
 
 #include "internal.h"
 
+/* Is entry "<name>=..."? The first letter decides for almost every entry
+ * (a spawn or an exec checks each of the environment's entries). */
 static bool agent_env_is(const char *entry, const char *name, size_t n)
 {
-	return strncmp(entry, name, n) == 0 && entry[n] == '=';
+	return entry[0] == name[0] && strncmp(entry, name, n) == 0 && entry[n] == '=';
 }
 
 /* Does an LD_PRELOAD value (space or colon separated) name this agent?
- * Compared by basename: the loader may have resolved a bare name. */
+ * Compared by basename: the loader may have resolved a bare name. One
+ * pass over the value. */
 static bool agent_preload_has_agent(const char *v)
 {
 	size_t bl = strlen(agent_g.agent_base);
+	const char *base = v;
 
-	while (*v) {
-		const char *end = v + strcspn(v, " :");
-		const char *base = v;
-		const char *p;
-
-		for (p = v; p < end; p++)
-			if (*p == '/')
-				base = p + 1;
-		if ((size_t)(end - base) == bl && memcmp(base, agent_g.agent_base, bl) == 0)
-			return true;
-		v = *end ? end + 1 : end;
+	for (const char *p = v;; p++) {
+		if (*p == '/') {
+			base = p + 1;
+		} else if (*p == ' ' || *p == ':' || *p == '\0') {
+			if ((size_t)(p - base) == bl && memcmp(base, agent_g.agent_base, bl) == 0)
+				return true;
+			if (!*p)
+				return false;
+			base = p + 1;
+		}
 	}
-	return false;
 }
 
 /*
