@@ -4,7 +4,8 @@
 Runs each workload untraced, under forktrace, and under strace -f, in
 interleaved rounds (the machine is shared and noisy: interleaving spreads
 the noise over all three), and prints median wall times and the ratio of
-each to the untraced median of the same run.
+each to the untraced median of the same run, then the median and
+quartiles of each round's own ratio to its untraced run.
 
 Usage: scripts/bench/run.py [--build DIR] [--rounds N] [--children N]
                             [--files N] [--only fork,spawn,make]
@@ -116,6 +117,14 @@ def main():
             row.append("%s %.3fs (%.2fx)" % (t, m, m / base))
         results.append(row)
         print(" | ".join(row), flush=True)
+        # Each round's ratio to the untraced run of the same round: the
+        # machine's slow drifts cancel out; the quartiles show the spread.
+        paired = ["  per-round ratios, median [quartiles]:"]
+        for t in list(tracers)[1:]:
+            r = sorted(a / b for a, b in zip(times[t], times["untraced"]))
+            q = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0]] * 3
+            paired.append("%s %.3fx [%.3f-%.3f]" % (t, q[1], q[0], q[2]))
+        print(" ".join(paired), flush=True)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
