@@ -30,9 +30,11 @@
 
 extern char **environ;
 
-#if defined(__x86_64__)
+/* image_kind takes ELFCLASS64 files only: an ILP32 agent (x32) knows no
+ * machine, and announces every exec. */
+#if defined(__x86_64__) && defined(__LP64__)
 #define AGENT_ELF_MACHINE EM_X86_64
-#elif defined(__aarch64__)
+#elif defined(__aarch64__) && defined(__LP64__)
 #define AGENT_ELF_MACHINE EM_AARCH64
 #else
 #define AGENT_ELF_MACHINE EM_NONE /* unknown: always announce the exec */

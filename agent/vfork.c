@@ -17,7 +17,7 @@
 
 #include "internal.h"
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(__LP64__)
 
 void agent_vfork_prepare(void);
 pid_t agent_vfork_parent(long ret);
@@ -80,7 +80,7 @@ __asm__(".text\n"
 	"1:	ret\n"
 	".size vfork, .-vfork\n");
 
-#else /* !__x86_64__ */
+#else /* not x86-64 LP64 */
 
 /* Without an assembly vfork, fork semantics (through the fork hook) are
  * the safe substitute: the child gets its own memory. */
