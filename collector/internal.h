@@ -187,6 +187,9 @@ typedef struct ptab ptab;
 ptab *ptab_create(const char *sock_dir, proc_tree *pt);
 /* Removes the file; NULL: no-op. */
 void ptab_free(ptab *t);
+/* Allocates the first full step of slots, once the command has started
+ * (ptab_create makes only a few ready). NULL: no-op. */
+void ptab_fill(ptab *t);
 /* Applies what the agents committed since the last read; allocates
  * slots ahead. NULL: no-op. */
 void ptab_read(ptab *t);

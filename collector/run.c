@@ -749,6 +749,8 @@ int run_main(int argc, char **argv)
 		goto out_loop;
 	}
 	forward_pid = rs->root;
+	/* While the command loads. */
+	ptab_fill(rs->table);
 	proc_add_root(rs->tree, rs->root, (const char *const *)rs->o.command, cmd_path, start);
 	if (!rs->o.quiet && isatty(STDERR_FILENO))
 		uv_timer_start(&rs->progress_timer, progress_cb, PROGRESS_INTERVAL_MS,
