@@ -285,73 +285,108 @@ static int open_target(unsigned kind, int dirfd, const char *path, int flags, ch
 
 /*
  * The exec-target cache (include/forktrace/wire.h, "The process table"):
- * one entry per absolute path, picked by its hash, shared by every traced
- * process. A hit costs one stat instead of the 8 system calls above. A
- * file replaced or changed since misses (its inode, size, mode or times
- * differ); only a symbolic link along the path turned to another name of
- * the same file would leave a stale exe name.
+ * entries shared by every traced process, two-way (a path's hash picks a
+ * pair). A hit costs one stat instead of the 8 system calls above. A file
+ * replaced or changed since misses: its inode, size, mode or times
+ * differ. A file changed again within its timestamps' granularity could
+ * keep them all, so only a file whose last change is AGENT_TARGET_SETTLED_NS
+ * old is entered (git's rule for racy files). Left to chance: a symbolic
+ * link along the path turned to another name of the same file (a stale
+ * exe name), and wrong entries a traced program writes on purpose (every
+ * traced program can write the table).
  */
+#define AGENT_TARGET_SETTLED_NS 100000000LL
+
 _Static_assert(sizeof(struct ft_table_target) == FT_TABLE_TARGET_SIZE &&
-		       sizeof(struct ft_table_header) <= FT_TABLE_TARGETS_OFFSET,
+		       sizeof(struct ft_table_header) <= FT_TABLE_TARGETS_OFFSET &&
+		       FT_TABLE_TARGETS % 2 == 0,
 	       "the exec-target cache's layout (wire.h)");
 
-static struct ft_table_target *target_entry(const char *path, size_t len)
+/* What identifies a file's version: all of it must match for a hit. */
+struct target_id {
+	uint64_t dev, ino, size;
+	int64_t mtime_sec, mtime_nsec, ctime_sec, ctime_nsec;
+	uint32_t mode;
+};
+
+#define TARGET_LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+#define TARGET_STORE(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
+
+static uint32_t target_hash(const char *path, size_t len)
 {
-	struct ft_table_target *e = agent_table_targets();
 	uint32_t h = 2166136261u; /* FNV-1a */
 
-	if (!e)
-		return NULL;
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ (unsigned char)path[i]) * 16777619u;
-	return e + h % FT_TABLE_TARGETS;
+	return h;
+}
+
+/* The pair of entries for path, or NULL without the table. */
+static struct ft_table_target *target_pair(uint32_t h)
+{
+	struct ft_table_target *e = agent_table_targets();
+
+	return e ? e + (h % (FT_TABLE_TARGETS / 2)) * 2 : NULL;
+}
+
+/*
+ * Entry e's kind if it holds path (len bytes), else 0; exe (cap bytes)
+ * gets its name and id its file's identity. Other processes write e at
+ * any time: each length is loaded once and bounded before use, and all
+ * of it counts only if seq was even and unchanged across the copy.
+ */
+static uint32_t target_read(const struct ft_table_target *e, const char *path, size_t len,
+			    char *exe, size_t cap, struct target_id *id)
+{
+	uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+	uint32_t kind = TARGET_LOAD(e->kind);
+	size_t plen = TARGET_LOAD(e->path_len), xlen = TARGET_LOAD(e->exe_len);
+
+	if (seq == 0 || (seq & 1) || plen != len || len + 1 + xlen + 1 > sizeof(e->text) ||
+	    xlen >= cap || (kind != FT_TARGET_ELF && kind != FT_TARGET_SCRIPT) ||
+	    memcmp(e->text, path, len) != 0)
+		return 0;
+	id->dev = TARGET_LOAD(e->dev);
+	id->ino = TARGET_LOAD(e->ino);
+	id->size = TARGET_LOAD(e->size);
+	id->mode = TARGET_LOAD(e->mode);
+	id->mtime_sec = TARGET_LOAD(e->mtime_sec);
+	id->mtime_nsec = TARGET_LOAD(e->mtime_nsec);
+	id->ctime_sec = TARGET_LOAD(e->ctime_sec);
+	id->ctime_nsec = TARGET_LOAD(e->ctime_nsec);
+	memcpy(exe, e->text + len + 1, xlen);
+	exe[xlen] = '\0';
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return __atomic_load_n(&e->seq, __ATOMIC_RELAXED) == seq ? kind : 0;
 }
 
 /* What exec of path (absolute, len bytes) starts, if the cache knows the
  * file path names now; exe (cap bytes) gets its name. */
 static enum agent_image target_cache_get(const char *path, size_t len, char *exe, size_t cap)
 {
-	struct ft_table_target *e = target_entry(path, len);
-	uint32_t seq, kind, mode;
-	uint64_t dev, ino, size;
-	int64_t mtime[2], ctime[2];
-	size_t xlen;
+	struct ft_table_target *e = target_pair(target_hash(path, len));
+	struct target_id id;
 	struct stat st;
+	uint32_t kind = 0;
 
-	if (!e)
+	for (int i = 0; e && i < 2 && !kind; i++)
+		kind = target_read(e + i, path, len, exe, cap, &id);
+	if (!kind || agent_syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0) != 0 ||
+	    (uint64_t)st.st_dev != id.dev || (uint64_t)st.st_ino != id.ino ||
+	    (uint64_t)st.st_size != id.size || (uint32_t)st.st_mode != id.mode ||
+	    st.st_mtim.tv_sec != id.mtime_sec || st.st_mtim.tv_nsec != id.mtime_nsec ||
+	    st.st_ctim.tv_sec != id.ctime_sec || st.st_ctim.tv_nsec != id.ctime_nsec) {
+		exe[0] = '\0';
 		return AGENT_IMAGE_OTHER;
-	seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
-	if (seq == 0 || (seq & 1))
-		return AGENT_IMAGE_OTHER;
-	kind = e->kind;
-	dev = e->dev;
-	ino = e->ino;
-	size = e->size;
-	mode = e->mode;
-	mtime[0] = e->mtime_sec;
-	mtime[1] = e->mtime_nsec;
-	ctime[0] = e->ctime_sec;
-	ctime[1] = e->ctime_nsec;
-	xlen = e->exe_len;
-	if (e->path_len != len || len + 1 + xlen + 1 > sizeof(e->text) || xlen >= cap ||
-	    (kind != FT_TARGET_ELF && kind != FT_TARGET_SCRIPT) || memcmp(e->text, path, len) != 0)
-		return AGENT_IMAGE_OTHER;
-	memcpy(exe, e->text + len + 1, xlen);
-	exe[xlen] = '\0';
-	/* Everything read above came from one write of the entry. */
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) != seq)
-		goto miss;
-	if (agent_syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0) != 0 ||
-	    (uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != ino ||
-	    (uint64_t)st.st_size != size || (uint32_t)st.st_mode != mode ||
-	    st.st_mtim.tv_sec != mtime[0] || st.st_mtim.tv_nsec != mtime[1] ||
-	    st.st_ctim.tv_sec != ctime[0] || st.st_ctim.tv_nsec != ctime[1])
-		goto miss;
+	}
 	return kind == FT_TARGET_ELF ? AGENT_IMAGE_ELF : AGENT_IMAGE_SCRIPT;
-miss:
-	exe[0] = '\0';
-	return AGENT_IMAGE_OTHER;
+}
+
+/* Does entry e hold path, or nothing? A hint: e may change meanwhile. */
+static bool target_free_for(const struct ft_table_target *e, const char *path, size_t len)
+{
+	return TARGET_LOAD(e->seq) == 0 ||
+	       (TARGET_LOAD(e->path_len) == len && memcmp(e->text, path, len) == 0);
 }
 
 /* Remembers what exec of path starts: img (not OTHER) of the file st
@@ -359,27 +394,36 @@ miss:
 static void target_cache_put(const char *path, size_t len, enum agent_image img,
 			     const struct stat *st, const char *exe)
 {
-	struct ft_table_target *e = target_entry(path, len);
+	uint32_t h = target_hash(path, len);
+	struct ft_table_target *e = target_pair(h);
 	size_t xlen = strlen(exe);
+	int64_t changed = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
 	uint32_t seq;
 
-	if (!e || len + 1 + xlen + 1 > sizeof(e->text))
+	if (!e || len + 1 + xlen + 1 > sizeof(e->text) ||
+	    (int64_t)agent_clock_ns(CLOCK_REALTIME) - changed < AGENT_TARGET_SETTLED_NS)
 		return;
+	/* The way that holds path or nothing, else one the hash picks. */
+	if (!target_free_for(e, path, len))
+		e += target_free_for(e + 1, path, len) ? 1 : (h >> 31);
 	seq = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
 	if ((seq & 1) || !__atomic_compare_exchange_n(&e->seq, &seq, seq + 1, false,
 						     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		return;
-	e->kind = img == AGENT_IMAGE_ELF ? FT_TARGET_ELF : FT_TARGET_SCRIPT;
-	e->dev = (uint64_t)st->st_dev;
-	e->ino = (uint64_t)st->st_ino;
-	e->size = (uint64_t)st->st_size;
-	e->mode = (uint32_t)st->st_mode;
-	e->mtime_sec = st->st_mtim.tv_sec;
-	e->mtime_nsec = st->st_mtim.tv_nsec;
-	e->ctime_sec = st->st_ctim.tv_sec;
-	e->ctime_nsec = st->st_ctim.tv_nsec;
-	e->path_len = (uint16_t)len;
-	e->exe_len = (uint16_t)xlen;
+	/* No store below may be seen before the odd seq (smp_wmb in the
+	 * kernel's write_seqcount_begin). */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	TARGET_STORE(e->kind, img == AGENT_IMAGE_ELF ? FT_TARGET_ELF : FT_TARGET_SCRIPT);
+	TARGET_STORE(e->dev, (uint64_t)st->st_dev);
+	TARGET_STORE(e->ino, (uint64_t)st->st_ino);
+	TARGET_STORE(e->size, (uint64_t)st->st_size);
+	TARGET_STORE(e->mode, (uint32_t)st->st_mode);
+	TARGET_STORE(e->mtime_sec, (int64_t)st->st_mtim.tv_sec);
+	TARGET_STORE(e->mtime_nsec, (int64_t)st->st_mtim.tv_nsec);
+	TARGET_STORE(e->ctime_sec, (int64_t)st->st_ctim.tv_sec);
+	TARGET_STORE(e->ctime_nsec, (int64_t)st->st_ctim.tv_nsec);
+	TARGET_STORE(e->path_len, (uint16_t)len);
+	TARGET_STORE(e->exe_len, (uint16_t)xlen);
 	memcpy(e->text, path, len + 1);
 	memcpy(e->text + len + 1, exe, xlen + 1);
 	__atomic_store_n(&e->seq, seq + 2, __ATOMIC_RELEASE);

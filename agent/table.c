@@ -34,17 +34,20 @@ static size_t agent_table_room(void)
 static int agent_table_map_header(int fd)
 {
 	struct ft_table_header *h;
+	long r;
 
 	if (agent_g.table_hdr)
 		return 0;
-	h = agent_sys_mmap(NULL, FT_TABLE_SLOTS_OFFSET, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-			   0);
-	if (h == MAP_FAILED)
-		return -errno;
+	/* errno stays as it was: this also runs on the way to exec. */
+	r = agent_syscall(SYS_mmap, NULL, FT_TABLE_SLOTS_OFFSET, PROT_READ | PROT_WRITE,
+			  MAP_SHARED, fd, 0);
+	if (r < 0 && r > -4096)
+		return (int)r;
+	h = (struct ft_table_header *)r;
 	/* The collector writes the header before it names the file to anyone. */
 	if (h->magic != FT_TABLE_MAGIC || h->version != FT_TABLE_VERSION ||
 	    h->slot_size < 1024 || h->slot_size % 4096 != 0) {
-		agent_sys_munmap(h, FT_TABLE_SLOTS_OFFSET);
+		agent_syscall(SYS_munmap, h, FT_TABLE_SLOTS_OFFSET);
 		return -EPROTO;
 	}
 	/* Kept apart from the shared header, which any program can write,
@@ -54,7 +57,7 @@ static int agent_table_map_header(int fd)
 	struct ft_table_header *none = NULL;
 	if (!__atomic_compare_exchange_n(&agent_g.table_hdr, &none, h, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
-		agent_sys_munmap(h, FT_TABLE_SLOTS_OFFSET);
+		agent_syscall(SYS_munmap, h, FT_TABLE_SLOTS_OFFSET);
 	return 0;
 }
 
@@ -159,10 +162,12 @@ void agent_table_need_header(void)
 	if (__atomic_load_n(&agent_g.table_hdr, __ATOMIC_ACQUIRE) || !agent_g.table_slot ||
 	    !agent_g.table_path)
 		return;
-	fd = agent_sys_open(agent_g.table_path, O_RDWR | O_CLOEXEC, 0);
+	/* errno-free system calls: a vfork child may be here, on its way to
+	 * exec, with its parent's errno. */
+	fd = (int)agent_syscall(SYS_openat, AT_FDCWD, agent_g.table_path, O_RDWR | O_CLOEXEC, 0);
 	if (fd >= 0) {
 		(void)agent_table_map_header(fd);
-		agent_sys_close(fd);
+		agent_syscall(SYS_close, fd);
 	}
 }
 

@@ -263,14 +263,17 @@ struct ft_table_slot {
  * will give it. Working that out takes an exec'ing fork child 8 system
  * calls (open, fstat, pread, close, a readlink per path component);
  * checking an entry takes one stat, whose device, inode, size, mode and
- * times must match. The collector never reads it and leaves it zero
- * (seq 0: empty). An entry is a seqlock: a writer takes an even seq to
- * seq + 1 with a compare-and-swap, writes, and releases seq + 2; a reader
- * uses what it copied only if seq was even and unchanged across the copy.
+ * times must match (agent/exectarget.c says what that leaves to chance).
+ * Entries go in pairs: a path's hash picks a pair, either entry may hold
+ * it. The collector never reads them and leaves them zero (seq 0: empty).
+ * An entry is a seqlock: a writer takes an even seq to seq + 1 with a
+ * compare-and-swap, writes, and releases seq + 2; a reader uses what it
+ * copied only if seq was even and unchanged across the copy. An entry
+ * whose writer died mid-write stays odd, unused, for the rest of the run.
  * Any traced program can write the page: agents bound every length.
  */
 #define FT_TABLE_TARGETS_OFFSET 512u
-#define FT_TABLE_TARGET_SIZE 512u
+#define FT_TABLE_TARGET_SIZE 256u
 #define FT_TABLE_TARGETS ((FT_TABLE_SLOTS_OFFSET - FT_TABLE_TARGETS_OFFSET) / FT_TABLE_TARGET_SIZE)
 
 enum ft_table_target_kind {

@@ -614,52 +614,73 @@ def test_exe_handover(t):
 @test
 def test_target_cache(t):
     """Agents share what exec of an absolute path starts (the process
-    table's exec-target cache) and check a stat of the file before they
-    trust it: a file rewritten in place, replaced, or reached through a
-    link that now points elsewhere is taken for what it is now."""
+    table's exec-target cache): the second exec of an unchanged file finds
+    it there (one stat, no open: checked under strace) and names the same
+    exe, and a file rewritten in place, replaced, or reached through a link
+    that now points to another file is taken for what it is now."""
     d = os.path.realpath(t.subdir("cache"))
     path, link = os.path.join(d, "prog"), os.path.join(d, "link")
     a, b = os.path.join(d, "a"), os.path.join(d, "b")
     dyn, static = prog("exit_with"), prog("static_child")
     shutil.copy(dyn, a)
     shutil.copy(dyn, b)
+    shutil.copy(dyn, path)
     os.symlink(a, link)
     # A traced Python forks and execs each run by its absolute path, and
     # changes the files itself: another exec in between could take the
-    # cache entry of the path. Each exit code names its run.
+    # cache entry of the path. Each exit code names its run; runs 21, 23
+    # and 24 repeat the run before them on the same, unchanged file.
     script = f"""
-import os, shutil, sys
+import os, shutil, sys, time
 def run(path, code):
     pid = os.fork()
     if pid == 0:
         os.execv(path, [path, str(code)])
     if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != code:
         sys.exit(1)
+    print(code, pid, flush=True)
+def settle():
+    time.sleep(0.15)  # only files last changed 100 ms ago are entered
+settle()
 run({path!r}, 11)
+run({path!r}, 21)
 with open({static!r}, "rb") as src, open({path!r}, "r+b") as dst:
     dst.truncate(0)
     dst.write(src.read())  # in place: the same inode
 run({path!r}, 12)
 shutil.copy({dyn!r}, {path!r} + ".new")
 os.replace({path!r} + ".new", {path!r})
+settle()
 run({path!r}, 13)
+run({path!r}, 23)
 run({link!r}, 14)
+run({link!r}, 24)
 os.unlink({link!r})
 os.symlink({b!r}, {link!r})
 run({link!r}, 15)
 """
-    shutil.copy(dyn, path)
     # From a file: with the script in its argv, Python's HELLO would not
     # fit in its table slot, and a process on a connection maps no table.
     driver = os.path.join(d, "driver.py")
     with open(driver, "w") as f:
         f.write(script)
-    tr = t.run(["/usr/bin/python3", driver], expect_rc=0).trace
+    log = t.path("strace.log")
+    out = t.path("trace.json")
+    _, p = ft.strace_forktrace_run(["/usr/bin/python3", driver], t.dir, log,
+                                   "openat,newfstatat", out=out)
+    tr = ft.load_trace(out)
+    pids = dict(ln.split() for ln in p.stdout.decode().splitlines() if ln.strip())
+    calls = collections.defaultdict(list)
+    with open(log) as f:
+        for ln in f:
+            pid, _, call = ln.partition(" ")
+            calls[pid].append(call.strip())
 
     def run(code):
-        return tr.one(argv=[link if code >= 14 else path, str(code)])
+        return tr.one(argv=[link if code % 10 >= 4 else path, str(code)])
 
-    for code, exe in ((11, path), (13, path), (14, a), (15, b)):
+    for code, exe in ((11, path), (21, path), (13, path), (23, path), (14, a), (24, a),
+                      (15, b)):
         p = run(code)
         ft.assert_exit(p, code=code, trace=tr)
         last = p.image_slices[-1] if p.image_slices else {}
@@ -671,6 +692,18 @@ run({link!r}, 15)
     check(p.images == 2 and (last.get("args") or {}).get("instrumented") is False,
           f"run 12 (the static file written over the dynamic one) is not its own image, "
           f"marked not instrumented: {p.describe()} {last}")
+    for code in (21, 23, 24):
+        target = link if code == 24 else path
+        mine = calls[pids[str(code)]]
+        opened = [c for c in mine if c.startswith("openat(") and f'"{target}"' in c]
+        statted = [c for c in mine if c.startswith("newfstatat(") and f'"{target}"' in c]
+        check(statted and not opened,
+              f"run {code} (the same file again) did not find it in the cache: {mine}")
+    for code in (11, 13, 14, 15):
+        target = link if code >= 14 else path
+        check(any(c.startswith("openat(") and f'"{target}"' in c
+                  for c in calls[pids[str(code)]]),
+              f"run {code} (a file the cache cannot know) did not open it")
 
 
 @test
