@@ -321,7 +321,7 @@ static uint32_t target_hash(const char *path, size_t len)
 	return h;
 }
 
-/* The pair of entries for path, or NULL without the table. */
+/* The pair of entries for a path of hash h, or NULL without the table. */
 static struct ft_table_target *target_pair(uint32_t h)
 {
 	struct ft_table_target *e = agent_table_targets();
@@ -360,16 +360,16 @@ static uint32_t target_read(const struct ft_table_target *e, const char *path, s
 	return __atomic_load_n(&e->seq, __ATOMIC_RELAXED) == seq ? kind : 0;
 }
 
-/* What exec of path (absolute, len bytes) starts, if the cache knows the
- * file path names now; exe (cap bytes) gets its name. */
-static enum agent_image target_cache_get(const char *path, size_t len, char *exe, size_t cap)
+/* What exec of path (absolute, len bytes) starts, if its pair of entries
+ * e knows the file path names now; exe (cap bytes) gets its name. */
+static enum agent_image target_cache_get(const struct ft_table_target *e, const char *path,
+					 size_t len, char *exe, size_t cap)
 {
-	struct ft_table_target *e = target_pair(target_hash(path, len));
 	struct target_id id;
 	struct stat st;
 	uint32_t kind = 0;
 
-	for (int i = 0; e && i < 2 && !kind; i++)
+	for (int i = 0; i < 2 && !kind; i++)
 		kind = target_read(e + i, path, len, exe, cap, &id);
 	if (!kind || agent_syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0) != 0 ||
 	    (uint64_t)st.st_dev != id.dev || (uint64_t)st.st_ino != id.ino ||
@@ -389,18 +389,18 @@ static bool target_free_for(const struct ft_table_target *e, const char *path, s
 	       (TARGET_LOAD(e->path_len) == len && memcmp(e->text, path, len) == 0);
 }
 
-/* Remembers what exec of path starts: img (not OTHER) of the file st
- * describes, named exe. Skipped while another process writes the entry. */
-static void target_cache_put(const char *path, size_t len, enum agent_image img,
-			     const struct stat *st, const char *exe)
+/* Remembers in its pair e (path's hash h) what exec of path starts: img
+ * (not OTHER) of the file st describes, named exe. Skipped while another
+ * process writes the entry. */
+static void target_cache_put(struct ft_table_target *e, uint32_t h, const char *path,
+			     size_t len, enum agent_image img, const struct stat *st,
+			     const char *exe)
 {
-	uint32_t h = target_hash(path, len);
-	struct ft_table_target *e = target_pair(h);
 	size_t xlen = strlen(exe);
 	int64_t changed = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
 	uint32_t seq;
 
-	if (!e || len + 1 + xlen + 1 > sizeof(e->text) ||
+	if (len + 1 + xlen + 1 > sizeof(e->text) ||
 	    (int64_t)agent_clock_ns(CLOCK_REALTIME) - changed < AGENT_TARGET_SETTLED_NS)
 		return;
 	/* The way that holds path or nothing, else one the hash picks. */
@@ -442,8 +442,11 @@ bool agent_exec_target(unsigned kind, int dirfd, const char *path, int flags, bo
 				    kind != FT_EXEC_EXECVEAT
 				? strlen(path)
 				: 0;
+	/* Its pair of cache entries, found once for the lookup and the fill. */
+	uint32_t h = cached_len ? target_hash(path, cached_len) : 0;
+	struct ft_table_target *pair = cached_len ? target_pair(h) : NULL;
 
-	if (cached_len && target_cache_get(path, cached_len, exe, cap) != AGENT_IMAGE_OTHER)
+	if (pair && target_cache_get(pair, path, cached_len, exe, cap) != AGENT_IMAGE_OTHER)
 		return true;
 	/* exe doubles as the buffer of the $PATH search: no other buffer on
 	 * the stack of a fork child. */
@@ -462,7 +465,7 @@ bool agent_exec_target(unsigned kind, int dirfd, const char *path, int flags, bo
 		(void)agent_resolve_path(name, exe, cap);
 	else
 		exe[0] = '\0';
-	if (cached_len && (img == AGENT_IMAGE_SCRIPT || (img == AGENT_IMAGE_ELF && exe[0])))
-		target_cache_put(path, cached_len, img, &st, exe);
+	if (pair && (img == AGENT_IMAGE_SCRIPT || (img == AGENT_IMAGE_ELF && exe[0])))
+		target_cache_put(pair, h, path, cached_len, img, &st, exe);
 	return img != AGENT_IMAGE_OTHER;
 }
