@@ -20,8 +20,8 @@
 
 /* Zero-initialised so it lives in .bss (no file-backed pages to copy);
  * fd is meaningful only once `configured` is set. */
-struct agent_state agent_g;
-unsigned char agent_buf[AGENT_BUF_SIZE];
+AGENT_DATA struct agent_state agent_g;
+AGENT_DATA unsigned char agent_buf[AGENT_BUF_SIZE];
 
 AGENT_TLS int agent_t_guard;
 AGENT_TLS int agent_t_in_vfork;
@@ -31,7 +31,7 @@ AGENT_TLS int agent_t_tramp;
 
 /* HELLO has its own buffer: a reconnect sends it while agent_buf still
  * holds the frame that failed. */
-static unsigned char agent_hello_buf[AGENT_ARGV_BYTES + 3 * PATH_MAX + 512];
+AGENT_DATA static unsigned char agent_hello_buf[AGENT_ARGV_BYTES + 3 * PATH_MAX + 512];
 
 void *agent_resolve(void **slot, const char *name)
 {
@@ -166,7 +166,7 @@ struct agent_deferred {
 	int ready;
 };
 
-static struct agent_deferred agent_defer_q[AGENT_DEFER_MAX];
+AGENT_DATA static struct agent_deferred agent_defer_q[AGENT_DEFER_MAX];
 
 void agent_defer_wait(uint64_t ts, pid_t child, int status)
 {

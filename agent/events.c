@@ -73,7 +73,7 @@ struct agent_region {
 };
 
 /* Regions of this process image, under the send lock. */
-static struct agent_region agent_regions[AGENT_MAX_REGIONS];
+AGENT_DATA static struct agent_region agent_regions[AGENT_MAX_REGIONS];
 static unsigned agent_nregions;
 /* -finstrument-functions hooks record (FORKTRACE_FUNCTIONS != "0"). */
 static int agent_ev_functions = 1;

@@ -380,7 +380,7 @@ struct agent_popen {
 	char cmd[AGENT_POPEN_CMD];
 };
 
-static struct agent_popen agent_popens[AGENT_POPEN_MAX];
+AGENT_DATA static struct agent_popen agent_popens[AGENT_POPEN_MAX];
 
 void agent_popen_reset(void)
 {

@@ -20,7 +20,7 @@ struct agent_thread {
 	pid_t tid;
 };
 
-static struct agent_thread agent_threads[AGENT_THREADS_MAX];
+AGENT_DATA static struct agent_thread agent_threads[AGENT_THREADS_MAX];
 
 /*
  * In a fork child: forget the parent's threads. Only the slots ever used

@@ -32,6 +32,18 @@
 #include "sys.h"
 
 #define AGENT_EXPORT __attribute__((visibility("default")))
+
+/*
+ * For the agent's large zero-initialised objects: they go in .data, not
+ * .bss. A .bss that runs past the file's last page is an anonymous mapping
+ * of its own, one more mapping for every traced image to create and tear
+ * down, and for every fork to copy. In .data they share the one file
+ * mapping of the writable segment; a page costs what it did (copied from
+ * the page cache on first write instead of zero-filled), and the file is
+ * ~400 KiB larger. test_rules.py agent_segments checks the rest of .bss
+ * still ends on the file's last page.
+ */
+#define AGENT_DATA __attribute__((section(".data")))
 #define AGENT_TLS __thread __attribute__((tls_model("initial-exec")))
 
 /* Size of the one frame buffer used under the send lock. */

@@ -448,5 +448,31 @@ def test_agent_symbols(t):
     check(needed == ["libc.so.6"], f"the agent needs {needed}, expected only libc.so.6")
 
 
+@test
+def test_agent_segments(t):
+    """The agent is two mappings in every traced image: its text and its
+    writable data. No GNU_RELRO part split off by mprotect (-z norelro),
+    and no .bss past the file's last page, which would be an anonymous
+    mapping of its own (AGENT_DATA, agent/internal.h). Each mapping more
+    is one more to create and tear down per image and to copy per fork."""
+    so = agent_path()
+    page = os.sysconf("SC_PAGE_SIZE")
+    heads = run_tool([tool("readelf"), "-lW", so])
+    loads = [l.split() for l in heads.splitlines() if l.split()[:1] == ["LOAD"]]
+    check(len(loads) == 2, f"the agent has {len(loads)} LOAD segments, expected 2:\n{heads}")
+    check("GNU_RELRO" not in heads, f"the agent has a GNU_RELRO segment:\n{heads}")
+    vaddr, filesz, memsz = (int(loads[-1][i], 16) for i in (2, 4, 5))
+    file_end = -(-(vaddr + filesz) // page)
+    mem_end = -(-(vaddr + memsz) // page)
+    check(mem_end == file_end,
+          f"the agent's .bss ends {mem_end - file_end} page(s) past its file: an anonymous "
+          f"mapping in every image; put the new zero-initialised object in AGENT_DATA")
+    # What the loader made of it, in a traced image.
+    res = t.run(["cat", "/proc/self/maps"], expect_rc=0)
+    maps = [l for l in res.out.splitlines() if l.endswith("/" + os.path.basename(so))]
+    check(len(maps) == 2, "a traced image maps the agent " + str(len(maps)) +
+          " times, expected 2:\n" + "\n".join(maps))
+
+
 if __name__ == "__main__":
     ft.main()
