@@ -2,10 +2,17 @@
 """forktrace's process-tracing benchmark (issue: forktrace run).
 
 Runs each workload untraced, under forktrace, and under strace -f, in
-interleaved rounds (the machine is shared and noisy: interleaving spreads
-the noise over all three), and prints median wall times and the ratio of
-each to the untraced median of the same run, then the median and
-quartiles of each round's own ratio to its untraced run.
+interleaved rounds, each round in a new random order (the machine is
+shared and noisy: interleaving spreads the noise over all of them, and
+the shuffle keeps a fixed position in the round from favouring one), and
+prints median wall times and the ratio of each to the untraced median of
+the same run, then the median of each round's own ratio to its untraced
+run with the quartiles and a 90% bootstrap interval of that median.
+
+The loops (fork, spawn) also report their own wall time, from the first
+fork to the last wait (spawn_loop prints it): the cost per process
+without a tracer's fixed start and end, which a run of 2000 children
+still pays in full.
 
 Usage: scripts/bench/run.py [--build DIR] [--rounds N] [--children N]
                             [--files N] [--only fork,spawn,make]
@@ -17,6 +24,8 @@ measured against its baseline in one run.
 """
 import argparse
 import os
+import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -28,15 +37,31 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def timed(cmd, cwd=None, before=None):
+    """Runs cmd; returns its wall time and, for spawn_loop, the loop's own
+    wall time (else None), both in seconds."""
     if before:
         before()
     t0 = time.perf_counter()
     r = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     dt = time.perf_counter() - t0
+    err = r.stderr.decode(errors="replace")
     if r.returncode != 0:
         sys.exit("benchmark command failed (%d): %s\n%s" %
-                 (r.returncode, " ".join(cmd), r.stderr.decode(errors="replace")[-2000:]))
-    return dt
+                 (r.returncode, " ".join(cmd), err[-2000:]))
+    m = re.search(r"spawn_loop: \d+ children in (\d+) ns", err)
+    return dt, int(m.group(1)) / 1e9 if m else None
+
+
+def ratio_summary(xs, ys, rng):
+    """Median of the per-round ratios xs[i]/ys[i], its quartiles and a 90%
+    bootstrap interval of the median."""
+    r = sorted(a / b for a, b in zip(xs, ys))
+    if len(r) < 2:
+        return "%.3fx" % r[0]
+    q = statistics.quantiles(r, n=4)
+    boot = sorted(statistics.median(rng.choices(r, k=len(r))) for _ in range(2000))
+    return "%.3fx [quartiles %.3f-%.3f; 90%% CI %.3f-%.3f]" % (
+        statistics.median(r), q[0], q[2], boot[100], boot[1899])
 
 
 def make_tree(n):
@@ -62,7 +87,10 @@ def main():
     ap.add_argument("--only", default="fork,spawn,make")
     ap.add_argument("--no-strace", action="store_true")
     ap.add_argument("--baseline", help="another build dir whose forktrace runs too")
+    ap.add_argument("--seed", type=int, help="seed of the round order shuffle")
     a = ap.parse_args()
+    seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1 << 30)
+    rng = random.Random(seed)
 
     ft = os.path.join(os.path.abspath(a.build), "bin", "forktrace")
     tmp = tempfile.mkdtemp(prefix="ft-bench-")
@@ -101,30 +129,34 @@ def main():
         clean = lambda d=d: subprocess.run(["make", "-s", "clean"], cwd=d, check=True)
         workloads.append(("make -j2, %d tiny C files" % a.files, ["make", "-s", "-j2"], d, clean))
 
-    print("machine: %s, %d cores; %d interleaved rounds, median wall time" %
-          (os.uname().release, os.cpu_count(), a.rounds))
-    results = []
+    print("machine: %s, %d cores; %d interleaved rounds in shuffled order (seed %d), "
+          "median wall time" % (os.uname().release, os.cpu_count(), a.rounds, seed))
     for name, cmd, cwd, before in workloads:
         times = {t: [] for t in tracers}
+        loops = {t: [] for t in tracers}
         timed(cmd, cwd, before)  # warm the page cache
         for _ in range(a.rounds):
-            for t, prefix in tracers.items():
-                times[t].append(timed(prefix + cmd, cwd, before))
+            order = list(tracers)
+            rng.shuffle(order)
+            for t in order:
+                wall, loop_wall = timed(tracers[t] + cmd, cwd, before)
+                times[t].append(wall)
+                loops[t].append(loop_wall)
         base = statistics.median(times["untraced"])
         row = [name]
         for t in tracers:
             m = statistics.median(times[t])
             row.append("%s %.3fs (%.2fx)" % (t, m, m / base))
-        results.append(row)
         print(" | ".join(row), flush=True)
         # Each round's ratio to the untraced run of the same round: the
-        # machine's slow drifts cancel out; the quartiles show the spread.
-        paired = ["  per-round ratios, median [quartiles]:"]
+        # machine's slow drifts cancel out; the quartiles show the spread,
+        # the bootstrap interval how well the median is known.
         for t in list(tracers)[1:]:
-            r = sorted(a / b for a, b in zip(times[t], times["untraced"]))
-            q = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0]] * 3
-            paired.append("%s %.3fx [%.3f-%.3f]" % (t, q[1], q[0], q[2]))
-        print(" ".join(paired), flush=True)
+            print("  %-16s whole run  %s" %
+                  (t, ratio_summary(times[t], times["untraced"], rng)), flush=True)
+            if None not in loops[t] and None not in loops["untraced"]:
+                print("  %-16s loop alone %s" %
+                      ("", ratio_summary(loops[t], loops["untraced"], rng)), flush=True)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
