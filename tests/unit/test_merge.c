@@ -157,6 +157,49 @@ static void check_escape_cut(const char *in, size_t cap, const char *want)
 
 #define ESC(lit, want) check_escape(lit, sizeof(lit) - 1, want)
 
+/* The stream flavour (ostream_json_str, copying runs) and the buffer
+ * flavour (jsonw_escape, byte by byte) are two implementations of one
+ * escaping: random strings over the bytes that matter must come out the
+ * same from both. */
+static void test_escape_random(void)
+{
+	static const unsigned char alphabet[] = { 'a', ' ', '~', 0x7f, '"', '\\', '\n', 0x00, 0x01,
+						  0x1f, 0x20, 0x21, 0x5b, 0x5d, 0xc3, 0xa9, 0xe2,
+						  0x82, 0xac, 0xf0, 0x9f, 0x98, 0x80, 0xff };
+	int fd = memfd_create("escape-random", 0);
+	unsigned seed = 12345;
+	char in[48], want[48 * 6 + 3];
+
+	CHECK(fd >= 0);
+	for (int round = 0; round < 20000; round++) {
+		size_t n = (size_t)(round % 41), len = 0, wlen;
+		ostream o;
+		char *got;
+
+		for (size_t i = 0; i < n; i++) {
+			seed = seed * 1103515245u + 12345u;
+			/* Mostly plain bytes, so that long plain runs occur. */
+			in[i] = (char)((seed >> 16) % 4 ? 'a' + (seed >> 8) % 26
+							 : alphabet[(seed >> 20) % sizeof(alphabet)]);
+		}
+		wlen = jsonw_escape(want, sizeof(want), in, n);
+		CHECK(ftruncate(fd, 0) == 0 && lseek(fd, 0, SEEK_SET) == 0);
+		CHECK(ostream_open(&o, fd, -1) == 0);
+		ostream_json_str(&o, in, n);
+		CHECK(ostream_finish(&o) == 0);
+		got = read_back(fd, &len);
+		if (got == NULL || len != wlen || memcmp(got, want, wlen) != 0) {
+			fprintf(stderr, "escape round %d: ostream_json_str and jsonw_escape differ\n",
+				round);
+			failures++;
+			free(got);
+			break;
+		}
+		free(got);
+	}
+	close(fd);
+}
+
 static void test_escape(void)
 {
 	ESC("", "\"\"");
@@ -450,6 +493,7 @@ int main(int argc, char **argv)
 	}
 	test_numbers();
 	test_escape();
+	test_escape_random();
 	test_stream();
 
 	model_free(NULL);
