@@ -346,7 +346,9 @@ def test_install(t):
     check(shutil.which("pkg-config"), "pkg-config is not on PATH")
     prefix = t.path("prefix")
     must([cmake, "--install", build, "--prefix", prefix], "cmake --install")
-    for rel in ("bin/forktrace", "lib/forktrace/libforktrace-agent.so", "include/forktrace.h",
+    for rel in ("bin/forktrace", "lib/forktrace/libforktrace-agent.so",
+                "lib/forktrace/libforktrace-h5.so", "lib/forktrace/libforktrace-sym.so",
+                "include/forktrace.h",
                 "include/forktrace/wire.h", "lib/pkgconfig/forktrace.pc",
                 "lib/cmake/forktrace/forktraceConfig.cmake",
                 "lib/cmake/forktrace/forktraceConfigVersion.cmake",

@@ -98,6 +98,35 @@ def ev_functions(ctx):
 
 
 @test
+def ev_functions_no_module(ctx):
+    """A forktrace whose symbol module (libforktrace-sym.so, loaded on the
+    first lookup) is missing still writes every function slice, named by
+    module and offset, says once why names are missing, and exits 0."""
+    import shutil
+    import subprocess
+    d = os.path.join(ctx.dir, "bin-nosym")
+    os.makedirs(d)
+    src = os.path.dirname(ft.forktrace_bin())
+    for name in ("forktrace", "libforktrace-agent.so"):
+        shutil.copy2(os.path.join(src, name), d)
+    check(os.path.exists(os.path.join(src, "libforktrace-sym.so")),
+          f"the build has no libforktrace-sym.so next to forktrace in {src}")
+    n = 20
+    r = subprocess.run([os.path.join(d, "forktrace"), "run", "-q", "-o", "t.json", "--",
+                        prog("ev_funcs"), "calls", str(n)],
+                       cwd=ctx.dir, capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, f"forktrace failed without its symbol module: {r.stderr!r}")
+    check(r.stderr.count("function names are missing") == 1 and
+          "libforktrace-sym.so" in r.stderr,
+          f"stderr does not say once that the symbol module is missing: {r.stderr!r}")
+    p = ft.load_trace(os.path.join(ctx.dir, "t.json")).one(name="ev_funcs")
+    names = [e["name"] for e in slices(p, "function")]
+    named = [k for k in names if not (k.startswith("0x") or "+0x" in k)]
+    check(len(names) >= 5 * n and not named,
+          f"{len(names)} function slices, named without the module: {sorted(set(named))}")
+
+
+@test
 def ev_function_filters(ctx):
     """--no-functions drops function slices but keeps the process;
     --filter / --exclude keep what the regexes say."""

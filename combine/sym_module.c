@@ -1,0 +1,12 @@
+/*
+ * sym_module.c - what libforktrace-sym.so exports (sym_module.h).
+ */
+#include "sym_module.h"
+
+__attribute__((visibility("default"))) const struct ft_sym_api forktrace_sym_api = {
+	.size = sizeof(struct ft_sym_api),
+	.version = FT_VERSION_STRING,
+	.create = symtab_new,
+	.destroy = symtab_free,
+	.lookup = symtab_lookup,
+};
