@@ -12,6 +12,9 @@
 #include "jsonw.h"
 
 #define ARGS_MAX 8192
+/* Room kept after a string for the fixed text that may follow it: a key,
+ * a number, "null", the closing braces. */
+#define ARGS_TAIL 64
 
 /* Users set only len: an initialiser would zero all ARGS_MAX bytes, once per
  * WAIT record, a fifth of the collector's work in a fork loop (callgrind). */
@@ -20,6 +23,8 @@ typedef struct abuf {
 	size_t len;
 } abuf;
 
+/* JSON text of ours. It always fits: every string before it kept the room
+ * (put_str's keep). */
 static void put(abuf *b, const char *s)
 {
 	size_t n = strlen(s);
@@ -30,14 +35,17 @@ static void put(abuf *b, const char *s)
 	}
 }
 
-static void put_str(abuf *b, const char *s)
+/* s as a JSON string, cut to leave keep bytes free for what the caller
+ * writes after it (a string cut short still ends in a quote); null if
+ * even "" would not fit. */
+static void put_str(abuf *b, const char *s, size_t keep)
 {
-	if (!s) {
+	size_t room = ARGS_MAX - b->len;
+
+	if (s && room >= keep + 2)
+		b->len += jsonw_escape(b->buf + b->len, room - keep, s, strlen(s));
+	else
 		put(b, "null");
-		return;
-	}
-	/* Leave room for the closing brace. */
-	b->len += jsonw_escape(b->buf + b->len, ARGS_MAX - 16 - b->len, s, strlen(s));
 }
 
 static void put_int(abuf *b, long long v)
@@ -79,11 +87,11 @@ const char *args_exec_fail(model_trace *t, const char *path, int err)
 	b.len = 0;
 
 	put(&b, "{\"path\":");
-	put_str(&b, path);
+	put_str(&b, path, ARGS_TAIL + 128); /* the errno and its message */
 	put(&b, ",\"errno\":");
 	put_int(&b, err);
 	put(&b, ",\"error\":");
-	put_str(&b, strerror(err));
+	put_str(&b, strerror(err), ARGS_TAIL);
 	return done(t, &b);
 }
 
@@ -109,7 +117,7 @@ const char *args_shell(model_trace *t, const char *cmd, int status)
 	b.len = 0;
 
 	put(&b, "{\"cmd\":");
-	put_str(&b, cmd);
+	put_str(&b, cmd, ARGS_TAIL);
 	put(&b, ",\"status\":");
 	put_int(&b, status);
 	return done(t, &b);

@@ -774,6 +774,38 @@ def test_exec_failed(t):
 
 
 @test
+def test_long_args(t):
+    """A system() command and a failed exec's path long enough to fill the
+    args of their marks (8 KiB): the trace stays valid JSON, the marks
+    keep their status and errno, and only the long text is cut."""
+    script = ("import os\n"
+              "st = os.system('exit 200 #' + 'x' * 9000)\n"
+              "try:\n"
+              "    os.execv('/' + '\\x01' * 1400, ['x'])\n"
+              "except OSError as e:\n"
+              "    print(st, e.errno)\n")
+    res = t.run_compare(["/usr/bin/python3", "-c", script], expect_rc=0)
+    tr = res.trace
+    root = tr.root()
+    st, errno = (int(x) for x in res.stdout.split())
+    check(st == 200 << 8, f"os.system returned {st}")
+    marks = root.marks(cat="shell", name="system")
+    ft.assert_count(marks, 1, "system marks", tr)
+    a = marks[0].get("args") or {}
+    check(a.get("status") == st, f"system mark status {a.get('status')}, expected {st}")
+    cmd = a.get("cmd") or ""
+    check(cmd.startswith("exit 200 #xxx") and 7000 < len(cmd) < 9010,
+          f"system mark cmd of {len(cmd)} characters: {cmd[:40]!r}...")
+    fails = root.marks(cat="exec", name="exec failed")
+    ft.assert_count(fails, 1, "exec failed marks", tr)
+    a = fails[0].get("args") or {}
+    check(a.get("errno") == errno and a.get("error"),
+          f"exec failed mark errno {a.get('errno')} error {a.get('error')!r}, expected {errno}")
+    path = a.get("path") or ""
+    check(path.startswith("/\x01\x01") and 1000 < len(path) <= 1401,
+          f"exec failed path of {len(path)} characters: {path[:20]!r}")
+
+@test
 def test_thread_names(t):
     res = t.run_compare([prog("named_threads")], expect_rc=0)
     tr = res.trace
