@@ -18,8 +18,8 @@
 
 #include "internal.h"
 
-/* Zero-initialised so it lives in .bss (no file-backed pages to copy);
- * fd is meaningful only once `configured` is set. */
+/* Zero-initialised, in .data like the agent's other large objects
+ * (AGENT_DATA); fd is meaningful only once `configured` is set. */
 AGENT_DATA struct agent_state agent_g;
 AGENT_DATA unsigned char agent_buf[AGENT_BUF_SIZE];
 

@@ -89,8 +89,11 @@ def main():
     ap.add_argument("--baseline", help="another build dir whose forktrace runs too")
     ap.add_argument("--seed", type=int, help="seed of the round order shuffle")
     a = ap.parse_args()
+    if a.rounds < 1:
+        sys.exit("--rounds must be at least 1")
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1 << 30)
-    rng = random.Random(seed)
+    rng = random.Random(seed)         # the order of each round
+    boot_rng = random.Random(seed)    # the bootstrap: the same seed, the same order
 
     ft = os.path.join(os.path.abspath(a.build), "bin", "forktrace")
     tmp = tempfile.mkdtemp(prefix="ft-bench-")
@@ -153,10 +156,10 @@ def main():
         # the bootstrap interval how well the median is known.
         for t in list(tracers)[1:]:
             print("  %-16s whole run  %s" %
-                  (t, ratio_summary(times[t], times["untraced"], rng)), flush=True)
+                  (t, ratio_summary(times[t], times["untraced"], boot_rng)), flush=True)
             if None not in loops[t] and None not in loops["untraced"]:
                 print("  %-16s loop alone %s" %
-                      ("", ratio_summary(loops[t], loops["untraced"], rng)), flush=True)
+                      ("", ratio_summary(loops[t], loops["untraced"], boot_rng)), flush=True)
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -111,6 +111,12 @@ def ev_functions_no_module(ctx):
         shutil.copy2(os.path.join(src, name), d)
     check(os.path.exists(os.path.join(src, "libforktrace-sym.so")),
           f"the build has no libforktrace-sym.so next to forktrace in {src}")
+    # The point of the module: forktrace itself does not load them.
+    dyn = subprocess.run(["readelf", "-dW", ft.forktrace_bin()], capture_output=True,
+                         text=True, timeout=30).stdout
+    needed = [l for l in dyn.splitlines() if "(NEEDED)" in l]
+    heavy = [l for l in needed if any(x in l for x in ("libdw", "libelf", "libstdc++", "hdf5"))]
+    check(needed and not heavy, f"forktrace links what its modules are for: {heavy or dyn}")
     n = 20
     r = subprocess.run([os.path.join(d, "forktrace"), "run", "-q", "-o", "t.json", "--",
                         prog("ev_funcs"), "calls", str(n)],

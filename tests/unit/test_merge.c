@@ -159,36 +159,50 @@ static void check_escape_cut(const char *in, size_t cap, const char *want)
 
 /* The stream flavour (ostream_json_str, copying runs) and the buffer
  * flavour (jsonw_escape, byte by byte) are two implementations of one
- * escaping: random strings over the bytes that matter must come out the
- * same from both. */
+ * escaping: random strings over the bytes and sequences that matter must
+ * come out the same from both. Every other string is written after a
+ * filler that ends just short of the stream's buffer, so that it crosses
+ * a flush. */
 static void test_escape_random(void)
 {
-	static const unsigned char alphabet[] = { 'a', ' ', '~', 0x7f, '"', '\\', '\n', 0x00, 0x01,
-						  0x1f, 0x20, 0x21, 0x5b, 0x5d, 0xc3, 0xa9, 0xe2,
-						  0x82, 0xac, 0xf0, 0x9f, 0x98, 0x80, 0xff };
+	static const char *const pieces[] = {
+		"a", " ", "~", "\x7f", "\"", "\\", "\n", "\x01", "\x1f", "[", "\xc3\xa9",
+		"\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xc3", "\xe2\x82", "\xf0\x9f\x98",
+		"\xed\xa0\x80", "\xc0\xaf", "\x80", "\xff", "\xf4\x90\x80\x80",
+	};
+	static char filler[OSTREAM_BUF_SIZE];
 	int fd = memfd_create("escape-random", 0);
 	unsigned seed = 12345;
-	char in[48], want[48 * 6 + 3];
+	char in[128], want[128 * 6 + 3];
 
 	CHECK(fd >= 0);
+	memset(filler, 'f', sizeof(filler));
 	for (int round = 0; round < 20000; round++) {
-		size_t n = (size_t)(round % 41), len = 0, wlen;
+		size_t n = 0, len = 0, wlen, pad = round % 8 == 1 ? OSTREAM_BUF_SIZE - round % 13 : 0;
+		size_t want_n = (size_t)(round % 41);
 		ostream o;
 		char *got;
 
-		for (size_t i = 0; i < n; i++) {
+		while (n < want_n) {
+			const char *p;
+
 			seed = seed * 1103515245u + 12345u;
 			/* Mostly plain bytes, so that long plain runs occur. */
-			in[i] = (char)((seed >> 16) % 4 ? 'a' + (seed >> 8) % 26
-							 : alphabet[(seed >> 20) % sizeof(alphabet)]);
+			p = (seed >> 16) % 4 ? "abcdefghijklmnopqrstuvwxyz" + (seed >> 8) % 26
+					     : pieces[(seed >> 20) % (sizeof(pieces) / sizeof(pieces[0]))];
+			/* One byte of a plain letter; a whole piece otherwise. */
+			for (size_t k = 0; p[k] && n < sizeof(in) && (k == 0 || (seed >> 16) % 4 == 0);
+			     k++)
+				in[n++] = p[k];
 		}
 		wlen = jsonw_escape(want, sizeof(want), in, n);
 		CHECK(ftruncate(fd, 0) == 0 && lseek(fd, 0, SEEK_SET) == 0);
 		CHECK(ostream_open(&o, fd, -1) == 0);
+		ostream_write(&o, filler, pad);
 		ostream_json_str(&o, in, n);
 		CHECK(ostream_finish(&o) == 0);
 		got = read_back(fd, &len);
-		if (got == NULL || len != wlen || memcmp(got, want, wlen) != 0) {
+		if (got == NULL || len != pad + wlen || memcmp(got + pad, want, wlen) != 0) {
 			fprintf(stderr, "escape round %d: ostream_json_str and jsonw_escape differ\n",
 				round);
 			failures++;
