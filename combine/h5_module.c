@@ -4,8 +4,7 @@
 #include "h5_module.h"
 
 __attribute__((visibility("default"))) const struct ft_h5_api forktrace_h5_api = {
-	.size = sizeof(struct ft_h5_api),
-	.version = FT_VERSION_STRING,
+	.head = {sizeof(struct ft_h5_api), FT_VERSION_STRING},
 	.sink_new = h5w_sink_new,
 	.sink_new_fd = h5w_sink_new_fd,
 	.set_budget = h5w_set_budget,

@@ -16,6 +16,7 @@
 #define FT_COMBINE_H5_MODULE_H
 
 #include "h5.h"
+#include "selfpath.h"
 
 #define FT_H5_MODULE_NAME "libforktrace-h5.so"
 #define FT_H5_API_SYMBOL "forktrace_h5_api"
@@ -23,8 +24,7 @@
 struct ft_h5_api {
 	/* sizeof(struct ft_h5_api) and the version of the build that made
 	 * the module: a module of another build is refused. */
-	size_t size;
-	const char *version;
+	struct ft_module_head head;
 	trace_sink *(*sink_new)(const char *path, const merge_opts *opts, int *err);
 	trace_sink *(*sink_new_fd)(int fd, const merge_opts *opts, int *err);
 	void (*set_budget)(trace_sink *s, size_t bytes);

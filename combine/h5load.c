@@ -3,12 +3,9 @@
  * loaded on first use (why: h5_module.h). Only reader_h5_is is answered
  * here: telling an HDF5 file by its signature needs no HDF5.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -20,34 +17,12 @@ static const char h5_signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', 
 static const struct ft_h5_api *h5_api;
 static pthread_once_t h5_once = PTHREAD_ONCE_INIT;
 
-/* Finds and loads the module once; says why on stderr when it cannot. */
+/* Loads the module once; says why on stderr when it cannot. Never
+ * closed: its sinks may live until exit. */
 static void h5_load(void)
 {
-	char path[PATH_MAX];
-	const struct ft_h5_api *api;
-	void *h;
-
-	if (ft_beside_self(FT_H5_MODULE_NAME, path, sizeof(path)) < 0) {
-		fprintf(stderr, "forktrace: HDF5 support is missing: %s is neither next to the "
-				"forktrace executable nor in ../lib/forktrace/ from it\n",
-			FT_H5_MODULE_NAME);
-		return;
-	}
-	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		fprintf(stderr, "forktrace: HDF5 support is missing: %s\n", dlerror());
-		return;
-	}
-	api = dlsym(h, FT_H5_API_SYMBOL);
-	if (!api || api->size != sizeof(*api) || strcmp(api->version, FT_VERSION_STRING) != 0) {
-		fprintf(stderr, "forktrace: HDF5 support is missing: %s is not the one of "
-				"forktrace %s\n",
-			path, FT_VERSION_STRING);
-		dlclose(h);
-		return;
-	}
-	/* Never closed: its sinks may live until exit. */
-	h5_api = api;
+	h5_api = ft_module_load(FT_H5_MODULE_NAME, FT_H5_API_SYMBOL, sizeof(*h5_api),
+				"HDF5 support is missing");
 }
 
 /* The module, or NULL (with *err = -ELIBACC) when it cannot be loaded. */

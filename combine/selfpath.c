@@ -1,6 +1,7 @@
 /*
  * selfpath.c - where the files installed with forktrace are (selfpath.h).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -32,4 +33,31 @@ int ft_beside_self(const char *name, char *out, size_t cap)
 			return 0;
 	}
 	return -ENOENT;
+}
+
+const void *ft_module_load(const char *name, const char *symbol, size_t size, const char *what)
+{
+	char path[PATH_MAX];
+	const struct ft_module_head *api;
+	void *h;
+
+	if (ft_beside_self(name, path, sizeof(path)) < 0) {
+		fprintf(stderr, "forktrace: %s: %s is neither next to the forktrace executable "
+				"nor in ../lib/forktrace/ from it\n",
+			what, name);
+		return NULL;
+	}
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		fprintf(stderr, "forktrace: %s: %s\n", what, dlerror());
+		return NULL;
+	}
+	api = dlsym(h, symbol);
+	if (!api || api->size != size || strcmp(api->version, FT_VERSION_STRING) != 0) {
+		fprintf(stderr, "forktrace: %s: %s is not the one of forktrace %s\n", what, path,
+			FT_VERSION_STRING);
+		dlclose(h);
+		return NULL;
+	}
+	return api;
 }

@@ -14,4 +14,21 @@
  */
 int ft_beside_self(const char *name, char *out, size_t cap);
 
+/* How every module's exported API struct begins: its size and the version
+ * of the build that made it. */
+struct ft_module_head {
+	size_t size;
+	const char *version;
+};
+
+/*
+ * Loads the module file `name` shipped with forktrace (ft_beside_self) and
+ * returns its API, the struct exported as `symbol`, which must begin with
+ * a struct ft_module_head of `size` and this build's version. Otherwise
+ * returns NULL, after one line on stderr, "forktrace: <what>: <why>". The
+ * module is never unloaded. Not thread-safe: callers load
+ * once (pthread_once).
+ */
+const void *ft_module_load(const char *name, const char *symbol, size_t size, const char *what);
+
 #endif /* FT_COMBINE_SELFPATH_H */

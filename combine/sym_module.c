@@ -4,8 +4,7 @@
 #include "sym_module.h"
 
 __attribute__((visibility("default"))) const struct ft_sym_api forktrace_sym_api = {
-	.size = sizeof(struct ft_sym_api),
-	.version = FT_VERSION_STRING,
+	.head = {sizeof(struct ft_sym_api), FT_VERSION_STRING},
 	.create = symtab_new,
 	.destroy = symtab_free,
 	.lookup = symtab_lookup,

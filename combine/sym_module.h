@@ -14,8 +14,7 @@
 #ifndef FT_COMBINE_SYM_MODULE_H
 #define FT_COMBINE_SYM_MODULE_H
 
-#include <stddef.h>
-
+#include "selfpath.h"
 #include "symtab.h"
 
 #define FT_SYM_MODULE_NAME "libforktrace-sym.so"
@@ -24,8 +23,7 @@
 struct ft_sym_api {
 	/* sizeof(struct ft_sym_api) and the version of the build that made
 	 * the module: a module of another build is refused. */
-	size_t size;
-	const char *version;
+	struct ft_module_head head;
 	symtab *(*create)(void);
 	void (*destroy)(symtab *s);
 	const char *(*lookup)(symtab *s, const char *path, uint64_t off);

@@ -67,6 +67,19 @@ def forktrace_bin():
     return path
 
 
+def forktrace_without(module, d):
+    """A copy of forktrace and its agent in the new directory d, without
+    module (a file that the build has next to forktrace); its path."""
+    import shutil
+    src = os.path.dirname(forktrace_bin())
+    check(os.path.exists(os.path.join(src, module)),
+          f"the build has no {module} next to forktrace in {src}")
+    os.makedirs(d)
+    for name in ("forktrace", "libforktrace-agent.so"):
+        shutil.copy2(os.path.join(src, name), d)
+    return os.path.join(d, "forktrace")
+
+
 def prog(name):
     """Absolute path of a tests/progs program; skips when the build did."""
     if name == "static_child" and os.environ.get("FT_STATIC_SKIP"):

@@ -102,15 +102,8 @@ def ev_functions_no_module(ctx):
     """A forktrace whose symbol module (libforktrace-sym.so, loaded on the
     first lookup) is missing still writes every function slice, named by
     module and offset, says once why names are missing, and exits 0."""
-    import shutil
     import subprocess
-    d = os.path.join(ctx.dir, "bin-nosym")
-    os.makedirs(d)
-    src = os.path.dirname(ft.forktrace_bin())
-    for name in ("forktrace", "libforktrace-agent.so"):
-        shutil.copy2(os.path.join(src, name), d)
-    check(os.path.exists(os.path.join(src, "libforktrace-sym.so")),
-          f"the build has no libforktrace-sym.so next to forktrace in {src}")
+    fbin = ft.forktrace_without("libforktrace-sym.so", os.path.join(ctx.dir, "bin-nosym"))
     # The point of the module: forktrace itself does not load them.
     dyn = subprocess.run(["readelf", "-dW", ft.forktrace_bin()], capture_output=True,
                          text=True, timeout=30).stdout
@@ -118,7 +111,7 @@ def ev_functions_no_module(ctx):
     heavy = [l for l in needed if any(x in l for x in ("libdw", "libelf", "libstdc++", "hdf5"))]
     check(needed and not heavy, f"forktrace links what its modules are for: {heavy or dyn}")
     n = 20
-    r = subprocess.run([os.path.join(d, "forktrace"), "run", "-q", "-o", "t.json", "--",
+    r = subprocess.run([fbin, "run", "-q", "-o", "t.json", "--",
                         prog("ev_funcs"), "calls", str(n)],
                        cwd=ctx.dir, capture_output=True, text=True, timeout=60)
     check(r.returncode == 0, f"forktrace failed without its symbol module: {r.stderr!r}")

@@ -166,16 +166,9 @@ def test_h5_module_missing(t):
     """A forktrace whose HDF5 module (libforktrace-h5.so, loaded on demand)
     is missing refuses an .h5 output before the command starts, says why,
     and leaves nothing behind; JSON needs no module."""
-    import shutil
-    d = os.path.join(t.dir, "bin-noh5")
-    os.makedirs(d)
-    src = os.path.dirname(ft.forktrace_bin())
-    for name in ("forktrace", "libforktrace-agent.so"):
-        shutil.copy2(os.path.join(src, name), d)
-    check(os.path.exists(os.path.join(src, "libforktrace-h5.so")),
-          f"the build has no libforktrace-h5.so next to forktrace in {src}")
+    fbin = ft.forktrace_without("libforktrace-h5.so", os.path.join(t.dir, "bin-noh5"))
     cmd = ["sh", "-c", "touch ran"]
-    r = subprocess.run([os.path.join(d, "forktrace"), "run", "-o", "t.h5", "--"] + cmd,
+    r = subprocess.run([fbin, "run", "-o", "t.h5", "--"] + cmd,
                        cwd=t.dir, capture_output=True, text=True, timeout=60)
     check(r.returncode != 0, f"forktrace wrote .h5 without its HDF5 module: {r.stderr}")
     check("HDF5 support is missing" in r.stderr and "libforktrace-h5.so" in r.stderr,
@@ -183,7 +176,7 @@ def test_h5_module_missing(t):
     check(not os.path.exists(os.path.join(t.dir, "ran")), "the command ran anyway")
     left = [f for f in os.listdir(t.dir) if f.startswith("t.h5")]
     check(not left, f"left behind: {left}")
-    r = subprocess.run([os.path.join(d, "forktrace"), "run", "-q", "-o", "t.json", "--"] + cmd,
+    r = subprocess.run([fbin, "run", "-q", "-o", "t.json", "--"] + cmd,
                        cwd=t.dir, capture_output=True, text=True, timeout=60)
     check(r.returncode == 0 and os.path.exists(os.path.join(t.dir, "t.json")),
           f"a JSON run without the HDF5 module failed: rc {r.returncode} {r.stderr!r}")
