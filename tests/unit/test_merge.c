@@ -170,6 +170,7 @@ static void test_escape_random(void)
 		"\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xc3", "\xe2\x82", "\xf0\x9f\x98",
 		"\xed\xa0\x80", "\xc0\xaf", "\x80", "\xff", "\xf4\x90\x80\x80",
 	};
+	static const char letters[] = "abcdefghijklmnopqrstuvwxyz";
 	static char filler[OSTREAM_BUF_SIZE];
 	int fd = memfd_create("escape-random", 0);
 	unsigned seed = 12345;
@@ -188,7 +189,7 @@ static void test_escape_random(void)
 
 			seed = seed * 1103515245u + 12345u;
 			/* Mostly plain bytes, so that long plain runs occur. */
-			p = (seed >> 16) % 4 ? "abcdefghijklmnopqrstuvwxyz" + (seed >> 8) % 26
+			p = (seed >> 16) % 4 ? &letters[(seed >> 8) % 26]
 					     : pieces[(seed >> 20) % (sizeof(pieces) / sizeof(pieces[0]))];
 			/* One byte of a plain letter; a whole piece otherwise. */
 			for (size_t k = 0; p[k] && n < sizeof(in) && (k == 0 || (seed >> 16) % 4 == 0);
