@@ -32,7 +32,7 @@ extern char **environ;
 
 /* image_kind takes ELFCLASS64 files only: an ILP32 agent (x32) knows no
  * machine, and announces every exec. */
-#if defined(__x86_64__) && defined(__LP64__)
+#if AGENT_X86_64
 #define AGENT_ELF_MACHINE EM_X86_64
 #elif defined(__aarch64__) && defined(__LP64__)
 #define AGENT_ELF_MACHINE EM_AARCH64

@@ -45,7 +45,7 @@ static void agent_on_fatal(int sig, siginfo_t *si, void *uctx)
 
 #define AGENT_FATAL_FLAGS (SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_RESTART)
 
-#if AGENT_RAW_SYSCALLS
+#if AGENT_X86_64
 /*
  * The kernel's struct sigaction, set with rt_sigaction directly: glibc's
  * sigaction is one more import for every traced image to bind (~700

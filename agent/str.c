@@ -25,7 +25,7 @@
 
 void *memcpy(void *restrict dst, const void *restrict src, size_t n)
 {
-#if defined(__x86_64__) && defined(__LP64__)
+#if AGENT_X86_64
 	void *ret = dst;
 
 	__asm__ volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(n) : : "memory");
@@ -42,7 +42,7 @@ void *memcpy(void *restrict dst, const void *restrict src, size_t n)
 
 void *memset(void *dst, int c, size_t n)
 {
-#if defined(__x86_64__) && defined(__LP64__)
+#if AGENT_X86_64
 	void *ret = dst;
 
 	__asm__ volatile("rep stosb" : "+D"(dst), "+c"(n) : "a"(c) : "memory");

@@ -30,10 +30,18 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* 1 where the agent's x86-64 assembly applies (system calls here, memcpy
+ * and memset in str.c, vfork in vfork.c, the signal restorer in
+ * signal.c): x86-64 with 64-bit longs and pointers, not x32, whose long
+ * cannot carry a 64-bit offset. Elsewhere the portable paths. */
 #if defined(__x86_64__) && defined(__LP64__)
-#define AGENT_RAW_SYSCALLS 1
-/* The kernel's result: -errno (-4095..-1) on failure. (Not on x32, whose
- * long cannot carry a 64-bit offset.) */
+#define AGENT_X86_64 1
+#else
+#define AGENT_X86_64 0
+#endif
+
+#if AGENT_X86_64
+/* The kernel's result: -errno (-4095..-1) on failure. */
 static inline long agent_syscall6(long n, long a, long b, long c, long d, long e, long f)
 {
 	register long r10 __asm__("r10") = d;
@@ -48,7 +56,6 @@ static inline long agent_syscall6(long n, long a, long b, long c, long d, long e
 	return ret;
 }
 #else
-#define AGENT_RAW_SYSCALLS 0
 static inline long agent_syscall6(long n, long a, long b, long c, long d, long e, long f)
 {
 	int saved = errno;

@@ -17,7 +17,7 @@
 
 #include "internal.h"
 
-#if defined(__x86_64__) && defined(__LP64__)
+#if AGENT_X86_64
 
 void agent_vfork_prepare(void);
 pid_t agent_vfork_parent(long ret);
