@@ -78,23 +78,20 @@ __asm__(".pushsection .text\n"
 	".size __restore_rt,.-__restore_rt\n"
 	".popsection\n");
 
-/* Swaps our handler in for sig; true when the old disposition was the
- * default (else it is put back). */
-static bool agent_fatal_swap_in(int sig)
+/* Swaps our handler in for sig, and puts the old disposition back unless
+ * it was the default. */
+static void agent_fatal_swap_in(int sig)
 {
 	struct agent_ksigaction sa = {(uintptr_t)agent_on_fatal,
 				      AGENT_FATAL_FLAGS | AGENT_SA_RESTORER, agent_sigreturn, 0};
 	struct agent_ksigaction old;
 
-	if (agent_syscall(SYS_rt_sigaction, sig, &sa, &old, sizeof(old.mask)) != 0)
-		return false;
-	if (!(old.flags & SA_SIGINFO) && old.handler == (uintptr_t)SIG_DFL)
-		return true;
-	agent_syscall(SYS_rt_sigaction, sig, &old, NULL, sizeof(old.mask));
-	return false;
+	if (agent_syscall(SYS_rt_sigaction, sig, &sa, &old, sizeof(old.mask)) == 0 &&
+	    ((old.flags & SA_SIGINFO) || old.handler != (uintptr_t)SIG_DFL))
+		agent_syscall(SYS_rt_sigaction, sig, &old, NULL, sizeof(old.mask));
 }
 #else
-static bool agent_fatal_swap_in(int sig)
+static void agent_fatal_swap_in(int sig)
 {
 	struct sigaction sa, old;
 
@@ -102,12 +99,9 @@ static bool agent_fatal_swap_in(int sig)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = agent_on_fatal;
 	sa.sa_flags = AGENT_FATAL_FLAGS;
-	if (sigaction(sig, &sa, &old) != 0)
-		return false;
-	if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
-		return true;
-	sigaction(sig, &old, NULL);
-	return false;
+	if (sigaction(sig, &sa, &old) == 0 &&
+	    ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL))
+		sigaction(sig, &old, NULL);
 }
 #endif
 
@@ -121,5 +115,5 @@ static bool agent_fatal_swap_in(int sig)
 void agent_signals_install(void)
 {
 	for (size_t i = 0; i < sizeof(agent_fatal_signals) / sizeof(agent_fatal_signals[0]); i++)
-		(void)agent_fatal_swap_in(agent_fatal_signals[i]);
+		agent_fatal_swap_in(agent_fatal_signals[i]);
 }
