@@ -373,6 +373,15 @@ def test_fatal_raise(t):
 
 
 @test
+def test_fatal_ignored(t):
+    """A fatal signal the program ignores (SIG_IGN, inherited across exec)
+    stays ignored: the agent puts back any disposition but the default, so
+    raise(SIGFPE) returns, traced as untraced."""
+    res = t.run_compare(["sh", "-c", f"trap '' FPE; exec {prog('raise_fatal')} 8"],
+                        expect_rc=100)
+    ft.assert_exit(res.trace.one(name="raise_fatal"), code=100, trace=res.trace)
+
+@test
 def test_fatal_unwind(t):
     """The agent's fatal-signal handler returns through its own restorer
     (agent/signal.c): a debugger must still see a signal frame there and
