@@ -25,9 +25,15 @@ Every forktrace run is checked: its summary must say "0 lost", and the
 first run of each workload's trace must hold exactly one slice per call
 (or region).
 
+With --baseline DIR, the forktrace of another build (say, of the commit
+before a change) runs in the same rounds, and each workload also prints
+the median of the per-round ratios of the two forktraces' program times
+and wall times (this build / the baseline).
+
 Usage: scripts/bench/events.py [--build DIR] [--rounds N] [--regions N]
                                [--only fib1,fib4,region] [--no-uftrace]
                                [--output json|json.gz|h5] [--formats]
+                               [--baseline DIR]
 """
 import argparse
 import os
@@ -96,6 +102,8 @@ def main():
     ap.add_argument("--formats", action="store_true",
                     help="afterwards, one fib 1 run per output format: wall and size")
     ap.add_argument("--tmp", default=None, help="where traces go (default: a new temp dir)")
+    ap.add_argument("--baseline", default=None,
+                    help="the build directory of a forktrace to compare with, in the same rounds")
     a = ap.parse_args()
 
     ft = os.path.join(os.path.abspath(a.build), "bin", "forktrace")
@@ -129,6 +137,9 @@ def main():
         "untraced": ([], "inst", None),
         "forktrace": ([ft, "run", "-o", trace, "--"], "inst", "untraced"),
     }
+    if a.baseline:
+        base_ft = os.path.join(os.path.abspath(a.baseline), "bin", "forktrace")
+        tracers["baseline"] = ([base_ft, "run", "-o", trace, "--"], "inst", "untraced")
     if uftrace:
         tracers["uftrace"] = ([uftrace, "record", "-d", udir], "inst", "untraced")
         tracers["untraced -pg"] = ([], "pg", None)
@@ -157,11 +168,11 @@ def main():
                 cpu[t].append(c)
                 tcpu[t].append(pc)
                 wall[t].append(w)
-                if t == "forktrace":
+                if t in ("forktrace", "baseline"):
                     m = re.search(r"(\d+) processes, (\d+) events, (\d+) lost", err)
                     if not m or m.group(3) != "0":
                         sys.exit("forktrace lost events (or no summary):\n" + err[-2000:])
-                    if not checked and a.output != "h5":
+                    if t == "forktrace" and not checked and a.output != "h5":
                         got = count_slices(trace, cat)
                         if got != count:
                             sys.exit("forktrace's trace holds %d %s slices, not %d" %
@@ -189,6 +200,11 @@ def main():
                 line += " (%.2f ns per %s)" % (mp * 1e9 / count,
                                                 "call" if cat == "function" else "pair")
             print(line)
+        if "baseline" in names:
+            pr = statistics.median(x / y for x, y in zip(prog["forktrace"], prog["baseline"]))
+            wr = statistics.median(x / y for x, y in zip(wall["forktrace"], wall["baseline"]))
+            print("  forktrace / baseline, median of per-round ratios: program %.3fx, "
+                  "wall %.3fx" % (pr, wr))
         print("  rounds, program ms: " + "; ".join(
             "%s %s" % (t, ",".join("%.0f" % (x / 1e6) for x in prog[t])) for t in names),
             flush=True)
