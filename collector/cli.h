@@ -6,6 +6,8 @@
 #ifndef FT_COLLECTOR_CLI_H
 #define FT_COLLECTOR_CLI_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "model.h"
@@ -22,6 +24,23 @@ int cli_usage_error(const char *sub, const char *fmt, ...)
 
 /* The process umask, read without changing it for good. */
 mode_t cli_umask(void);
+
+/*
+ * Strict parsers for option values. Each takes the whole string: no
+ * leading blanks or sign, no trailing junk, no hexadecimal, no overflow
+ * (strtoull reads "-1" as 2^64-1 and strtod reads "nan", "inf" and
+ * "0x1p4"). They return 0 or -EINVAL (-ERANGE for a value past max).
+ */
+/* Decimal digits only, at most max. */
+int cli_parse_uint(const char *s, uint64_t max, uint64_t *out);
+/* A size: digits, then an optional K, M, G or T (powers of 1024) and an
+ * optional B. Zero and sizes past 2^64-1 bytes are refused. */
+int cli_parse_size(const char *s, uint64_t *out);
+/* Seconds: a decimal number ("2", "0.5", ".5", "1e3").
+ * "inf" (or "infinity", any case) means no limit: *out is -1. Values past
+ * CLI_SECONDS_MAX are clamped to it. */
+#define CLI_SECONDS_MAX 1e9
+int cli_parse_seconds(const char *s, double *out);
 
 /* After --wait-timeout: names the processes that were still running. */
 void cli_report_running(const model_trace *t, double timeout);

@@ -153,7 +153,6 @@ int combine_main(int argc, char **argv)
 	out_file rf;
 	trace_sink *sink;
 	progress prog = {0};
-	char *end;
 
 	opterr = 0;
 	optind = 1;
@@ -163,9 +162,9 @@ int combine_main(int argc, char **argv)
 			output = optarg;
 			break;
 		case OPT_LEVEL: {
-			long l = strtol(optarg, &end, 10);
+			uint64_t l;
 
-			if (*end || end == optarg || l < 1 || l > 9)
+			if (cli_parse_uint(optarg, 9, &l) < 0 || l < 1)
 				return cli_usage_error("combine", "--level takes 1 to 9, got '%s'",
 						       optarg);
 			level = (int)l;

@@ -117,11 +117,12 @@ static const char run_usage[] =
 	"      --wait-timeout SECS  after COMMAND exits, wait at most SECS for\n"
 	"                           the rest of the tree (daemons); processes\n"
 	"                           still alive then are marked running in the\n"
-	"                           trace. Default: wait for all of them.\n"
+	"                           trace. SECS is a decimal number (30, 0.5);\n"
+	"                           inf, the default, waits for all of them.\n"
 	"      --max-memory SIZE    memory the collector may use for what it\n"
 	"                           keeps of each process (argv, paths, names);\n"
 	"                           past it, that data goes to a temporary file\n"
-	"                           (suffixes K, M, G; default 256M).\n"
+	"                           (suffixes K, M, G, T; default 256M).\n"
 	"      --report FILE        also write an HTML report of the run to FILE:\n"
 	"                           one self-contained page (no network needed)\n"
 	"                           with the process timeline, per-program and\n"
@@ -172,28 +173,6 @@ static const char run_usage[] =
 	"  forktrace run --wait-timeout 5 -- ./start-daemons.sh\n"
 	"  forktrace run -- mpirun -np 4 ./solver\n";
 
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: break;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end || v == 0)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 /* Returns 0 to go on, or the exit code to leave with. */
 static int parse_opts(int argc, char **argv, run_opts *o)
 {
@@ -214,7 +193,6 @@ static int parse_opts(int argc, char **argv, run_opts *o)
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
-	char *end;
 
 	o->output = "forktrace.json";
 	o->wait_timeout = -1;
@@ -229,20 +207,25 @@ static int parse_opts(int argc, char **argv, run_opts *o)
 			o->output = optarg;
 			break;
 		case OPT_WAIT:
-			errno = 0;
-			o->wait_timeout = strtod(optarg, &end);
-			if (errno || end == optarg || *end || o->wait_timeout < 0)
+			if (cli_parse_seconds(optarg, &o->wait_timeout) < 0)
 				return cli_usage_error("run", "--wait-timeout takes a number of "
-							      "seconds, got '%s'", optarg);
+							      "seconds such as 5 or 0.5 (or inf), "
+							      "got '%s'", optarg);
 			break;
-		case OPT_MAXMEM:
-			if (parse_size(optarg, &o->max_memory) < 0)
+		case OPT_MAXMEM: {
+			int prc = cli_parse_size(optarg, &o->max_memory);
+
+			if (prc < 0)
 				return cli_usage_error("run", "--max-memory takes a size such as "
-							      "512M, got '%s'", optarg);
+							      "512M%s, got '%s'",
+						       prc == -ERANGE ? " (at most 2^64-1 bytes)" : "",
+						       optarg);
 			break;
+		}
 		case OPT_LEVEL: {
-			long l = strtol(optarg, &end, 10);
-			if (*end || end == optarg || l < 1 || l > 9)
+			uint64_t l;
+
+			if (cli_parse_uint(optarg, 9, &l) < 0 || l < 1)
 				return cli_usage_error("run", "--level takes 1 to 9, got '%s'",
 						       optarg);
 			o->gzip_level = (int)l;
