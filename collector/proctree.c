@@ -44,6 +44,7 @@ struct proc_entry {
 	bool exec_pending;   /* the last image announced an exec */
 	bool first_forked;   /* the first HELLO was a fork child's (FT_HELLO_FORKED) */
 	bool fork_image;     /* segs[0] is the parent's image, derived */
+	bool root;           /* the command forktrace started */
 	int64_t exec_ts;     /* when, if exec_pending */
 	int exit_code;
 	int64_t exit_ts;
@@ -308,18 +309,47 @@ static bool alive_at(const proc_entry *pe, int64_t ts)
 	return !pe->end_seen || ts <= pe->mp->end_ns;
 }
 
-/* The entry for a child the process `parent` just created. */
+/*
+ * Could a process whose parent pid was ppid when it spoke (or died) be a
+ * child that `parent` created? Yes if ppid is unknown or parent itself,
+ * or if the child had been orphaned by then: an orphan goes to the
+ * nearest subreaper above it (this collector, a subreaper of the tree
+ * among parent's ancestors) or to init.
+ */
+static bool ppid_fits(const proc_tree *pt, const proc_entry *parent, int64_t ppid)
+{
+	int depth = 0;
+
+	if (ppid < 0 || ppid == pt->self || ppid == 1)
+		return true;
+	for (const proc_entry *a = parent; a && depth < 4096; a = a->parent, depth++)
+		if (a->mp->pid == ppid)
+			return true;
+	return false;
+}
+
+/*
+ * The entry for a child the process `parent` created at ts (a time taken
+ * before the child existed). Facts about the child may have come first,
+ * each of which made an entry without a creator: its own HELLO, the
+ * collector's reaping of an orphan, another thread's WAIT for it. Such an
+ * entry is this child if it started no earlier than ts (an older process
+ * that used the same pid began before), was alive at ts, and its parent
+ * pid fits. Of several, the first to start is this child: any other one
+ * is a later process that reused the pid.
+ */
 static proc_entry *child_entry(proc_tree *pt, proc_entry *parent, int64_t child, int64_t ts)
 {
-	proc_entry *pe = newest(pt, child);
+	proc_entry *pe = NULL;
 
-	/*
-	 * The child's own HELLO may have come first: adopt that entry if it
-	 * has no creator yet, names this parent, and was alive at ts (else it
-	 * is an older process that used the same pid).
-	 */
-	if (pe && !pe->parent && pe->mp->spawn_ns < 0 && pe->mp->ppid == parent->mp->pid &&
-	    alive_at(pe, ts))
+	for (proc_entry *e = newest(pt, child); e; e = e->older) {
+		if (e->parent || e->mp->spawn_ns >= 0 || e->root || e->mp->start_ns < ts ||
+		    !alive_at(e, ts) || !ppid_fits(pt, parent, e->mp->ppid))
+			continue;
+		if (!pe || e->mp->start_ns < pe->mp->start_ns)
+			pe = e;
+	}
+	if (pe)
 		return pe;
 	pe = entry_new(pt, child, ts);
 	if (pe)
@@ -371,6 +401,8 @@ static void set_spawn(proc_tree *pt, proc_entry *child, proc_entry *parent, int6
 		      int64_t tid, int kind)
 {
 	child->parent = parent;
+	/* Its creator, even when it spoke or died an orphan first. */
+	child->mp->ppid = parent->mp->pid;
 	child->mp->spawn_ns = ts;
 	child->mp->spawn_tid = tid;
 	child->mp->spawn_kind = kind;
@@ -444,7 +476,7 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 		/* Made from the parent's record (which can be read before the
 		 * child's HELLO, even after the parent's WAIT for it). */
 		if (e->mp->start_ticks == 0 && !e->hello_seen && alive_at(e, m->ts) &&
-		    (e->mp->ppid < 0 || e->mp->ppid == m->ppid || m->ppid == pt->self)) {
+		    (e->mp->ppid == m->ppid || !e->parent || ppid_fits(pt, e->parent, m->ppid))) {
 			pe = e;
 			break;
 		}
@@ -960,6 +992,7 @@ proc_entry *proc_add_root(proc_tree *pt, pid_t pid, const char *const *argv, con
 
 	if (!pe)
 		return NULL;
+	pe->root = true;
 	pe->mp->ppid = getpid();
 	while (argv[argc])
 		argc++;

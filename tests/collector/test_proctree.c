@@ -1,0 +1,236 @@
+/*
+ * The process tree gets the same facts about a child in whatever order
+ * the event loop reads them: the parent's FORK record, the child's HELLO
+ * and EXIT (its own connection or table slot), the parent's WAIT record,
+ * and the collector's own reaping of an orphan. Each order must give one
+ * process with its parent and its exit status. Every permutation is
+ * applied here to the collector's proctree.c (the e2e tests in
+ * tests/e2e/test_adv_tree.py check the orders real programs produce).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../collector/internal.h"
+
+#define T0 5000000000000ll
+#define ROOT 100
+#define CHILD 300
+
+static int failures;
+
+#define CHECK(cond, ...)                                                              \
+	do {                                                                          \
+		if (!(cond)) {                                                        \
+			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, \
+				#cond);                                               \
+			fprintf(stderr, __VA_ARGS__);                                 \
+			fputc('\n', stderr);                                          \
+			failures++;                                                   \
+		}                                                                     \
+	} while (0)
+
+enum fact { F_FORK, F_HELLO, F_EXIT, F_WAIT, F_REAP, F_N };
+static const char *const fact_name[F_N] = {"FORK", "HELLO", "EXIT", "WAIT", "REAP"};
+
+static wire_msg msg(unsigned type, int64_t ts, int64_t tid)
+{
+	wire_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = type;
+	m.ts = ts;
+	m.tid = tid;
+	m.present = (1ull << FT_K_TS) | (1ull << FT_K_TID);
+	return m;
+}
+
+static wire_msg hello(int64_t pid, int64_t ppid, uint64_t ticks, int64_t ts, uint64_t flags)
+{
+	wire_msg m = msg(FT_MSG_HELLO, ts, pid);
+
+	m.pid = pid;
+	m.ppid = ppid;
+	m.start_ticks = ticks;
+	m.flags = flags;
+	m.present |= (1ull << FT_K_PID) | (1ull << FT_K_PPID) | (1ull << FT_K_START_TICKS) |
+		     (1ull << FT_K_FLAGS);
+	return m;
+}
+
+struct scenario {
+	const char *what;
+	bool hello;        /* the child speaks (HELLO, then EXIT) */
+	bool orphan;       /* the parent never waits: the collector reaps */
+	int64_t hello_ppid; /* the parent pid the child's HELLO names */
+	uint64_t hello_flags;
+	int kind;          /* FT_SPAWN_FORK, FT_SPAWN_VFORK, FT_SPAWN_POSIX_SPAWN */
+};
+
+/* Applies the facts in the order given and checks the result. */
+static void run_order(const struct scenario *sc, const enum fact *order, int n)
+{
+	model_trace *t = model_new();
+	proc_tree *pt = proc_tree_new(t);
+	proc_conn root_c, child_c;
+	const char *argv[] = {"root", NULL};
+	char desc[256];
+	int status = 4 << 8;
+	size_t len = 0;
+
+	len += (size_t)snprintf(desc + len, sizeof(desc) - len, "%s:", sc->what);
+	for (int i = 0; i < n; i++)
+		len += (size_t)snprintf(desc + len, sizeof(desc) - len, " %s", fact_name[order[i]]);
+	memset(&root_c, 0, sizeof(root_c));
+	memset(&child_c, 0, sizeof(child_c));
+	proc_add_root(pt, ROOT, argv, "/bin/root", T0);
+	wire_msg rh = hello(ROOT, getpid(), 11, T0 + 1, 0);
+	CHECK(proc_apply(pt, &root_c, &rh, T0 + 1) == 0, "%s", desc);
+	for (int i = 0; i < n; i++) {
+		wire_msg m;
+
+		switch (order[i]) {
+		case F_FORK:
+			if (sc->kind == FT_SPAWN_POSIX_SPAWN) {
+				m = msg(FT_MSG_SPAWN, T0 + 10, ROOT);
+				m.err = 0;
+				m.present |= 1ull << FT_K_ERRNO;
+			} else {
+				m = msg(FT_MSG_FORK, T0 + 10, ROOT);
+			}
+			m.child = CHILD;
+			m.kind = (uint64_t)sc->kind;
+			m.present |= (1ull << FT_K_CHILD) | (1ull << FT_K_KIND);
+			CHECK(proc_apply(pt, &root_c, &m, T0 + 100) == 0, "%s", desc);
+			break;
+		case F_HELLO:
+			m = hello(CHILD, sc->hello_ppid, 777, T0 + 20, sc->hello_flags);
+			CHECK(proc_apply(pt, &child_c, &m, T0 + 100) == 0, "%s", desc);
+			break;
+		case F_EXIT:
+			m = msg(FT_MSG_EXIT, T0 + 30, CHILD);
+			m.code = 4;
+			m.present |= 1ull << FT_K_CODE;
+			CHECK(proc_apply(pt, &child_c, &m, T0 + 100) == 0, "%s", desc);
+			proc_conn_closed(pt, &child_c, T0 + 100);
+			break;
+		case F_WAIT:
+			m = msg(FT_MSG_WAIT, T0 + 40, ROOT);
+			m.child = CHILD;
+			m.status = status;
+			m.present |= (1ull << FT_K_CHILD) | (1ull << FT_K_STATUS);
+			CHECK(proc_apply(pt, &root_c, &m, T0 + 100) == 0, "%s", desc);
+			break;
+		case F_REAP:
+			proc_reaped(pt, CHILD, status, T0 + 50);
+			break;
+		default:
+			break;
+		}
+	}
+	proc_conn_closed(pt, &root_c, T0 + 60);
+	proc_reaped(pt, ROOT, 0, T0 + 60);
+	proc_finish(pt, T0 + 200, true);
+
+	model_process *root = NULL, *child = NULL;
+	int nchild = 0;
+	CHECK(t->nprocs == 2, "%s: %zu processes, expected 2", desc, t->nprocs);
+	for (size_t i = 0; i < t->nprocs; i++) {
+		model_process *p = t->procs[i];
+		if (p->pid == ROOT)
+			root = p;
+		if (p->pid == CHILD) {
+			child = p;
+			nchild++;
+		}
+	}
+	CHECK(root && child && nchild == 1, "%s: root %p, %d children", desc, (void *)root,
+	      nchild);
+	if (root && child) {
+		CHECK(child->parent == root, "%s: the child's parent is %lld", desc,
+		      child->parent ? (long long)child->parent->pid : -1ll);
+		CHECK(child->exit_kind == MODEL_EXIT_CODE && child->exit_value == 4,
+		      "%s: exit kind %d value %d", desc, (int)child->exit_kind, child->exit_value);
+		CHECK(child->spawn_ns == T0 + 10 && child->spawn_kind == sc->kind,
+		      "%s: spawn %lld kind %d", desc, (long long)child->spawn_ns, child->spawn_kind);
+		CHECK(child->start_ns == T0 + 10, "%s: start %lld", desc,
+		      (long long)child->start_ns);
+		CHECK(child->out_pid == CHILD, "%s: trace pid %lld", desc,
+		      (long long)child->out_pid);
+		CHECK(!sc->hello || child->start_ticks == 777, "%s: start ticks %llu", desc,
+		      (unsigned long long)child->start_ticks);
+		CHECK(child->end_ns >= T0 + 30 && child->end_ns <= T0 + 50, "%s: end %lld", desc,
+		      (long long)child->end_ns);
+		/* An exec'd image (not a fork child's HELLO) is the last one;
+		 * only a fork child has the parent's image before it, a
+		 * vfork child only when it never exec'd. */
+		size_t want = 1;
+		if (sc->kind == FT_SPAWN_FORK && sc->hello && !(sc->hello_flags & FT_HELLO_FORKED))
+			want = 2;
+		CHECK(child->nsegs == want, "%s: %zu images, expected %zu", desc, child->nsegs,
+		      want);
+	}
+	proc_tree_free(pt);
+	model_free(t);
+}
+
+/* Every order of facts[0..n) in which a before[] pair keeps its order. */
+static void permute(const struct scenario *sc, enum fact *facts, int k, int n)
+{
+	if (k == n) {
+		int pos[F_N];
+
+		for (int i = 0; i < n; i++)
+			pos[facts[i]] = i;
+		/* The child's EXIT travels after its HELLO, on one stream. */
+		for (int i = 0; i < n; i++)
+			if (facts[i] == F_EXIT && pos[F_HELLO] > i)
+				return;
+		run_order(sc, facts, n);
+		return;
+	}
+	for (int i = k; i < n; i++) {
+		enum fact tmp = facts[k];
+
+		facts[k] = facts[i];
+		facts[i] = tmp;
+		permute(sc, facts, k + 1, n);
+		facts[i] = facts[k];
+		facts[k] = tmp;
+	}
+}
+
+int main(void)
+{
+	const int64_t self = getpid();
+	const struct scenario scs[] = {
+	    {"fork child, silent, waited", false, false, ROOT, 0, FT_SPAWN_FORK},
+	    {"fork child, silent, orphan", false, true, ROOT, 0, FT_SPAWN_FORK},
+	    {"fork child speaks, waited", true, false, ROOT, FT_HELLO_FORKED, FT_SPAWN_FORK},
+	    {"fork child speaks, orphan", true, true, ROOT, FT_HELLO_FORKED, FT_SPAWN_FORK},
+	    {"fork child execs, waited", true, false, ROOT, 0, FT_SPAWN_FORK},
+	    {"fork child execs, orphaned before", true, true, self, 0, FT_SPAWN_FORK},
+	    {"fork child execs, orphaned after", true, true, ROOT, 0, FT_SPAWN_FORK},
+	    {"spawn child, waited", true, false, ROOT, 0, FT_SPAWN_POSIX_SPAWN},
+	    {"spawn child, orphan", true, true, self, 0, FT_SPAWN_POSIX_SPAWN},
+	    {"spawn child, silent, orphan", false, true, ROOT, 0, FT_SPAWN_POSIX_SPAWN},
+	};
+
+	for (size_t i = 0; i < sizeof(scs) / sizeof(scs[0]); i++) {
+		enum fact facts[F_N];
+		int n = 0;
+
+		facts[n++] = F_FORK;
+		if (scs[i].hello) {
+			facts[n++] = F_HELLO;
+			facts[n++] = F_EXIT;
+		}
+		facts[n++] = scs[i].orphan ? F_REAP : F_WAIT;
+		permute(&scs[i], facts, 0, n);
+	}
+	if (failures)
+		fprintf(stderr, "%d checks failed\n", failures);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,161 @@
+#!/usr/bin/python3
+"""End-to-end tests of the process tree under unusual orderings and
+failures: orphans that the collector reaps before it has read their
+parent's record of them, failed process creation, vfork children, lost
+counts, thread names. Each compares the trace with ground truth the
+program prints itself (its children's pids) or that the shell makes
+certain (how many processes a command line starts).
+
+tests/collector/test_proctree.c applies every order of the same facts to
+the tree directly; these check the orders real programs produce.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ftcheck as ft  # noqa: E402
+from ftcheck import check, prog, test  # noqa: E402
+
+
+def printed_children(res):
+    pids = [int(m.group(1)) for m in re.finditer(rb"^child (\d+)$", res.stdout, re.M)]
+    check(pids, f"the program printed no children\n  {res.describe()}")
+    return pids
+
+
+def check_burst(t, mode, n=3, rounds=3):
+    """orphan_burst MODE n: the root and exactly its n children, each under
+    the root with its own exit code, whatever order the collector learnt
+    of them in. A few rounds: the order differs from run to run."""
+    for r in range(rounds):
+        res = t.run([prog("orphan_burst"), mode, str(n)], out=f"t{r}.json", expect_rc=0)
+        tr = res.trace
+        pids = printed_children(res)
+        ft.assert_count(tr.all(), n + 1, f"processes ({mode}: the root and {n} children)", tr)
+        root = tr.root()
+        check(root.name == "orphan_burst", f"root: {root.describe()}")
+        for i, pid in enumerate(pids):
+            ps = tr.by_host_pid.get(pid, [])
+            ft.assert_count(ps, 1, f"processes with the child's pid {pid}", tr)
+            c = ps[0]
+            ft.assert_parent(c, root, tr)
+            ft.assert_exit(c, code=10 + i, trace=tr)
+            want = {"fork": "fork", "exec": "fork", "vfork": "vfork", "spawn": "posix_spawn"}
+            check(c.spawn == want[mode], f"spawn of {c.describe()}, expected {want[mode]}")
+            check(c.tpid == pid, f"{c.describe()} got trace pid {c.tpid}, not its pid {pid}")
+
+
+@test
+def test_orphans_fork(t):
+    """Three fork children that exit while (or after) their parent
+    returns: reaped by the collector, often before the parent's FORK
+    records are read (7 processes before, three of them 'unknown')."""
+    check_burst(t, "fork")
+
+
+@test
+def test_orphans_exec(t):
+    """Orphans that exec an instrumented program: the new image's HELLO
+    names the collector as its parent when it comes after the reparenting."""
+    check_burst(t, "exec")
+
+
+@test
+def test_orphans_vfork(t):
+    check_burst(t, "vfork")
+
+
+@test
+def test_orphans_spawn(t):
+    check_burst(t, "spawn")
+
+
+@test
+def test_orphan_subshell(t):
+    """bash's background subshell outlives bash: one subshell (exit 4),
+    under bash, with its sleep under it; it was listed twice, once with
+    parent -1 and name '?'."""
+    res = t.run(["bash", "-c", "{ sleep 0.01; exit 4; } & exit 0"], expect_rc=0)
+    tr = res.trace
+    ft.assert_count(tr.all(), 3, "processes (bash, its subshell, sleep)", tr)
+    root = tr.root()
+    sub = tr.one(pred=lambda p: p is not root and p.name == "bash")
+    ft.assert_parent(sub, root, tr)
+    ft.assert_exit(sub, code=4, trace=tr)
+    check(sub.spawn == "fork", f"spawn of {sub.describe()}")
+    sl = tr.one(name="sleep")
+    ft.assert_parent(sl, sub, tr)
+    ft.assert_exit(sl, code=0, trace=tr)
+
+
+@test
+def test_orphan_loop(t):
+    """100 times ( /bin/true & ): each subshell forks true and exits at
+    once. 202 processes (bash, the $(seq) subshell, 100 subshells, 100
+    trues); 290 before."""
+    res = t.run(["bash", "-c", "for i in $(seq 100); do ( /bin/true & ) ; done"], expect_rc=0)
+    tr = res.trace
+    ft.assert_count(tr.all(), 202, "processes", tr)
+    root = tr.root()
+    trues = tr.find(name="true")
+    ft.assert_count(trues, 100, "true processes", tr)
+    for p in trues:
+        parent = tr.parent_of(p)
+        check(parent is not None and parent.name == "bash" and tr.parent_of(parent) is root,
+              f"{p.describe()} is not under a subshell of the root\n{tr.dump()}")
+        ft.assert_exit(p, code=0, trace=tr)
+        check(p.images == 2, f"{p.describe()}: expected the subshell's image and true's")
+
+
+def strace_process_count(t, cmd):
+    """How many processes cmd creates, itself included, untraced by
+    forktrace: strace -f's view of every pid that made a system call,
+    less the threads (clone with CLONE_THREAD)."""
+    strace = shutil.which("strace")
+    if not strace:
+        raise ft.Skip("strace is not installed")
+    log = t.path("strace.log")
+    p = subprocess.run([strace, "-f", "-qq", "-o", log, "-e", "trace=process"] + cmd,
+                       cwd=t.subdir("strace"), stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=30)
+    if p.returncode != 0 and b"Operation not permitted" in p.stderr:
+        raise ft.Skip("strace cannot trace here")
+    pids, threads, pending = set(), set(), {}
+    with open(log) as f:
+        for line in f:
+            m = re.match(r"^(\d+) +(.*)$", line.rstrip("\n"))
+            if not m:
+                continue
+            pid, rest = int(m.group(1)), m.group(2)
+            pids.add(pid)
+            if rest.startswith("clone") and rest.endswith("<unfinished ...>"):
+                pending[pid] = "CLONE_THREAD" in rest
+                continue
+            r = re.search(r"= (\d+)$", rest)
+            if rest.startswith("<... clone") and r and pending.pop(pid, False):
+                threads.add(int(r.group(1)))
+            elif rest.startswith("clone") and r and "CLONE_THREAD" in rest:
+                threads.add(int(r.group(1)))
+    return len(pids - threads)
+
+
+def check_count_as_strace(t, cmd):
+    want = strace_process_count(t, cmd)
+    res = t.run(cmd, expect_rc=0)
+    ft.assert_count(res.trace.all(), want, "processes (strace -f counts them)", res.trace)
+    return res
+
+
+@test
+def test_process_substitution(t):
+    """bash's >(...) runs a subshell that outlives the command writing
+    into it."""
+    check_count_as_strace(t, ["bash", "-c", "echo x > >(sleep 0.01; cat >/dev/null); exit 0"])
+
+
+if __name__ == "__main__":
+    ft.main()
