@@ -794,6 +794,11 @@ int run_main(int argc, char **argv)
 				"to disk: %llu bytes\n",
 			(unsigned long long)rs->o.max_memory,
 			(unsigned long long)rs->model->arena_spilled);
+	if (rs->model->spill_error)
+		fprintf(stderr, "forktrace: warning: cannot spill process data past --max-memory "
+				"to %.*s (%s): the rest of it was kept in memory\n",
+			(int)(strrchr(rs->sock_dir, '/') - rs->sock_dir), rs->sock_dir,
+			strerror(rs->model->spill_error));
 	if (rc == 0 && ms.corrupt_chunks)
 		fprintf(stderr, "forktrace: warning: %llu chunks of in-process events held a record "
 				"that does not parse (a program wrote over its buffer?); their events "

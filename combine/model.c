@@ -64,6 +64,38 @@ int model_set_spill(model_trace *t, const char *dir, uint64_t limit)
 	return 0;
 }
 
+/*
+ * Gives the spill file len more bytes of disk and maps them. The blocks
+ * are reserved before the mapping: a page of a file that has only a size
+ * (ftruncate) gets its disk block when it is first written through the
+ * mapping, and on a full file system that write is SIGBUS, which would
+ * kill forktrace mid-run and lose the whole trace. Returns NULL when the
+ * disk cannot take it (t->spill_error says why).
+ */
+static void *spill_map(model_trace *t, size_t len)
+{
+	int err = posix_fallocate(t->spill_fd, (off_t)t->spill_size, (off_t)len);
+	void *b;
+
+	if (err == 0) {
+		b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, t->spill_fd,
+			 (off_t)t->spill_size);
+		if (b != MAP_FAILED) {
+			t->spill_size += len;
+			return b;
+		}
+		err = errno;
+	}
+	/* What a failed reservation took stays with the file (the blocks
+	 * mapped so far keep it open): give it back, and spill no more. The
+	 * disk is full or refuses; memory is still better than losing data. */
+	(void)ftruncate(t->spill_fd, (off_t)t->spill_size);
+	close(t->spill_fd);
+	t->spill_fd = -1;
+	t->spill_error = err;
+	return NULL;
+}
+
 /* A block of cap data bytes: from the heap while under the limit, else
  * mapped from the spill file. */
 static model_arena_block *block_new(model_trace *t, size_t cap)
@@ -75,18 +107,13 @@ static model_arena_block *block_new(model_trace *t, size_t cap)
 		size_t page = (size_t)sysconf(_SC_PAGESIZE);
 		size_t len = (size + page - 1) & ~(page - 1);
 
-		if (ftruncate(t->spill_fd, (off_t)(t->spill_size + len)) == 0) {
-			b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, t->spill_fd,
-				 (off_t)t->spill_size);
-			if (b != MAP_FAILED) {
-				t->spill_size += len;
-				t->arena_spilled += len;
-				b->maplen = len;
-				b->cap = cap;
-				return b;
-			}
+		b = spill_map(t, len);
+		if (b != NULL) {
+			t->arena_spilled += len;
+			b->maplen = len;
+			b->cap = cap;
+			return b;
 		}
-		/* The disk said no: memory is still better than losing data. */
 	}
 	b = malloc(size);
 	if (b == NULL)

@@ -155,6 +155,9 @@ typedef struct model_trace {
 	uint64_t arena_mem, arena_spilled, spill_limit;
 	int spill_fd; /* -1: no spilling */
 	uint64_t spill_size;
+	/* Why the spill file could not grow (ENOSPC, EDQUOT...): spilling
+	 * stopped there, and later data stayed in memory. 0: it never failed. */
+	int spill_error;
 } model_trace;
 
 /* Constructor. Returns NULL on allocation failure. */
@@ -167,8 +170,10 @@ void model_free(model_trace *t);
  * args - what grows with the number of processes): once limit bytes are in
  * memory, new arena blocks live in an unlinked temporary file in dir,
  * mapped shared, so the kernel can write them out and drop them instead of
- * keeping them as anonymous memory. Returns 0 or a negative errno (then
- * nothing changes).
+ * keeping them as anonymous memory. Each block's disk space is reserved
+ * before it is mapped; when the disk refuses, spilling stops, the data
+ * stays in memory and t->spill_error says why. Returns 0 or a negative
+ * errno (then nothing changes).
  */
 int model_set_spill(model_trace *t, const char *dir, uint64_t limit);
 
