@@ -1502,6 +1502,42 @@ static int h5w_begin(trace_sink *s, const sink_meta *meta)
 	return 0;
 }
 
+/* The first errno a failed HDF5 call met since the last sink was
+ * opened (HDF5 itself answers only "failed": -EIO here). */
+static int h5w_sys_errno;
+
+/* HDF5's system-call errors say "..., errno = N, error message = ..."
+ * (HSYS_GOTO_ERROR; its source says other projects read that format):
+ * the first such N on the stack. */
+static herr_t find_sys_errno(unsigned n, const H5E_error2_t *e, void *arg)
+{
+	const char *p = e->desc != NULL ? strstr(e->desc, "errno = ") : NULL;
+	int v = p != NULL ? atoi(p + 8) : 0;
+
+	(void)n;
+	if (v <= 0)
+		return 0;
+	*(int *)arg = v;
+	return 1; /* stop the walk */
+}
+
+/* HDF5 calls this when one of its API calls fails, with the error stack
+ * still whole: a full disk must be told as ENOSPC (or EDQUOT, EFBIG), not
+ * as an input/output error. Prints nothing (house rule 6). */
+static herr_t on_h5_error(hid_t estack, void *data)
+{
+	(void)data;
+	if (h5w_sys_errno == 0)
+		H5Ewalk2(estack, H5E_WALK_UPWARD, find_sys_errno, &h5w_sys_errno);
+	return 0;
+}
+
+/* err, or the errno behind it when it is HDF5's -EIO. */
+static int sys_err(int err)
+{
+	return err == -EIO && h5w_sys_errno != 0 ? -h5w_sys_errno : err;
+}
+
 static int h5w_event(trace_sink *s, const sink_event *e)
 {
 	h5_sink *hs = (h5_sink *)s;
@@ -1532,7 +1568,7 @@ static int h5w_event(trace_sink *s, const sink_event *e)
 	if (err == 0 && e->raw.p != NULL)
 		err = put_extra(hs, p, e->raw, &extra_off, &extra_len);
 	if (err < 0)
-		return hs->err = err;
+		return hs->err = sys_err(err);
 
 	r = p->n++;
 	((int64_t *)p->col[C_TS])[r] = ev->ts_ns;
@@ -1571,7 +1607,7 @@ static int h5w_event(trace_sink *s, const sink_event *e)
 	if (err == 0)
 		err = enforce_budget(hs);
 	if (err < 0)
-		hs->err = err;
+		hs->err = err = sys_err(err);
 	return err;
 }
 
@@ -1877,7 +1913,7 @@ static int h5w_end(trace_sink *s, const sink_meta *meta)
 	if ((hs->fd >= 0 ? fstat(hs->fd, &st) : stat(hs->path, &st)) == 0)
 		hs->base.stats.bytes = (uint64_t)st.st_size;
 	if (err < 0)
-		hs->err = err;
+		hs->err = err = sys_err(err);
 	return err;
 }
 
@@ -2006,8 +2042,10 @@ static trace_sink *h5_new(char *path, int fd, const merge_opts *opts, int *err)
 	if (hs->pending == NULL || hs->pending_owned == NULL)
 		goto fail;
 	/* Modules do not print (house rule 6): HDF5's own error stack
-	 * printing goes off; failures come back as -EIO. */
-	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	 * printing goes off; failures come back as -EIO, or as the errno
+	 * of the system call that failed under it. */
+	H5Eset_auto2(H5E_DEFAULT, on_h5_error, NULL);
+	h5w_sys_errno = 0;
 	/* HDF5 keeps freed blocks on free lists without limit by default;
 	 * bound them (a process-wide setting) so memory stays flat. */
 	H5set_free_list_limits(1 << 20, 1 << 18, 1 << 20, 1 << 18, 1 << 20, 1 << 18);
@@ -2028,6 +2066,7 @@ static trace_sink *h5_new(char *path, int fd, const merge_opts *opts, int *err)
 	hs->base.free = h5w_free;
 	return &hs->base;
 fail:
+	*err = sys_err(*err);
 	h5w_free(&hs->base);
 	return NULL;
 }

@@ -98,5 +98,37 @@ def test_arena_full_tmpdir(t):
               f"no warning that the spill file's disk is full\n  {res.describe()}")
 
 
+@test
+def test_full_disk_outputs(t):
+    """Every output format on a full disk: exit 1, a message naming the
+    file and ENOSPC, no temporary file left. HDF5 died of SIGSEGV (exit
+    139) in libhdf5's atexit handler after its failed close."""
+    src = t.run(loop_cmd(), out="src.json", expect_rc=0).out_path
+    for leave in (0, 4096, 65536):
+        with small_tmpfs(t.path(f"full{leave}")) as d:
+            filler = fill(d, leave)
+            cases = [
+                ("run -o .json", ["run", "-q", "-o", f"{d}/t.json", "--"] + loop_cmd(),
+                 f"{d}/t.json"),
+                ("run -o .json.gz", ["run", "-q", "-o", f"{d}/t.json.gz", "--"] + loop_cmd(),
+                 f"{d}/t.json.gz"),
+                ("run -o .h5", ["run", "-q", "-o", f"{d}/t.h5", "--"] + loop_cmd(),
+                 f"{d}/t.h5"),
+                ("run --report", ["run", "-q", "-o", t.path("ok.json"), "--report",
+                                  f"{d}/r.html", "--"] + loop_cmd(), f"{d}/r.html"),
+                ("combine -o .json", ["combine", "-q", src, "-o", f"{d}/c.json"],
+                 f"{d}/c.json"),
+                ("combine -o .h5", ["combine", "-q", src, "-o", f"{d}/c.h5"], f"{d}/c.h5"),
+                ("report", ["report", "-q", src, "-o", f"{d}/r2.html"], f"{d}/r2.html"),
+            ]
+            for what, args, path in cases:
+                if leave > 4096 and not path.endswith((".json", ".h5")):
+                    continue  # they fit in 64 KB: they fail with no room only
+                res = t.forktrace(args)
+                check_full_disk_error(res, path, f"{what} (free: {leave} bytes)")
+                left = sorted(set(os.listdir(d)) - {os.path.basename(filler)})
+                check(not left, f"{what}: files left on the full disk: {left}")
+
+
 if __name__ == "__main__":
     ft.main()
