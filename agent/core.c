@@ -422,7 +422,8 @@ static ssize_t agent_encode_hello_in(unsigned char *buf, size_t cap, uint32_t fl
 	struct enc_hello h;
 
 	h.ts = agent_now();
-	h.exec_ts = agent_g.forked ? 0 : agent_g.exec_ts;
+	/* An exec time after this HELLO is no exec time (a forged one). */
+	h.exec_ts = agent_g.forked || agent_g.exec_ts > h.ts ? 0 : agent_g.exec_ts;
 	h.realtime = agent_clock_ns(CLOCK_REALTIME);
 	h.start_ticks = agent_g.start_ticks;
 	h.pid = agent_g.pid;
@@ -1049,11 +1050,16 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 		goto out;
 	}
 	agent_g.fd = -1;
-	agent_g.exec_ts = ho->exec_ns;
-	agent_g.table_handed = ho->slot;
 	agent_cache_argv(argc, argv);
 	agent_g.pid = agent_sys_getpid();
 	agent_g.ppid = agent_sys_getppid();
+	/* A hand-over meant for another process (inherited through an image
+	 * that never loaded the agent, or forged) is ignored whole: its
+	 * start time, exe and slot are someone else's. */
+	if (ho->pid ? ho->pid != agent_g.pid : ho->ppid != agent_g.ppid)
+		memset(&env.ho, 0, sizeof(env.ho));
+	agent_g.exec_ts = ho->exec_ns;
+	agent_g.table_handed = ho->slot;
 	/* Constructors of preloaded objects run on the main thread. */
 	agent_t_tid = agent_t_tid_pid = agent_g.pid;
 	agent_g.tick_ns = tck ? 1000000000u / tck : 0;

@@ -8,6 +8,7 @@
  * (struct agent_env) or a private mmap: no malloc, no locks, no getenv.
  */
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -143,26 +144,32 @@ void agent_env_release(struct agent_env *e)
  * /proc: each /proc file a new process reads first costs it 5-9 us of
  * kernel time (its entries are made, then torn down at exit).
  *
- *   FORKTRACE_EXEC_TS=<ns>[:<ticks>[:<boot_before>:[<slot>:]<exe>]]
+ *   FORKTRACE_EXEC_TS=<ns>:<ticks>:<boot_before>:<P|C><pid>:[<slot>:]<exe>
  *
  * ns: when exec (or posix_spawn) was called, CLOCK_MONOTONIC (HELLO's
  * exec_ts). ticks: the process's start time in clock ticks (a fork child
  * knows it, see agent_fork_start_ticks; exec does not change it), 0 when
  * unknown. boot_before: a spawner's CLOCK_BOOTTIME reading just before
  * posix_spawn, from which the new process tells its start time the way a
- * fork child does; 0 when none. slot: the process-table slot claimed for
- * the image (agent_table_claim_for), which then maps it without the
- * table's header; absent when none. exe: what /proc/<pid>/exe says, for
- * an ELF only; empty when unknown. exe comes last because a path may hold
- * ':'; it starts with '/', a slot with a digit. The short forms are what
- * older agents wrote; an older agent reading the long form takes the ns
- * and leaves the rest to /proc.
+ * fork child does; 0 when none. P<pid> or C<pid>: whom it is for, the
+ * process that execs (P: the image's own pid) or the one that spawns (C:
+ * the image's parent). The variable outlives its image when that image
+ * never loads the agent (a static program, a script whose interpreter is
+ * static, a secure-mode one): it stays in its environment, and every
+ * process it starts inherits it. Only the image it was meant for may take
+ * it; any other ignores it all, and reads /proc and claims a slot as if
+ * it had none. slot: the process-table slot claimed for the image
+ * (agent_table_claim_for), which then maps it without the table's header;
+ * absent when none. exe: what /proc/<pid>/exe says, for an ELF only;
+ * empty when unknown. exe comes last because a path may hold ':'; it
+ * starts with '/', a slot with a digit. A value in any other form is
+ * ignored whole.
  * Digits only, no printf: this runs in fork children. Writes all but the
  * slot and the exe into buf (AGENT_EXEC_TS_SIZE bytes) and returns the
  * length written: the exe, or nothing, goes at buf + length, and
  * agent_env_exec_ts_slot puts the slot before it.
  */
-size_t agent_env_exec_ts(char *buf, uint64_t ns, uint64_t ticks, uint64_t boot_before)
+size_t agent_env_exec_ts(char *buf, uint64_t ns, uint64_t ticks, uint64_t boot_before, bool self)
 {
 	char *p = buf;
 
@@ -173,6 +180,9 @@ size_t agent_env_exec_ts(char *buf, uint64_t ns, uint64_t ticks, uint64_t boot_b
 	p = agent_utoa(p, ticks);
 	*p++ = ':';
 	p = agent_utoa(p, boot_before);
+	*p++ = ':';
+	*p++ = self ? 'P' : 'C';
+	p = agent_utoa(p, (uint64_t)agent_g.pid);
 	*p++ = ':';
 	*p = '\0';
 	return (size_t)(p - buf);
@@ -188,43 +198,47 @@ void agent_env_exec_ts_slot(char *buf, size_t off, uint32_t slot)
 	buf[off + n] = ':';
 }
 
-/* Parses the digits at *pp into *v; false if there are none. */
+/* Parses the digits at *pp into *v; false if there are none, or more
+ * than a uint64_t holds for sure. */
 static bool agent_env_digits(const char **pp, uint64_t *v)
 {
 	const char *p = *pp;
 
 	for (*v = 0; *p >= '0' && *p <= '9'; p++)
 		*v = *v * 10 + (uint64_t)(*p - '0');
-	if (p == *pp)
+	if (p == *pp || p - *pp > 19)
 		return false;
 	*pp = p;
 	return true;
 }
 
-/* The value of FORKTRACE_EXEC_TS (see agent_env_exec_ts) into h. A value
- * that does not follow the format gives its leading ns only. */
+/* The value of FORKTRACE_EXEC_TS (see agent_env_exec_ts) into h; all
+ * of h stays 0 unless the whole value follows the format. */
 static void agent_env_parse_exec_ts(const char *p, struct agent_handover *h)
 {
-	uint64_t ticks, boot, slot;
+	uint64_t ns, ticks, boot, pid, slot = 0;
+	char who;
 
-	if (!agent_env_digits(&p, &h->exec_ns) || !*p)
+	if (!agent_env_digits(&p, &ns) || *p++ != ':' || !agent_env_digits(&p, &ticks) ||
+	    *p++ != ':' || !agent_env_digits(&p, &boot) || *p++ != ':')
 		return;
-	if (*p++ != ':' || !agent_env_digits(&p, &ticks))
+	who = *p++;
+	if ((who != 'P' && who != 'C') || !agent_env_digits(&p, &pid) || *p++ != ':' ||
+	    pid == 0 || pid > INT_MAX)
 		return;
-	if (!*p) {
-		h->ticks = ticks;
+	bool has_slot = agent_env_digits(&p, &slot);
+
+	if (has_slot && (*p++ != ':' || slot >= UINT32_MAX))
 		return;
-	}
-	if (*p++ != ':' || !agent_env_digits(&p, &boot) || *p++ != ':')
+	if (*p && *p != '/')
 		return;
+	h->exec_ns = ns;
 	h->ticks = ticks;
 	h->boot_before = boot;
-	if (agent_env_digits(&p, &slot)) {
-		if (*p++ != ':' || slot > UINT32_MAX)
-			return;
-		h->slot = (uint32_t)slot + 1;
-	}
+	h->slot = has_slot ? (uint32_t)slot + 1 : 0;
 	h->exe = *p == '/' ? p : NULL;
+	h->pid = who == 'P' ? (pid_t)pid : 0;
+	h->ppid = who == 'C' ? (pid_t)pid : 0;
 }
 
 /* The value of entry if it is "<name>=value", else NULL. */

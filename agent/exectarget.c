@@ -154,9 +154,14 @@ fail:
 	return err;
 }
 
+/* The kernel reads a script's "#!" line from this many first bytes. */
+#define AGENT_INTERP_MAX 256
+
 /* Does the file behind fd load an ELF interpreter (and so LD_PRELOAD)?
- * *st gets the file's status. */
-static enum agent_image image_kind(int fd, struct stat *st)
+ * *st gets the file's status. For a script, interp (AGENT_INTERP_MAX
+ * bytes) gets its interpreter's path; a "#!" line the kernel would not
+ * take, or one too long for it, makes the file OTHER. */
+static enum agent_image file_kind(int fd, struct stat *st, char *interp)
 {
 	/* The ELF header and, in the same read, the program headers that
 	 * follow it in almost every file: one system call, not two. Others
@@ -171,8 +176,23 @@ static enum agent_image image_kind(int fd, struct stat *st)
 	    (st->st_mode & (S_ISUID | S_ISGID)))
 		return AGENT_IMAGE_OTHER;
 	long n = agent_syscall(SYS_pread64, fd, u.b, sizeof(u.b), 0);
-	if (n >= 2 && u.b[0] == '#' && u.b[1] == '!')
+	if (n >= 2 && u.b[0] == '#' && u.b[1] == '!') {
+		/* As fs/binfmt_script.c: blanks, then the name up to a blank,
+		 * a newline or the end of what it reads. */
+		long lim = n < AGENT_INTERP_MAX ? n : AGENT_INTERP_MAX, i = 2, j;
+
+		while (i < lim && (u.b[i] == ' ' || u.b[i] == '\t'))
+			i++;
+		for (j = i; j < lim && u.b[j] != ' ' && u.b[j] != '\t' && u.b[j] != '\n' &&
+			    u.b[j] != '\0';
+		     j++)
+			;
+		if (j == i || j == AGENT_INTERP_MAX)
+			return AGENT_IMAGE_OTHER;
+		memcpy(interp, u.b + i, (size_t)(j - i));
+		interp[j - i] = '\0';
 		return AGENT_IMAGE_SCRIPT;
+	}
 	if (n < (long)sizeof(Elf64_Ehdr) || memcmp(u.b, ELFMAG, SELFMAG) != 0 ||
 	    u.b[EI_CLASS] != ELFCLASS64)
 		return AGENT_IMAGE_OTHER;
@@ -201,6 +221,39 @@ static enum agent_image image_kind(int fd, struct stat *st)
 			if (type == PT_INTERP)
 				return AGENT_IMAGE_ELF;
 		}
+	}
+	return AGENT_IMAGE_OTHER;
+}
+
+/*
+ * What exec of the file behind fd starts (*st: the file's status). A
+ * script loads the agent only through its interpreter: a static one
+ * (bash-static, busybox) never does, and would carry the hand-over meant
+ * for it into every process it starts. So the interpreter is checked
+ * too, and its own, as deep as the kernel follows them (4 more). Four
+ * more system calls for a script, once per script in the exec-target
+ * cache, whose entry for a script is checked against the script's
+ * status only: an interpreter replaced by a static one during the run
+ * is missed until the script changes.
+ */
+static enum agent_image image_kind(int fd, struct stat *st)
+{
+	char interp[AGENT_INTERP_MAX];
+	struct stat ist;
+	enum agent_image img = file_kind(fd, st, interp);
+
+	if (img != AGENT_IMAGE_SCRIPT)
+		return img;
+	for (int depth = 0; depth < 5; depth++) {
+		int ifd = (int)agent_syscall(SYS_openat, AT_FDCWD, interp, O_RDONLY | O_CLOEXEC);
+		enum agent_image k;
+
+		if (ifd < 0)
+			return AGENT_IMAGE_OTHER;
+		k = file_kind(ifd, &ist, interp);
+		agent_syscall(SYS_close, ifd);
+		if (k != AGENT_IMAGE_SCRIPT)
+			return k == AGENT_IMAGE_ELF ? AGENT_IMAGE_SCRIPT : AGENT_IMAGE_OTHER;
 	}
 	return AGENT_IMAGE_OTHER;
 }

@@ -71,10 +71,10 @@ static const char *agent_fd_path(int fd, char *buf, size_t cap)
  * over. A slot of an exec that then fails stays empty. Signal-safe.
  */
 static const char *agent_exec_handover(char *buf, uint64_t ns, uint64_t ticks,
-				       uint64_t boot_before, unsigned kind, int dirfd,
+				       uint64_t boot_before, bool self, unsigned kind, int dirfd,
 				       const char *path, int flags, bool cwd_known)
 {
-	size_t off = agent_env_exec_ts(buf, ns, ticks, boot_before);
+	size_t off = agent_env_exec_ts(buf, ns, ticks, boot_before, self);
 	uint32_t idx;
 
 	if (!agent_exec_target(kind, dirfd, path, flags, cwd_known, buf + off,
@@ -107,8 +107,8 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 	 * of the call instead, with its start time and the exe's name, which
 	 * the image then need not read from /proc. */
 	if (record && agent_silent_fork_child()) {
-		extra = agent_exec_handover(exec_ts, agent_now(), agent_g.start_ticks, 0, kind,
-					    dirfd, path, flags, true);
+		extra = agent_exec_handover(exec_ts, agent_now(), agent_g.start_ticks, 0, true,
+					    kind, dirfd, path, flags, true);
 		record = extra == NULL;
 	} else if (agent_t_in_vfork && __atomic_load_n(&agent_g.active, __ATOMIC_RELAXED)) {
 		/* A vfork child records nothing (it shares our memory), but
@@ -116,8 +116,8 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 		 * the boot time vfork began at, as a posix_spawn child's does.
 		 * It writes its stack and the table's shared header, and at
 		 * most maps that header for the parent, whose memory it is. */
-		extra = agent_exec_handover(exec_ts, agent_now(), 0, agent_vfork_boot_before(), kind,
-					    dirfd, path, flags, true);
+		extra = agent_exec_handover(exec_ts, agent_now(), 0, agent_vfork_boot_before(),
+					    false, kind, dirfd, path, flags, true);
 	}
 	agent_env_merge(&env, envp, extra);
 	if (kind == FT_EXEC_FEXECVE && record)
@@ -326,8 +326,8 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 		/* posix_spawnp searches $PATH as execvp does. */
 		unsigned xk = kind == FT_SPAWN_POSIX_SPAWNP ? FT_EXEC_EXECVP : FT_EXEC_EXECVE;
 
-		extra = agent_exec_handover(exec_ts, ts, 0, agent_boot_now(), xk, AT_FDCWD, path, 0,
-					    fa == NULL);
+		extra = agent_exec_handover(exec_ts, ts, 0, agent_boot_now(), false, xk, AT_FDCWD,
+					    path, 0, fa == NULL);
 	}
 	agent_env_merge(&env, envp, extra);
 	ret = f(&child, path, fa, attr, argv, env.envp);

@@ -182,6 +182,7 @@ struct agent_state {
 	int ev_used;	  /* some thread recorded in-process events (events.c) */
 	uint32_t table_slot_size; /* the table's slot size, once its header is mapped */
 	uint32_t table_handed;	  /* the slot FORKTRACE_EXEC_TS handed over + 1, or 0 */
+	uint32_t table_capacity;  /* slots the table file holds, once its header is mapped */
 	struct agent_reals real;
 	struct sockaddr_un addr;
 	socklen_t addrlen;
@@ -430,6 +431,8 @@ struct agent_handover {
 	uint64_t boot_before; /* spawner's CLOCK_BOOTTIME ns before the spawn, or 0 */
 	uint32_t slot;	      /* process-table slot claimed for the image + 1, or 0 */
 	const char *exe;      /* /proc/self/exe to be (borrowed from envp), or NULL */
+	pid_t pid;	      /* the image's pid must be this, or 0 */
+	pid_t ppid;	      /* its parent's pid must be this, or 0 */
 };
 /* Room for "<slot>:" in FORKTRACE_EXEC_TS. */
 #define AGENT_EXEC_TS_SLOT 12
@@ -442,14 +445,16 @@ struct agent_handover {
  * fit makes the check give up (the exec is announced the old way).
  */
 #define AGENT_EXEC_TS_EXE 1024
-/* Room for "FORKTRACE_EXEC_TS=<ns>:<ticks>:<boot_before>:<slot>:<exe>"; the
- * exe gets what is left after AGENT_EXEC_TS_SLOT. */
+/* Room for "FORKTRACE_EXEC_TS=<ns>:<ticks>:<boot_before>:<P|C><pid>:<slot>:<exe>";
+ * the exe gets what is left after AGENT_EXEC_TS_SLOT. */
 #define AGENT_EXEC_TS_SIZE                                                                         \
-	(sizeof(FT_ENV_EXEC_TS) + 3 * 21 + AGENT_EXEC_TS_SLOT + AGENT_EXEC_TS_EXE)
-/* Writes "FORKTRACE_EXEC_TS=<ns>:<ticks>:<boot_before>:" into buf
- * (AGENT_EXEC_TS_SIZE bytes, the caller's) and returns its length: the
- * exe, or nothing, goes at buf + length. Signal-safe. */
-size_t agent_env_exec_ts(char *buf, uint64_t ns, uint64_t ticks, uint64_t boot_before);
+	(sizeof(FT_ENV_EXEC_TS) + 4 * 21 + AGENT_EXEC_TS_SLOT + AGENT_EXEC_TS_EXE)
+/* Writes "FORKTRACE_EXEC_TS=<ns>:<ticks>:<boot_before>:<P|C><pid>:" into
+ * buf (AGENT_EXEC_TS_SIZE bytes, the caller's) and returns its length:
+ * the exe, or nothing, goes at buf + length. self: the new image runs in
+ * this process (an exec), else in a child of it (posix_spawn, vfork).
+ * Signal-safe. */
+size_t agent_env_exec_ts(char *buf, uint64_t ns, uint64_t ticks, uint64_t boot_before, bool self);
 /* Puts "<slot>:" at buf + off, before the exe there (buf as filled by
  * agent_env_exec_ts, with AGENT_EXEC_TS_SLOT bytes left). Signal-safe. */
 void agent_env_exec_ts_slot(char *buf, size_t off, uint32_t slot);

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,20 +40,37 @@ static int agent_table_map_header(int fd)
 	if (agent_g.table_hdr)
 		return 0;
 	/* errno stays as it was: this also runs on the way to exec. */
+	/* A page past the file's end would raise SIGBUS when read: the
+	 * file's size bounds what is mapped and every slot claimed. Once
+	 * per process (a process that starts others). */
+	struct stat st;
+	uint64_t slots;
+	uint32_t size;
+
+	r = agent_syscall(SYS_fstat, fd, &st);
+	if (r < 0)
+		return (int)r;
+	if (st.st_size < (off_t)FT_TABLE_SLOTS_OFFSET)
+		return -EPROTO;
 	r = agent_syscall(SYS_mmap, NULL, FT_TABLE_SLOTS_OFFSET, PROT_READ | PROT_WRITE,
 			  MAP_SHARED, fd, 0);
 	if (r < 0 && r > -4096)
 		return (int)r;
 	h = (struct ft_table_header *)r;
-	/* The collector writes the header before it names the file to anyone. */
-	if (h->magic != FT_TABLE_MAGIC || h->version != FT_TABLE_VERSION ||
-	    h->slot_size < 1024 || h->slot_size % 4096 != 0) {
+	/* The collector writes the header before it names the file to
+	 * anyone; any traced program can write it after: each field is
+	 * loaded once and checked. */
+	size = __atomic_load_n(&h->slot_size, __ATOMIC_RELAXED);
+	slots = size ? ((uint64_t)st.st_size - FT_TABLE_SLOTS_OFFSET) / size : 0;
+	if (h->magic != FT_TABLE_MAGIC || h->version != FT_TABLE_VERSION || size < 1024 ||
+	    size % 4096 != 0) {
 		agent_syscall(SYS_munmap, h, FT_TABLE_SLOTS_OFFSET);
 		return -EPROTO;
 	}
 	/* Kept apart from the shared header, which any program can write,
 	 * and which a fork child would fault in to read. */
-	agent_g.table_slot_size = h->slot_size;
+	agent_g.table_slot_size = size;
+	agent_g.table_capacity = slots > UINT32_MAX ? UINT32_MAX : (uint32_t)slots;
 	/* Two threads may map it at once (agent_table_need_header). */
 	struct ft_table_header *none = NULL;
 	if (!__atomic_compare_exchange_n(&agent_g.table_hdr, &none, h, false, __ATOMIC_ACQ_REL,
@@ -69,7 +87,9 @@ static int agent_table_claim(uint32_t *idx)
 	uint32_t c = __atomic_load_n(&h->claimed, __ATOMIC_RELAXED);
 
 	do {
-		if (c >= __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) || c >= h->capacity)
+		if (c >= __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) ||
+		    c >= __atomic_load_n(&h->capacity, __ATOMIC_RELAXED) ||
+		    c >= agent_g.table_capacity)
 			return -ENOSPC;
 	} while (!__atomic_compare_exchange_n(&h->claimed, &c, c + 1, true, __ATOMIC_ACQ_REL,
 					      __ATOMIC_RELAXED));
@@ -86,7 +106,10 @@ static void agent_table_drop_inherited(void)
 	}
 }
 
-/* Maps slot idx of the open table fd. Returns it or NULL (errno set).
+/* Maps slot idx of the open table fd and takes it: its owner word goes
+ * from 0 to our pid, so that a slot handed over twice (a hand-over that
+ * two images inherited, or a forged one) is written by one image only.
+ * Returns it or NULL (errno set: EBUSY when another image has it).
  * MAP_POPULATE maps its page (FT_TABLE_SLOT_SIZE is one) in the same
  * system call: it is written at once, and a page fault of its own costs
  * a short-lived image ~0.3 us more. */
@@ -96,8 +119,18 @@ static struct ft_table_slot *agent_table_map_slot(int fd, uint32_t idx)
 	struct ft_table_slot *s = agent_sys_mmap(NULL, agent_g.table_slot_size,
 						 PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
 						 fd, off);
+	uint32_t none = 0;
 
-	return s == MAP_FAILED ? NULL : s;
+	if (s == MAP_FAILED)
+		return NULL;
+	if (!__atomic_compare_exchange_n(&s->owner, &none, (uint32_t)agent_g.pid, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&s->committed, __ATOMIC_RELAXED) != 0) {
+		agent_sys_munmap(s, agent_g.table_slot_size);
+		errno = EBUSY;
+		return NULL;
+	}
+	return s;
 }
 
 /* Opens the table, maps its header once, claims a slot and maps it.
@@ -138,7 +171,8 @@ static struct ft_table_slot *agent_table_new_slot(size_t need, uint32_t *idx)
  */
 static struct ft_table_slot *agent_table_handed_slot(size_t need, uint32_t *idx)
 {
-	struct ft_table_slot *s;
+	struct ft_table_slot *s = NULL;
+	struct stat st;
 	int fd;
 
 	if (need > FT_TABLE_SLOT_SIZE - sizeof(*s)) {
@@ -148,9 +182,18 @@ static struct ft_table_slot *agent_table_handed_slot(size_t need, uint32_t *idx)
 	fd = agent_g.table_path ? agent_sys_open(agent_g.table_path, O_RDWR | O_CLOEXEC, 0) : -1;
 	if (fd < 0)
 		return NULL;
-	agent_g.table_slot_size = FT_TABLE_SLOT_SIZE;
 	*idx = agent_g.table_handed - 1;
-	s = agent_table_map_slot(fd, *idx);
+	/* The index comes from the environment: a slot past the file's end
+	 * would raise SIGBUS at the first write. One fstat per image, the
+	 * price of never trusting it. */
+	if (agent_sys_fstat(fd, &st) == 0 &&
+	    (uint64_t)st.st_size >= (uint64_t)FT_TABLE_SLOTS_OFFSET +
+					((uint64_t)*idx + 1) * FT_TABLE_SLOT_SIZE) {
+		agent_g.table_slot_size = FT_TABLE_SLOT_SIZE;
+		s = agent_table_map_slot(fd, *idx);
+	} else {
+		errno = ERANGE;
+	}
 	agent_sys_close(fd);
 	return s;
 }
@@ -197,8 +240,12 @@ int agent_table_start(const void *hello, size_t n)
 	if (agent_g.table_handed)
 		s = agent_table_handed_slot(n, &idx);
 	agent_g.table_handed = 0;
-	if (!s)
+	if (!s) {
+		/* The slot size of a rejected hand-over is not the table's. */
+		if (!agent_g.table_hdr)
+			agent_g.table_slot_size = 0;
 		s = agent_table_new_slot(n, &idx);
+	}
 
 	if (!s)
 		return -errno;

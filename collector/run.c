@@ -409,8 +409,11 @@ static char **child_env(const char *agent, const char *sock)
 		return NULL;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
+		/* A FORKTRACE_EXEC_TS here is stale or forged: it is for the
+		 * image an agent execs, never for COMMAND. */
 		if (!strncmp(environ[i], "LD_PRELOAD=", 11) ||
-		    !strncmp(environ[i], FT_ENV_SOCK "=", sizeof(FT_ENV_SOCK)))
+		    !strncmp(environ[i], FT_ENV_SOCK "=", sizeof(FT_ENV_SOCK)) ||
+		    !strncmp(environ[i], FT_ENV_EXEC_TS "=", sizeof(FT_ENV_EXEC_TS)))
 			continue;
 		env[k++] = environ[i];
 	}

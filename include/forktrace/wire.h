@@ -47,16 +47,18 @@
 #define FT_ENV_SPILL_DIR "FORKTRACE_SPILL" /* where spill files go if no collector */
 #define FT_ENV_PRELOAD "LD_PRELOAD"
 /* Set by an exec'ing fork or vfork child and by posix_spawn for the new
- * image only: "<ns>[:<ticks>[:<boot_before>:[<slot>:]<exe>]]", the time of
- * the exec or spawn (monotonic ns), the start time in clock ticks if known
- * (0 if not), the CLOCK_BOOTTIME ns read just before the vfork or spawn
- * (from which the image works out its start ticks), the process-table
- * slot claimed for the image (see "The process table"), and the exe as
- * /proc/self/exe would name it (empty for a script). Written and parsed
- * in agent/env.c. The new
- * image's agent removes it from environ before main runs, so the program
- * never sees it, reports the time as FT_K_EXEC_TS in its HELLO, and need
- * not read /proc. */
+ * image only: "<ns>:<ticks>:<boot_before>:<P|C><pid>:[<slot>:]<exe>", the
+ * time of the exec or spawn (monotonic ns), the start time in clock ticks
+ * if known (0 if not), the CLOCK_BOOTTIME ns read just before the vfork or
+ * spawn (from which the image works out its start ticks), whom it is for
+ * (P: the process with that pid, which execs; C: a child of that pid),
+ * the process-table slot claimed for the image (see "The process table"),
+ * and the exe as /proc/self/exe would name it (empty for a script).
+ * Written and parsed in agent/env.c. The new image's agent removes it
+ * from environ before main runs, so the program never sees it, reports
+ * the time as FT_K_EXEC_TS in its HELLO, and need not read /proc. An
+ * image it is not for (it outlived an image that never loaded the agent)
+ * ignores it whole, and so does COMMAND: forktrace run drops it. */
 #define FT_ENV_EXEC_TS "FORKTRACE_EXEC_TS"
 
 enum ft_msg_type {
@@ -253,7 +255,11 @@ struct ft_table_header {
 
 struct ft_table_slot {
 	uint32_t committed; /* bytes of whole frames after this header (atomic) */
-	uint32_t reserved[3];
+	uint32_t owner;     /* pid of the image that took the slot, 0 before:
+			     * an image takes it with a compare-and-swap from
+			     * 0, so that one handed over twice is written by
+			     * one image only */
+	uint32_t reserved[2];
 };
 
 /*

@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+"""End-to-end tests: the agent's environment and identity against hostile
+or unusual programs.
+
+- What the agent hands a new image (FORKTRACE_EXEC_TS) outlives an image
+  that never loads the agent (a script whose interpreter is static) and
+  can be forged: only the image it was meant for may take it, and nothing
+  in it may crash the program.
+- Children made by raw clone/clone3 system calls (no glibc fork) must not
+  speak as their parent.
+- The program sees the environment it would see untraced.
+- An exec the agent's variables would push past the kernel's limit still
+  happens.
+"""
+
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ftcheck as ft  # noqa: E402
+from ftcheck import check, prog, test  # noqa: E402
+
+
+def static_shell(path):
+    if not os.access(path, os.X_OK):
+        raise ft.Skip(f"{path} is not installed (scripts/setup-deps installs it)")
+    return path
+
+
+def check_script_children(t, interp_line, what):
+    """A script run by a static interpreter starts /bin/true four times and
+    "sh -c 'exit 3'": every one of them must be in the trace, each a child
+    of the script's process. The interpreter never loads the agent, so
+    whatever the exec of the script handed over stays in its environment
+    for all of them: taken, they all wrote into one slot of the process
+    table and all but one went missing."""
+    script = t.path("s.sh")
+    with open(script, "w") as f:
+        f.write(f"{interp_line}\nfor i in 1 2 3 4; do /bin/true; done\n"
+                f"/bin/sh -c 'exit 3'\necho done\n")
+    os.chmod(script, 0o755)
+    res = t.run_compare(["/bin/bash", "-c", f"{script}; exit 0"], expect_rc=0)
+    tr = res.trace
+    trues = tr.find(name="true")
+    ft.assert_count(trues, 4, f"/bin/true processes under a {what} script", tr)
+    sh3 = [p for p in tr.find(name="sh") if (p.exit or {}).get("code") == 3]
+    ft.assert_count(sh3, 1, "sh -c 'exit 3'", tr)
+    parents = {tr.parent_of(p).tpid for p in trues + sh3}
+    check(len(parents) == 1, f"the script's children have several parents\n{tr.dump()}")
+    runner = tr.parent_of(trues[0])
+    check(runner.argv[:1] == [script] or runner.argv[-1:] == [script],
+          f"the script's children hang under {runner.describe()}, not the script\n{tr.dump()}")
+    for p in trues + sh3:
+        ft.assert_instrumented(p, True, tr)
+        check(p.exe in ("/usr/bin/true", "/usr/bin/dash"),
+              f"{p.describe()}: exe {p.exe!r} (another image's hand-over?)")
+    return tr
+
+
+@test
+def test_static_interp_bash(t):
+    check_script_children(t, f"#!{static_shell('/bin/bash-static')}", "bash-static")
+
+
+@test
+def test_static_interp_busybox(t):
+    check_script_children(t, f"#!{static_shell('/bin/busybox')} sh", "busybox")
+
+
+@test
+def test_forged_exec_ts(t):
+    """Children exec'd by raw execve (past the agent's hooks) with forged
+    hand-overs: a slot past the table's end (SIGBUS at the first write
+    before), a slot index past 32 bits, the root's own slot (its HELLO
+    was overwritten), values for other processes, and garbage. Each
+    child must run and be traced as itself, the root intact."""
+    res = t.run([prog("adv_env"), "forged"], expect_rc=0)
+    tr = res.trace
+    root = tr.root()
+    check(root.name == "adv_env" and root.instrumented,
+          f"the root's record was damaged: {root.describe()}\n{tr.dump()}")
+    ft.assert_exit(root, code=0, trace=tr)
+    kids = tr.children(root)
+    codes = sorted((k.exit or {}).get("code") for k in kids)
+    check(codes == list(range(10, 18)), f"children exited {codes}\n{tr.dump()}")
+    for k in kids:
+        check(k.name == "sh" and k.exe == "/usr/bin/dash" and k.instrumented,
+              f"{k.describe()}: not the traced sh it is\n{tr.dump()}")
+        check(k.rec.get("start_ticks", 0) > 1,
+              f"{k.describe()}: start time {k.rec.get('start_ticks')} from a forged value")
+
+
+@test
+def test_forged_exec_ts_at_start(t):
+    """A FORKTRACE_EXEC_TS in the environment forktrace run starts from
+    (stale, from a tool that leaked it, or forged) is not COMMAND's: the
+    command runs and is traced (it died of SIGBUS before)."""
+    env = dict(os.environ, FORKTRACE_EXEC_TS="1:0:0:4000000:/bin/true")
+    res = t.run(["/bin/sh", "-c", "/bin/true; exit 5"], env=env, expect_rc=5)
+    tr = res.trace
+    ft.assert_exit(tr.root(), code=5, trace=tr)
+    ft.assert_count(tr.find(name="true"), 1, "true", tr)
+
+
+if __name__ == "__main__":
+    ft.main()

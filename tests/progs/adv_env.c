@@ -1,0 +1,232 @@
+/*
+ * adv_env: what a hostile or unusual program does to the agent's
+ * environment and to its idea of which process it is in
+ * (tests/e2e/test_adv_env.py).
+ *
+ *   adv_env forged
+ *       Forks one child per forged FORKTRACE_EXEC_TS below; each child
+ *       execs "/bin/sh -c 'exit K'" (K = 10, 11, ...) with a raw execve
+ *       system call, which the agent cannot see, and an environment that
+ *       carries the agent (from /proc/self/environ) and the forged value.
+ *       Checks every exit code; exits 0.
+ *   adv_env clone [clone3]
+ *       A child made by a raw clone (or clone3) system call, no glibc
+ *       fork: it forks a grandchild (exit 41, then execs "sh -c 'exit
+ *       42'") and then execs "sh -c 'exit 43'" with execv. The parent
+ *       reaps it and exits 0. With "vm": the raw child is CLONE_VM |
+ *       CLONE_VFORK (as posix_spawn and Go make theirs) and only execs.
+ *   adv_env e2big
+ *       Fills the environment to just under the kernel's limit for one
+ *       execve (argv + envp together), then execs "env" through execve
+ *       in a fork child: untraced the exec succeeds; it must under
+ *       forktrace too. Prints "e2big ok" when it did.
+ */
+#include <fcntl.h>
+#include <sched.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+
+#include "internal.h"
+
+extern char **environ;
+
+/* /proc/self/environ as a vector, without FORKTRACE_EXEC_TS; extra
+ * appended. The program's own environ may no longer show the agent's
+ * variables: this file still does. */
+static char **env_from_proc(const char *extra)
+{
+	static char buf[1 << 20];
+	static char *vec[4096];
+	size_t n = 0, k = 0;
+	ssize_t r;
+	int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		tp_die("open /proc/self/environ");
+	while ((r = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0)
+		n += (size_t)r;
+	close(fd);
+	buf[n] = '\0';
+	for (size_t i = 0; i < n && k < 4094; i += strlen(buf + i) + 1)
+		if (strncmp(buf + i, "FORKTRACE_EXEC_TS=", 18) != 0)
+			vec[k++] = buf + i;
+	if (extra)
+		vec[k++] = (char *)extra;
+	vec[k] = NULL;
+	return vec;
+}
+
+static int forged(void)
+{
+	char own[128], ownbig[128], ownslot0[128];
+	const char *values[] = {
+		own,	   /* ours, a slot past the table's end */
+		ownbig,	   /* ours, a slot index past 32 bits */
+		ownslot0,  /* ours, the root's slot (taken) */
+		"FORKTRACE_EXEC_TS=1:0:0:P1:5:/bin/true", /* someone else's */
+		"FORKTRACE_EXEC_TS=1:0:0:C1:5:/bin/true", /* someone else's child's */
+		"FORKTRACE_EXEC_TS=1:0:0:3999999:/bin/true", /* an old form */
+		"FORKTRACE_EXEC_TS=99999999999999999999999999:x", /* garbage */
+		"FORKTRACE_EXEC_TS=",
+	};
+	size_t n = sizeof(values) / sizeof(values[0]);
+
+	for (size_t i = 0; i < n; i++) {
+		char code[8];
+		pid_t pid;
+
+		snprintf(code, sizeof(code), "exit %zu", 10 + i);
+		pid = fork();
+		if (pid < 0)
+			tp_die("fork");
+		if (pid == 0) {
+			char *argv[] = {"sh", "-c", code, NULL};
+			pid_t me = getpid();
+
+			/* Every value claims to be for this very process: only
+			 * the checks of the slot can stop it. */
+			snprintf(own, sizeof(own), "FORKTRACE_EXEC_TS=1:0:0:P%d:4000000:",
+				 (int)me);
+			snprintf(ownbig, sizeof(ownbig),
+				 "FORKTRACE_EXEC_TS=1:0:0:P%d:99999999999:", (int)me);
+			snprintf(ownslot0, sizeof(ownslot0), "FORKTRACE_EXEC_TS=%llu:0:0:P%d:0:",
+				 (unsigned long long)UINT64_MAX / 2, (int)me);
+			syscall(SYS_execve, "/bin/sh", argv, env_from_proc(values[i]));
+			_exit(TP_FAIL);
+		}
+		tp_expect_code(tp_wait(pid), 10 + (int)i, values[i]);
+	}
+	return 0;
+}
+
+/* The raw child's life: a libc fork, then an exec. */
+static int raw_child(void)
+{
+	char *argv[] = {"sh", "-c", "exit 43", NULL};
+	pid_t pid = fork();
+
+	if (pid < 0)
+		_exit(TP_FAIL);
+	if (pid == 0) {
+		char *a[] = {"sh", "-c", "exit 42", NULL};
+
+		if (fork() == 0)
+			_exit(41);
+		if (tp_wait(-1) != 41 << 8)
+			_exit(TP_FAIL);
+		execv("/bin/sh", a);
+		_exit(TP_FAIL);
+	}
+	if (tp_wait(pid) != 42 << 8)
+		_exit(TP_FAIL);
+	execv("/bin/sh", argv);
+	_exit(TP_FAIL);
+}
+
+struct tp_clone_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls,
+	    set_tid, set_tid_size, cgroup;
+};
+
+static char vm_stack[256 * 1024] __attribute__((aligned(16)));
+
+static int vm_child(void *arg)
+{
+	char *argv[] = {"sh", "-c", "exit 44", NULL};
+
+	(void)arg;
+	execv("/bin/sh", argv);
+	_exit(TP_FAIL);
+}
+
+static int raw_clone(const char *how)
+{
+	long pid;
+
+	if (strcmp(how, "vm") == 0) {
+		/* glibc's clone() wrapper is a raw system call: no atfork
+		 * handlers, no hook. The child shares our memory. */
+		pid = clone(vm_child, vm_stack + sizeof(vm_stack), CLONE_VM | CLONE_VFORK | SIGCHLD,
+			    NULL);
+		if (pid < 0)
+			tp_die("clone");
+		tp_expect_code(tp_wait((pid_t)pid), 44, "CLONE_VM child");
+		return 0;
+	}
+	if (strcmp(how, "clone3") == 0) {
+		struct tp_clone_args ca;
+
+		memset(&ca, 0, sizeof(ca));
+		ca.exit_signal = SIGCHLD;
+		pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	} else {
+		pid = syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
+	}
+	if (pid < 0)
+		tp_die("raw clone");
+	if (pid == 0)
+		raw_child();
+	tp_expect_code(tp_wait((pid_t)pid), 43, "raw clone child");
+	return 0;
+}
+
+static int e2big(void)
+{
+	char *argv[] = {"env", NULL};
+	long max = sysconf(_SC_ARG_MAX);
+	size_t used = 0, left, n = 0;
+	static char *vec[65536];
+	char *big;
+	pid_t pid;
+
+	/* What execve counts: every string with its NUL, every pointer. */
+	for (char **e = environ; *e; e++, n++) {
+		used += strlen(*e) + 1 + sizeof(char *);
+		vec[n] = *e;
+	}
+	used += strlen("env") + 1 + 2 * sizeof(char *) + sizeof(char *);
+	/* One string may be at most 32 pages: fill with several. */
+	left = (size_t)max - used - 64;
+	while (left > 0) {
+		size_t len = left > 100000 ? 100000 : left;
+
+		if (len < sizeof(char *) + 8)
+			break;
+		big = malloc(len);
+		if (!big)
+			tp_die("malloc");
+		len -= sizeof(char *);
+		snprintf(big, len, "ADV_FILL_%zu=", n);
+		memset(big + strlen(big), 'x', len - 1 - strlen(big));
+		big[len - 1] = '\0';
+		vec[n++] = big;
+		left -= len + sizeof(char *);
+	}
+	vec[n] = NULL;
+	pid = fork();
+	if (pid < 0)
+		tp_die("fork");
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		dup2(fd, 1);
+		execve("/usr/bin/env", argv, vec);
+		fprintf(stderr, "execve env: %s\n", strerror(errno));
+		_exit(TP_FAIL);
+	}
+	tp_expect_code(tp_wait(pid), 0, "env with a full environment");
+	printf("e2big ok\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && strcmp(argv[1], "forged") == 0)
+		return forged();
+	if (argc >= 2 && strcmp(argv[1], "clone") == 0)
+		return raw_clone(argc >= 3 ? argv[2] : "clone");
+	if (argc >= 2 && strcmp(argv[1], "e2big") == 0)
+		return e2big();
+	fprintf(stderr, "usage: adv_env forged|clone [clone3|vm]|e2big\n");
+	return 2;
+}
