@@ -105,7 +105,7 @@ int cli_parse_seconds(const char *s, double *out)
 	return 0;
 }
 
-void cli_report_running(const model_trace *t, double timeout)
+void cli_report_running(const model_trace *t, const char *why)
 {
 	size_t n = 0;
 
@@ -113,8 +113,8 @@ void cli_report_running(const model_trace *t, double timeout)
 		n += t->procs[i]->exit_kind == MODEL_EXIT_RUNNING;
 	if (!n)
 		return;
-	fprintf(stderr, "forktrace: %zu process%s still running after --wait-timeout %gs, "
-			"marked running in the trace:", n, n == 1 ? "" : "es", timeout);
+	fprintf(stderr, "forktrace: %zu process%s still running %s, marked running in the "
+			"trace:", n, n == 1 ? "" : "es", why);
 	size_t shown = 0;
 	for (size_t i = 0; i < t->nprocs && shown < 10; i++) {
 		const model_process *p = t->procs[i];

@@ -42,7 +42,8 @@ int cli_parse_size(const char *s, uint64_t *out);
 #define CLI_SECONDS_MAX 1e9
 int cli_parse_seconds(const char *s, double *out);
 
-/* After --wait-timeout: names the processes that were still running. */
-void cli_report_running(const model_trace *t, double timeout);
+/* After --wait-timeout or a signal: names the processes that were still
+ * running; why says when ("after --wait-timeout 5s"). */
+void cli_report_running(const model_trace *t, const char *why);
 
 #endif

@@ -7,6 +7,7 @@
  *   proc_   proctree.c the process tree: lifetimes, exec images, statuses
  *   srv_    server.c   the libuv Unix socket server, frame assembly
  *   run_    run.c      `forktrace run`: options, spawn, loop, summary
+ *   rsig_   runsig.c   `forktrace run`'s signals (runsig.h)
  *   cli_    cli.c      messages, help text helpers
  *   report_ report.c   the HTML report's options and output file
  */
@@ -200,6 +201,9 @@ void ptab_before_hello(ptab *t, const wire_msg *m);
 void ptab_after_hello(ptab *t, proc_conn *pc, const wire_msg *m);
 /* The end: reads everything and closes every slot's image. */
 void ptab_finish(ptab *t);
+/* The paths ptab_free removes ("" for none), for a cleanup that cannot
+ * wait for it (a signal handler). Borrowed until ptab_free. NULL: all "". */
+void ptab_temp_paths(const ptab *t, const char **file, const char **link, const char **dir);
 
 typedef struct proc_counts {
 	uint64_t salvaged_bytes; /* event records read from dead processes' buffers */

@@ -32,6 +32,7 @@
 #include "internal.h"
 #include "h5.h"
 #include "merge.h"
+#include "runsig.h"
 #include "selfpath.h"
 #include "server.h"
 
@@ -69,6 +70,7 @@ typedef struct run_state {
 	uv_timer_t drain_timer;
 	uv_timer_t progress_timer;
 	uv_timer_t table_timer;
+	uv_async_t sig_async; /* a signal asked to stop waiting */
 	bool progress_on;
 	srv server;
 	model_trace *model;
@@ -79,6 +81,7 @@ typedef struct run_state {
 	bool root_done;
 	bool tree_done;
 	bool timed_out;
+	int stopped_by; /* the signal that ended the wait, or 0 */
 	bool finishing;
 	int drain_waited_ms;
 	int drain_limit_ms;
@@ -87,9 +90,6 @@ typedef struct run_state {
 	out_file out; /* the trace */
 	out_file rep; /* the report, with --report */
 } run_state;
-
-/* The pid that user-sent SIGINT/SIGTERM/SIGHUP go to (0: none yet). */
-static volatile sig_atomic_t forward_pid;
 
 static const char run_usage[] =
 	"Usage: forktrace run [OPTIONS] -- COMMAND [ARGS...]\n"
@@ -153,8 +153,14 @@ static const char run_usage[] =
 	"  -q, --quiet              no progress and no summary on stderr.\n"
 	"  -h, --help               show this help.\n"
 	"\n"
-	"SIGINT, SIGTERM and SIGHUP sent to forktrace are passed to COMMAND;\n"
-	"the trace is written all the same.\n"
+	"Signals: COMMAND runs in forktrace's process group, so what is sent\n"
+	"to the group (Ctrl-C, Ctrl-Z, kill -TERM -PGID) reaches it directly;\n"
+	"SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP and SIGCONT sent to\n"
+	"forktrace alone are passed to COMMAND. Either way COMMAND gets each\n"
+	"signal once, and the trace is written. Once COMMAND has exited, the\n"
+	"first SIGINT, SIGTERM, SIGHUP or SIGQUIT stops the wait for the rest\n"
+	"of the tree as --wait-timeout does; a second SIGINT, SIGTERM or\n"
+	"SIGQUIT ends forktrace at once, without a trace.\n"
 	"\n"
 	"If forktrace itself is killed, the traced processes go on and write\n"
 	"what they record to spill files in OUTPUT.spill/; get the trace back\n"
@@ -445,36 +451,6 @@ static void child_env_free(char **env)
 	free(env);
 }
 
-/*
- * SIGINT/SIGTERM/SIGHUP. A signal some process sent to forktrace alone
- * (kill, a job scheduler) goes on to COMMAND. A signal the terminal sent
- * (Ctrl-C: si_code SI_KERNEL) reached the whole foreground process group,
- * COMMAND included, so passing it on would deliver it twice.
- * Signal-safe: kill(2) only.
- */
-static void forward_signal(int sig, siginfo_t *si, void *uctx)
-{
-	int saved = errno;
-
-	(void)uctx;
-	if (forward_pid > 0 && si->si_code <= 0)
-		kill((pid_t)forward_pid, sig);
-	errno = saved;
-}
-
-static void install_forwarding(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = forward_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-}
-
 static void close_walk(uv_handle_t *h, void *arg)
 {
 	(void)arg;
@@ -524,7 +500,7 @@ static void drain_cb(uv_timer_t *t)
 		rs->drain_waited_ms += DRAIN_POLL_MS;
 		return;
 	}
-	if (rs->server.nconns && !rs->timed_out)
+	if (rs->server.nconns && !rs->timed_out && !rs->stopped_by)
 		fprintf(stderr, "forktrace: warning: %zu connections still open %d ms after "
 				"the last process ended; closing them\n",
 			rs->server.nconns, DRAIN_TIMEOUT_MS);
@@ -539,11 +515,14 @@ static void begin_finish(run_state *rs)
 	if (rs->finishing)
 		return;
 	rs->finishing = true;
+	/* Its handle is closed with the others at the end of the drain. */
+	rsig_notify_off();
 	uv_signal_stop(&rs->sigchld);
 	uv_timer_stop(&rs->wait_timer);
 	/* After --wait-timeout the daemons keep their connections open:
 	 * read what the others sent, briefly, then cut. */
-	rs->drain_limit_ms = rs->timed_out ? DRAIN_AFTER_TIMEOUT_MS : DRAIN_TIMEOUT_MS;
+	rs->drain_limit_ms = rs->timed_out || rs->stopped_by ? DRAIN_AFTER_TIMEOUT_MS
+							    : DRAIN_TIMEOUT_MS;
 	/* At once: a run whose images all spoke in the table is done now. */
 	uv_timer_start(&rs->drain_timer, drain_cb, 0, DRAIN_POLL_MS);
 }
@@ -554,6 +533,28 @@ static void wait_timer_cb(uv_timer_t *t)
 
 	rs->timed_out = true;
 	begin_finish(rs);
+}
+
+/*
+ * A signal came after COMMAND exited (or as it did): stop waiting for the
+ * rest of the tree, as --wait-timeout does.
+ */
+static void sig_async_cb(uv_async_t *a)
+{
+	run_state *rs = a->data;
+	int sig = rsig_stop_signal();
+
+	if (!sig || rs->finishing || rs->stopped_by)
+		return;
+	rs->stopped_by = sig;
+	progress_clear(rs);
+	rs->progress_on = false;
+	fprintf(stderr, "forktrace: %s: no longer waiting for the processes still running "
+			"(marked running in the trace); send it again to stop without a trace\n",
+		rsig_name(sig));
+	/* COMMAND itself is reaped first, for its exit status. */
+	if (rs->root_done)
+		begin_finish(rs);
 }
 
 static void reap(run_state *rs)
@@ -567,7 +568,7 @@ static void reap(run_state *rs)
 			if (pid == rs->root) {
 				rs->root_done = true;
 				rs->root_status = status;
-				forward_pid = 0;
+				rsig_command_ended();
 				if (rs->o.wait_timeout >= 0)
 					uv_timer_start(&rs->wait_timer, wait_timer_cb,
 						       (uint64_t)(rs->o.wait_timeout * 1000), 0);
@@ -588,27 +589,29 @@ static void sigchld_cb(uv_signal_t *h, int signum)
 
 	(void)signum;
 	reap(rs);
-	if (rs->tree_done)
+	if (rs->tree_done || (rs->root_done && rs->stopped_by))
 		begin_finish(rs);
 }
 
 static int spawn_root(run_state *rs, const char *path, char **env)
 {
 	posix_spawnattr_t attr;
-	sigset_t empty, def;
+	sigset_t old;
 	int rc;
 
 	posix_spawnattr_init(&attr);
-	sigemptyset(&empty);
-	sigemptyset(&def);
-	/* We ignore SIGPIPE to survive dead connections; COMMAND must not
-	 * inherit that (`yes | head` relies on it). */
-	sigaddset(&def, SIGPIPE);
-	posix_spawnattr_setsigmask(&attr, &empty);
-	posix_spawnattr_setsigdefault(&attr, &def);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	/* We ignore SIGPIPE to survive dead connections and catch the
+	 * signals we pass on; COMMAND gets what we were given (`yes | head`
+	 * relies on SIGPIPE, nohup on an ignored SIGHUP). */
+	rsig_spawn_attr(&attr);
+	/* A signal that comes during the spawn finds COMMAND's pid known. */
+	rsig_block(&old);
 	rc = posix_spawn(&rs->root, path, NULL, &attr, rs->o.command, env);
 	posix_spawnattr_destroy(&attr);
+	if (rc == 0)
+		rsig_command_started(rs->root, &old);
+	else
+		sigprocmask(SIG_SETMASK, &old, NULL);
 	/* COMMAND got the environment as it was. Naming functions later must
 	 * not go to the network: elfutils would ask debuginfod servers for
 	 * every library without local debug info. */
@@ -640,12 +643,19 @@ int run_main(int argc, char **argv)
 		code = rc;
 		goto out_free;
 	}
-	if (find_agent(agent, sizeof(agent)) < 0 || open_output(rs) < 0)
+	if (find_agent(agent, sizeof(agent)) < 0)
 		goto out_free;
+	/* From here on a signal removes what was created. */
+	rsig_setup(rs->o.output);
+	if (open_output(rs) < 0)
+		goto out_free;
+	rsig_add_temp(rs->out.tmp, false);
 	if (rs->o.report && out_file_open(&rs->rep, rs->o.report, "report") < 0)
 		goto out_unlink_tmp;
+	rsig_add_temp(rs->rep.tmp, false);
 	if (make_socket_dir(rs) < 0)
 		goto out_unlink_tmp;
+	rsig_add_temp(rs->sock_dir, true);
 
 	rs->model = model_new();
 	rs->tree = rs->model ? proc_tree_new(rs->model) : NULL;
@@ -704,8 +714,17 @@ int run_main(int argc, char **argv)
 	rs->drain_timer.data = rs;
 	uv_timer_init(&rs->loop, &rs->progress_timer);
 	rs->progress_timer.data = rs;
+	rsig_add_temp(rs->sock_path, false);
 	rs->table = ptab_create(rs->sock_dir, rs->tree);
 	rs->server.tab = rs->table;
+	{
+		const char *file, *link, *dir;
+
+		ptab_temp_paths(rs->table, &file, &link, &dir);
+		rsig_add_temp(dir, true);
+		rsig_add_temp(file, false);
+		rsig_add_temp(link, false);
+	}
 	uv_timer_init(&rs->loop, &rs->table_timer);
 	rs->table_timer.data = rs;
 	if (rs->table) {
@@ -713,8 +732,10 @@ int run_main(int argc, char **argv)
 		/* It must not keep the loop alive on its own. */
 		uv_unref((uv_handle_t *)&rs->table_timer);
 	}
-	signal(SIGPIPE, SIG_IGN);
-	install_forwarding();
+	uv_async_init(&rs->loop, &rs->sig_async, sig_async_cb);
+	rs->sig_async.data = rs;
+	uv_unref((uv_handle_t *)&rs->sig_async);
+	rsig_set_notify(&rs->sig_async);
 
 	/* Orphans of the tree are reparented to us, not to init. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
@@ -734,7 +755,6 @@ int run_main(int argc, char **argv)
 		code = rc == -ENOENT ? 127 : 126;
 		goto out_loop;
 	}
-	forward_pid = rs->root;
 	/* While the command loads. */
 	ptab_fill(rs->table);
 	proc_add_root(rs->tree, rs->root, (const char *const *)rs->o.command, cmd_path, start);
@@ -790,8 +810,15 @@ int run_main(int argc, char **argv)
 				rs->o.report, (unsigned long long)rstats.bytes);
 		}
 	}
-	if (rs->timed_out)
-		cli_report_running(rs->model, rs->o.wait_timeout);
+	if (rs->timed_out || rs->stopped_by) {
+		char why[64];
+
+		if (rs->stopped_by)
+			snprintf(why, sizeof(why), "when %s came", rsig_name(rs->stopped_by));
+		else
+			snprintf(why, sizeof(why), "after --wait-timeout %gs", rs->o.wait_timeout);
+		cli_report_running(rs->model, why);
+	}
 	if (!rs->o.quiet && rs->model->arena_spilled)
 		fprintf(stderr, "forktrace: process data past --max-memory (%llu bytes) was spilled "
 				"to disk: %llu bytes\n",
@@ -814,6 +841,7 @@ int run_main(int argc, char **argv)
 			(unsigned long long)rs->model->lost_events, rs->o.output);
 
 out_loop:
+	rsig_notify_off();
 	srv_close_all(&rs->server);
 	uv_walk(&rs->loop, close_walk, NULL);
 	uv_run(&rs->loop, UV_RUN_DEFAULT);
@@ -828,6 +856,7 @@ out_unlink_tmp:
 	out_file_abort(&rs->out);
 	out_file_abort(&rs->rep);
 out_free:
+	rsig_finish();
 	report_opts_free(&rs->o.ro);
 	free(rs->o.fn_filter);
 	free(rs);

@@ -498,3 +498,10 @@ void ptab_finish(ptab *t)
 	}
 	compact(t);
 }
+
+void ptab_temp_paths(const ptab *t, const char **file, const char **link, const char **dir)
+{
+	*file = t && t->fd >= 0 ? t->file : "";
+	*link = t ? t->link : "";
+	*dir = t ? t->shmdir : "";
+}

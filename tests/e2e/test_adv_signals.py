@@ -3,10 +3,17 @@
 process group and from a terminal, once COMMAND runs and once only daemons
 are left; option values that are not numbers; peers that hold memory with
 partial frames; too few file descriptors."""
+import fcntl
+import glob
 import os
+import pty
+import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import termios
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -14,6 +21,321 @@ import ftcheck as ft  # noqa: E402
 from ftcheck import check, test  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+def wait_for(cond, what, started=None, timeout=15):
+    """Polls cond() until it holds; fails naming what if it never does (or
+    if forktrace, started with t.start, ended first)."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if started is not None and started[0].poll() is not None:
+            fail(f"forktrace ended (rc {started[0].returncode}) while waiting for {what}: "
+                 f"{started[0].stderr.read().decode(errors='replace')[-2000:]}")
+        if time.monotonic() > deadline:
+            fail(f"timed out waiting for {what}")
+        time.sleep(0.005)
+
+
+def fail(msg):
+    ft.fail(msg)
+
+
+def counts(t):
+    """sig_count's counts, as a dict; {} before it wrote them."""
+    try:
+        with open(t.path("counts")) as f:
+            return {k: int(v) for k, v in (w.split("=") for w in f.read().split())}
+    except (OSError, ValueError):
+        return {}
+
+
+def state(pid):
+    """The state letter of /proc/PID/stat ('T' stopped), or '' when gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            s = f.read()
+    except OSError:
+        return ""
+    return s[s.rfind(")") + 2:][:1]
+
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def start_sig_count(t, env=None):
+    started = t.start(ft.Context.run_args([ft.prog("sig_count")]), env=env)
+    wait_for(lambda: os.path.exists(t.path("ready")), "sig_count to start", started)
+    kids = children(started[0].pid)
+    check(len(kids) == 1, f"forktrace's children: {kids}")
+    return started, kids[0]
+
+
+def end_sig_count(t, started, expect):
+    with open(t.path("done"), "w"):
+        pass
+    res = t.finish(started, timeout=20)
+    got = counts(t)
+    want = {"INT": 0, "TERM": 0, "HUP": 0, "QUIT": 0, "CONT": 0}
+    want.update(expect)
+    check(got == want, f"COMMAND's signal handlers ran {got}, expected {want}\n"
+          f"  {res.describe()}")
+    t.load(res, expect_rc=0)
+    return res
+
+
+@test
+def test_group_signal_once(t):
+    """A signal sent to forktrace's process group (kill -TERM -PGID, a
+    job-control kill) reaches COMMAND once: forktrace, which gets it too,
+    does not pass it on. One sent to forktrace alone is passed on, once."""
+    started, cmd = start_sig_count(t)
+    pgid = started[0].pid
+    check(os.getpgid(cmd) == pgid, "COMMAND is not in forktrace's process group")
+    os.killpg(pgid, signal.SIGTERM)
+    wait_for(lambda: counts(t).get("TERM", 0) >= 1, "COMMAND to count SIGTERM", started)
+    # A signal to forktrace alone; once COMMAND counted it, any copy of
+    # the group's SIGTERM forktrace passed on has been delivered too.
+    os.kill(pgid, signal.SIGHUP)
+    wait_for(lambda: counts(t).get("HUP", 0) >= 1, "COMMAND to count SIGHUP", started)
+    check(counts(t).get("TERM") == 1, f"the group's SIGTERM reached COMMAND twice: {counts(t)}")
+    os.kill(pgid, signal.SIGTERM)
+    wait_for(lambda: counts(t).get("TERM", 0) >= 2, "the second SIGTERM", started)
+    os.killpg(pgid, signal.SIGINT)
+    wait_for(lambda: counts(t).get("INT", 0) >= 1, "COMMAND to count SIGINT", started)
+    os.kill(pgid, signal.SIGQUIT)
+    wait_for(lambda: counts(t).get("QUIT", 0) >= 1, "COMMAND to count SIGQUIT", started)
+    end_sig_count(t, started, {"TERM": 2, "HUP": 1, "INT": 1, "QUIT": 1})
+
+
+@test
+def test_terminal_keys(t):
+    """In an interactive bash on a real terminal (a pty, as `script` or tmux
+    give): Ctrl-C and Ctrl-\\ reach COMMAND once and leave forktrace
+    running (Ctrl-\\ used to kill forktrace: no trace); Ctrl-Z stops
+    COMMAND and forktrace, `fg` resumes both; the trace is written."""
+    master, slave = pty.openpty()
+
+    def preexec():
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    env = dict(os.environ, PS1="$ ", TERM="dumb", HISTFILE="/dev/null")
+    sh = subprocess.Popen(["bash", "--norc", "--noprofile", "-i"], cwd=t.dir, stdin=slave,
+                          stdout=slave, stderr=slave, preexec_fn=preexec, env=env)
+    os.close(slave)
+    screen = bytearray()
+
+    def pump():
+        while True:
+            r, _, _ = select.select([master], [], [], 0)
+            if not r:
+                return
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            screen.extend(chunk)
+
+    def until(cond, what):
+        def c():
+            pump()
+            return cond()
+        try:
+            wait_for(c, what)
+        except AssertionError as e:
+            fail(f"{e}\nterminal: {bytes(screen)[-3000:]!r}")
+
+    try:
+        cmd = " ".join(ft.Context.run_args([ft.prog("sig_count")]))
+        os.write(master, f"{ft.forktrace_bin()} {cmd}\n".encode())
+        until(lambda: os.path.exists(t.path("ready")), "sig_count to start")
+        ftpid = children(sh.pid)[0]
+        cmdpid = children(ftpid)[0]
+        os.write(master, b"\x03")  # Ctrl-C
+        until(lambda: counts(t).get("INT", 0) >= 1, "COMMAND to count Ctrl-C")
+        os.write(master, b"\x1c")  # Ctrl-\
+        until(lambda: counts(t).get("QUIT", 0) >= 1, "COMMAND to count Ctrl-\\")
+        check(state(ftpid) not in ("", "Z"), "Ctrl-\\ killed forktrace")
+        os.write(master, b"\x1a")  # Ctrl-Z
+        until(lambda: state(cmdpid) == "T" and state(ftpid) == "T" and b"Stopped" in screen,
+              "COMMAND and forktrace to stop, bash to say so")
+        os.write(master, b"fg\n")
+        until(lambda: counts(t).get("CONT", 0) >= 1, "COMMAND to count SIGCONT")
+        with open(t.path("done"), "w"):
+            pass
+        until(lambda: state(ftpid) == "", "forktrace to end")
+        # The exit status of `fg` is the job's.
+        os.write(master, b"echo RC=$?\n")
+        until(lambda: b"RC=" in screen.split(b"echo RC=$?")[-1], "bash to print $?")
+        rc = bytes(screen).split(b"echo RC=$?")[-1].split(b"RC=")[1].split()[0]
+        check(rc == b"0", f"forktrace exited {rc!r}: {bytes(screen)[-3000:]!r}")
+        got = counts(t)
+        check(got == {"INT": 1, "TERM": 0, "HUP": 0, "QUIT": 1, "CONT": 1},
+              f"COMMAND's handlers ran {got}")
+        tr = ft.load_trace(t.path("trace.json"))
+        ft.assert_exit(tr.root(), code=0, trace=tr)
+        os.write(master, b"exit\n")
+        sh.wait(timeout=10)
+    finally:
+        if sh.poll() is None:
+            sh.kill()
+            sh.wait()
+        os.close(master)
+
+
+@test
+def test_direct_stop_cont(t):
+    """SIGTSTP sent to forktrace alone stops COMMAND with it (it used to
+    stop forktrace only); SIGCONT sent to forktrace alone resumes both.
+    forktrace runs in a process group of its own in the test's session,
+    as a shell's job does (in an orphaned group the kernel stops no one)."""
+    argv = [ft.forktrace_bin()] + ft.Context.run_args([ft.prog("sig_count")])
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, cwd=t.dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, process_group=0)
+    started = (p, argv, t.dir, (t0, ft.system_forks()))
+    wait_for(lambda: os.path.exists(t.path("ready")), "sig_count to start", started)
+    cmd = children(p.pid)[0]
+    os.kill(p.pid, signal.SIGTSTP)
+    wait_for(lambda: state(cmd) == "T" and state(p.pid) == "T", "COMMAND and forktrace to stop",
+             started)
+    os.kill(p.pid, signal.SIGCONT)
+    wait_for(lambda: counts(t).get("CONT", 0) >= 1, "COMMAND to count SIGCONT", started)
+    check(state(cmd) != "T", "COMMAND still stopped")
+    end_sig_count(t, started, {"CONT": 1})
+
+
+def start_daemon_run(t, env=None):
+    """forktrace run -- daemonize: once it returns the started run and the
+    daemon's pid, COMMAND has exited and been reaped, only the daemon
+    (sleep 30) is left: forktrace waits for it."""
+    pidfile = t.path("daemon.pid")
+    started = t.start(ft.Context.run_args([ft.prog("daemonize"), pidfile]), env=env)
+    wait_for(lambda: os.path.exists(pidfile) and open(pidfile).read().endswith("\n"),
+             "the daemon's pid file", started)
+    daemon = int(open(pidfile).read())
+    t.expected_leftovers.add(daemon)
+    wait_for(lambda: children(started[0].pid) == [daemon],
+             "COMMAND to be reaped, the daemon left", started)
+    return started, daemon
+
+
+def kill_quietly(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+@test
+def test_signal_ends_wait(t):
+    """Once COMMAND has exited and forktrace waits for a daemon, SIGINT ends
+    the wait as --wait-timeout does: the daemon is marked running, the
+    trace is written, the exit code is COMMAND's (the signal used to be
+    ignored: only SIGKILL, losing the trace, stopped forktrace)."""
+    daemon = None
+    try:
+        started, daemon = start_daemon_run(t)
+        os.kill(started[0].pid, signal.SIGINT)
+        res = t.finish(started, timeout=10)
+        check(res.elapsed < 8, f"forktrace took {res.elapsed:.1f} s")
+        check("SIGINT: no longer waiting" in res.err, f"no message\n  {res.describe()}")
+        t.load(res, expect_rc=0, allow_running=True, leftovers_ok=True)
+        d = res.trace.by_host_pid.get(daemon, [])
+        ft.assert_count(d, 1, "daemons", res.trace)
+        ft.assert_exit(d[0], kind="running", trace=res.trace)
+        ft.assert_exit(res.trace.root(), code=0, trace=res.trace)
+    finally:
+        if daemon:
+            kill_quietly(daemon)
+
+
+@test
+def test_second_signal_aborts(t):
+    """A second signal while forktrace waits (or writes) ends it at once, by
+    that signal, without a trace and without leaving its temporary files:
+    the output's temporary, the socket directory, the process table."""
+    # Short: forktrace puts the socket in /tmp when TMPDIR is long.
+    tmp = tempfile.mkdtemp(prefix="ft-sig-", dir="/tmp")
+    env = dict(os.environ, TMPDIR=tmp)
+    daemon = None
+    try:
+        started, daemon = start_daemon_run(t, env=env)
+        pid = started[0].pid
+        socks = glob.glob(os.path.join(tmp, "forktrace-*"))
+        check(len(socks) == 1, f"socket directories in TMPDIR: {socks}")
+        table = os.path.join(socks[0], "table")
+        shm = os.path.realpath(table) if os.path.islink(table) else None
+        # Both signals are pending when forktrace resumes: SIGINT (the
+        # lower number) is taken first.
+        os.kill(pid, signal.SIGSTOP)
+        wait_for(lambda: state(pid) == "T", "forktrace to stop")
+        os.kill(pid, signal.SIGINT)
+        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, signal.SIGCONT)
+        res = t.finish(started, timeout=10)
+        check(res.rc == -signal.SIGTERM, f"forktrace exited {res.rc}, expected death by "
+              f"SIGTERM\n  {res.describe()}")
+        check("stopped without writing the trace" in res.err, f"no message\n  {res.describe()}")
+        left = [f for f in os.listdir(t.dir) if f.startswith("trace.json")]
+        check(not left, f"left in the directory: {left}")
+        check(not os.listdir(tmp), f"left in TMPDIR: {os.listdir(tmp)}")
+        if shm:
+            check(not os.path.exists(os.path.dirname(shm)), f"{shm} was left")
+    finally:
+        if daemon:
+            kill_quietly(daemon)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@test
+def test_inherited_dispositions(t):
+    """COMMAND gets the signal dispositions and mask forktrace was given:
+    under nohup (SIGHUP ignored), as a background job of a script (SIGINT,
+    SIGQUIT ignored), with SIGPIPE ignored or SIGUSR1 blocked, as without
+    forktrace; forktrace's own handlers and SIGPIPE do not leak into it."""
+    bits = {"HUP": 1 << 0, "INT": 1 << 1, "QUIT": 1 << 2, "PIPE": 1 << 12, "USR1": 1 << 9}
+
+    def status(res):
+        f = dict(line.split(":", 1) for line in res.out.splitlines() if ":" in line)
+        return int(f["SigIgn"], 16), int(f["SigBlk"], 16)
+
+    def preexec():
+        for s in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGPIPE):
+            signal.signal(s, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+
+    argv = [ft.forktrace_bin()] + ft.Context.run_args(["cat", "/proc/self/status"])
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, cwd=t.dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=preexec, start_new_session=True)
+    res = t.finish((p, argv, t.dir, (t0, ft.system_forks())))
+    t.load(res, expect_rc=0)
+    ign, blk = status(res)
+    for name in ("HUP", "INT", "QUIT", "PIPE"):
+        check(ign & bits[name], f"SIG{name} was ignored for forktrace, not for COMMAND "
+              f"(SigIgn {ign:x})")
+    check(blk & bits["USR1"], f"SIGUSR1 was blocked for forktrace, not for COMMAND "
+          f"(SigBlk {blk:x})")
+    res = t.run(["cat", "/proc/self/status"], out="plain.json", expect_rc=0)
+    ign, blk = status(res)
+    check(not ign & (bits["HUP"] | bits["INT"] | bits["QUIT"] | bits["PIPE"]),
+          f"COMMAND got ignored signals from forktrace (SigIgn {ign:x})")
+    check(blk == 0, f"COMMAND got blocked signals from forktrace (SigBlk {blk:x})")
+
+
+@test
+def test_signal_from_tree(t):
+    """A signal the traced tree sends to forktrace (COMMAND signalling its
+    parent) is not passed back to COMMAND: it used to kill it."""
+    res = t.run(["sh", "-c", "kill -TERM $PPID; sleep 0.5; echo alive"], expect_rc=0)
+    check(res.out.strip() == "alive", f"COMMAND did not survive\n  {res.describe()}")
 
 
 @test
