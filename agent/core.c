@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -390,6 +391,36 @@ static uint64_t agent_read_stat(char *name, size_t namecap)
 	return v;
 }
 
+/* Will the collector at the other end of fd acknowledge our HELLO (see
+ * agent_await_ack)? It does when it is of a uid other than ours, or
+ * outside our pid namespace (its pid, as the listener's credentials give
+ * it to us, is 0). Connect path only. */
+static int agent_peer_foreign(int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (agent_syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
+		return 0;
+	return cr.pid == 0 || cr.uid != (uid_t)agent_syscall0(SYS_geteuid);
+}
+
+void agent_await_ack(void)
+{
+	struct pollfd p;
+	char b;
+
+	if (!agent_g.ack_wait || agent_g.spilling || agent_g.fd < 0)
+		return;
+	agent_g.ack_wait = 0;
+	p.fd = agent_g.fd;
+	p.events = POLLIN;
+	p.revents = 0;
+	struct timespec ts = {1, 0};
+	if (agent_syscall(SYS_ppoll, &p, 1, &ts, NULL, 0) == 1)
+		agent_syscall(SYS_recvfrom, agent_g.fd, &b, 1, MSG_DONTWAIT, NULL, NULL);
+}
+
 /* Connect to the collector and move the socket high, out of the way of
  * programs that dup2 onto low fds. Returns 0 or -errno. Signal-safe. */
 static int agent_connect(void)
@@ -412,6 +443,7 @@ static int agent_connect(void)
 		fd = hi;
 	}
 	agent_g.fd = fd;
+	agent_g.ack_wait = agent_peer_foreign(fd);
 	return 0;
 }
 
@@ -726,6 +758,7 @@ void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
 	agent_g.lost = 0;
 	agent_g.exit_sent = 0;
 	agent_g.reconnected = 0;
+	agent_g.ack_wait = 0;
 	/* Each reset below writes only when there is something to reset:
 	 * every page a fork child writes costs it a copy-on-write fault, and
 	 * most fork children only exec. */

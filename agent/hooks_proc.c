@@ -226,6 +226,7 @@ static void agent_emit_exit(int code)
 	unsigned char frame[AGENT_SMALL_FRAME];
 
 	agent_emit_frame(frame, enc_exit(frame, sizeof(frame), agent_now(), agent_tid(), code));
+	agent_await_ack();
 }
 
 AGENT_EXPORT void exit(int code)

@@ -153,6 +153,7 @@ struct agent_state {
 	int pending_connect; /* fork child: connect and say HELLO at the first write */
 	int forked;	 /* this image is a fork child's copy (HELLO flag) */
 	int spilling;	 /* fd is this image's spill file, not a socket */
+	int ack_wait;	 /* wait for the collector's byte at exit (agent_await_ack) */
 	struct ft_table_slot *table_slot; /* this image's process-table slot, or NULL */
 	struct ft_table_header *table_hdr; /* the table's mapped header, or NULL */
 	struct ft_table_slot *table_inherited; /* a fork child's mapping of its parent's slot */
@@ -327,6 +328,13 @@ void agent_count_lost(void);
  * fails too. Caller holds the send lock or is single-threaded.
  * Signal-safe. */
 void agent_on_collector_gone(void);
+
+/* The image ends: if its connection is to a collector of another uid
+ * (this process gave up the collector's uid) or outside its pid
+ * namespace, waits (a second at most) for the byte with which the
+ * collector says it checked this process's HELLO, which it cannot once
+ * the process is gone. Preserves errno. */
+void agent_await_ack(void);
 
 /* Write the one "forktrace-agent: <msg>" line to stderr and disable. */
 void agent_fail(const char *msg);

@@ -379,8 +379,12 @@ static int make_socket_dir(run_state *rs)
 	if (!tmp || !*tmp || strlen(tmp) > 60)
 		tmp = "/tmp";
 	snprintf(rs->sock_dir, sizeof(rs->sock_dir), "%s/forktrace-XXXXXX", tmp);
-	/* mkdtemp makes it 0700: only our uid can even reach the socket. */
-	if (!mkdtemp(rs->sock_dir)) {
+	/* mkdtemp makes it 0700. Others may pass through it (not list it):
+	 * a process of the tree that gives up our uid (a daemon dropping
+	 * root, sudo -u) connects to the socket in it, which the server
+	 * lets in only if it is of the tree. The process table and the
+	 * other files in it stay ours alone (0600). */
+	if (!mkdtemp(rs->sock_dir) || chmod(rs->sock_dir, 0711) < 0) {
 		fprintf(stderr, "forktrace: cannot create a socket directory in %s: %s\n", tmp,
 			strerror(errno));
 		return -errno;

@@ -34,7 +34,10 @@
 typedef struct srv_conn {
 	uv_pipe_t pipe; /* first: the handle's address is the conn's */
 	srv *s;
-	pid_t peer_pid;
+	pid_t peer_pid;   /* from SO_PEERCRED, in our pid namespace; 0: unknown */
+	uid_t peer_uid;
+	bool peer_gone;   /* of another uid, and gone before its ancestry was read */
+	bool acked;       /* the byte of conn_ack_hello was sent */
 	uint64_t stream_off; /* bytes of this connection consumed so far */
 	char *buf;           /* partial frame carried between reads */
 	size_t len, cap;
@@ -76,6 +79,143 @@ static void conn_reject(srv_conn *c, const char *why)
 }
 
 /*
+ * Reads up to cap bytes of /proc/PID/NAME into buf, '\0'-terminated.
+ * Returns the length, or -1 when the process is gone (or hidden).
+ */
+static ssize_t proc_file(pid_t pid, const char *name, char *buf, size_t cap)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	do
+		n = read(fd, buf, cap - 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
+/* The parent of pid as /proc/PID/stat gives it (a zombie's too), or -1
+ * when the process is gone. */
+static pid_t proc_ppid(pid_t pid)
+{
+	char buf[1024];
+	const char *rp;
+	int ppid;
+
+	if (proc_file(pid, "stat", buf, sizeof(buf)) < 0 || !(rp = strrchr(buf, ')')) ||
+	    sscanf(rp + 1, " %*c %d", &ppid) != 1)
+		return -1;
+	return (pid_t)ppid;
+}
+
+/*
+ * Is pid this collector or a process of its tree? The collector is a
+ * child subreaper: every process of the tree, orphans and daemons
+ * included, has it among its ancestors for as long as it exists, and no
+ * other process has. Returns 1, 0 (not in the tree), or -1 when pid is
+ * gone.
+ */
+static int in_tree(const srv *s, pid_t pid)
+{
+	for (int depth = 0; depth < 4096 && pid > 1; depth++) {
+		pid_t ppid;
+
+		if (pid == s->self)
+			return 1;
+		ppid = proc_ppid(pid);
+		if (ppid < 0)
+			return depth == 0 ? -1 : 0;
+		pid = ppid;
+	}
+	return 0;
+}
+
+/*
+ * The HELLO of a traced process in a pid namespace of its own (unshare,
+ * containers) gives its pid there, where SO_PEERCRED gives ours: the last
+ * pid of the peer's NSpid line (innermost namespace) must then be the one
+ * it claims. Returns whether it is.
+ */
+static bool ns_pid_matches(pid_t peer, int64_t claimed)
+{
+	char buf[4096];
+	const char *p;
+	long last = -1;
+	int n = 0;
+
+	if (proc_file(peer, "status", buf, sizeof(buf)) < 0 || !(p = strstr(buf, "\nNSpid:")))
+		return false;
+	p += strlen("\nNSpid:");
+	for (;;) {
+		char *end;
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		last = v;
+		n++;
+		p = end;
+	}
+	return n > 1 && last == claimed;
+}
+
+/*
+ * May this connection's HELLO speak for m->pid? A process speaks for
+ * itself only: the kernel's credentials of the connection (taken at
+ * connect) name the peer, and its HELLO must give that pid, or its pid
+ * in its own pid namespace. A peer of another uid that ended before
+ * on_connection could read its ancestry is taken in when the parent it
+ * names is of the tree (the parent is alive: it reaped the peer). Returns
+ * NULL, or why not (for the warning).
+ */
+static const char *hello_refused(srv_conn *c, const wire_msg *m)
+{
+	if (c->peer_pid <= 0)
+		return "no credentials";
+	if (m->pid != c->peer_pid && !ns_pid_matches(c->peer_pid, m->pid))
+		return "another pid";
+	if (c->peer_gone && !(m->ppid > 0 && m->ppid <= INT32_MAX && in_tree(c->s, (pid_t)m->ppid) == 1))
+		return "a parent outside the traced tree";
+	return NULL;
+}
+
+/*
+ * The agent of a process of another uid, or in a pid namespace of its
+ * own, waits before its process ends for one byte saying that its HELLO
+ * was checked: the checks read /proc, which a process gone (and reaped)
+ * no longer has. The socket's buffer is empty, so the send never blocks.
+ */
+static void conn_ack_hello(srv_conn *c, const wire_msg *m)
+{
+	uv_os_fd_t fd;
+
+	if (c->acked || (c->peer_uid == c->s->uid && m->pid == c->peer_pid))
+		return;
+	c->acked = true;
+	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 &&
+	    send(fd, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+	}
+}
+
+static void conn_refuse_hello(srv_conn *c, const wire_msg *m, const char *why)
+{
+	fprintf(stderr,
+		"forktrace: warning: process %d (uid %u) said HELLO as pid %lld (%s); closing "
+		"its connection, nothing of it is kept\n",
+		(int)c->peer_pid, (unsigned)c->peer_uid, (long long)m->pid, why);
+	c->s->rejected++;
+	conn_close(c);
+}
+
+/*
  * Applies every complete frame in data[0..n) and returns how many bytes it
  * consumed, or -1 after closing the connection for a protocol error.
  */
@@ -93,8 +233,16 @@ static ssize_t conn_frames(srv_conn *c, const char *data, size_t n)
 			conn_reject(c, "a malformed message payload");
 			return -1;
 		}
-		if (m.type == FT_MSG_HELLO)
+		if (m.type == FT_MSG_HELLO) {
+			const char *why = hello_refused(c, &m);
+
+			if (why) {
+				conn_refuse_hello(c, &m, why);
+				return -1;
+			}
+			conn_ack_hello(c, &m);
 			ptab_before_hello(s->tab, &m);
+		}
 		if (proc_apply(s->pt, &c->pc, &m, ft_now_mono_ns()) == -EPROTO) {
 			conn_reject(c, "a message before its HELLO");
 			return -1;
@@ -350,12 +498,21 @@ static void on_connection(uv_stream_t *server, int status)
 	}
 	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 &&
 	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
+		int member = 1;
+
 		c->peer_pid = cred.pid;
-		if (cred.uid != s->uid) {
+		c->peer_uid = cred.uid;
+		/* The socket is open to every uid, for the processes of the
+		 * tree that gave up our uid (a daemon dropping root): a peer
+		 * of another uid must be of the tree. */
+		if (cred.uid != s->uid)
+			member = in_tree(s, cred.pid);
+		c->peer_gone = member < 0;
+		if (member == 0) {
 			fprintf(stderr,
 				"forktrace: warning: refused a connection from pid %d of uid %u "
-				"(only uid %u may report)\n",
-				(int)cred.pid, (unsigned)cred.uid, (unsigned)s->uid);
+				"(not a process of the traced tree)\n",
+				(int)cred.pid, (unsigned)cred.uid);
 			c->closing = true;
 			uv_close((uv_handle_t *)&c->pipe, conn_close_cb);
 			return;
@@ -404,6 +561,7 @@ int srv_start(srv *s, uv_loop_t *loop, const char *path, proc_tree *pt)
 	s->loop = loop;
 	s->pt = pt;
 	s->uid = getuid();
+	s->self = getpid();
 	s->max_payload = FT_WIRE_MAX_PAYLOAD;
 	msgpack_unpacked_init(&s->up);
 	rc = uv_pipe_init(loop, &s->listener, 0);
@@ -411,6 +569,12 @@ int srv_start(srv *s, uv_loop_t *loop, const char *path, proc_tree *pt)
 		goto fail_unpacked;
 	s->listener.data = s;
 	rc = uv_pipe_bind(&s->listener, path);
+	if (rc < 0)
+		goto fail_pipe;
+	/* Writable by all, for the processes of the tree that gave up our
+	 * uid; on_connection refuses a peer of another uid that is not of
+	 * the tree. */
+	rc = uv_pipe_chmod(&s->listener, UV_READABLE | UV_WRITABLE);
 	if (rc < 0)
 		goto fail_pipe;
 	rc = uv_listen((uv_stream_t *)&s->listener, 4096, on_connection);

@@ -21,7 +21,8 @@ typedef struct srv {
 	proc_tree *pt;        /* borrowed */
 	ptab *tab;            /* the process table (borrowed), or NULL */
 	msgpack_unpacked up;  /* scratch for decoding, reused per frame */
-	uid_t uid;            /* the only uid allowed to connect */
+	uid_t uid;            /* our uid: its peers need no ancestry check */
+	pid_t self;           /* our pid: the root of the traced tree */
 	uint32_t max_payload;
 	size_t nconns;        /* connections open (or closing) now */
 	uint64_t accepted;    /* connections accepted so far */

@@ -8,6 +8,20 @@
  * exec, or death). After fork the child never writes on the parent's
  * connection: it opens its own.
  *
+ * Who may connect: the socket is open to every uid, so that a process of
+ * the tree that gave up the collector's uid (a daemon dropping root) can
+ * still report. The collector refuses a peer of another uid whose
+ * ancestors (/proc) do not include the collector (a child subreaper: every
+ * process of the tree has it as an ancestor), and closes a connection
+ * whose HELLO gives a pid other than the peer's (SO_PEERCRED), or than
+ * its pid in its own pid namespace (the last of its NSpid). Both read
+ * /proc, which a process that ended and was reaped no longer has: so
+ * when the collector is of another uid than the agent, or outside its pid
+ * namespace (the listener's SO_PEERCRED pid is 0), the collector writes
+ * one byte on the connection once it has checked the HELLO, and the agent
+ * waits for it (at most a second) before its process ends. Nothing else
+ * ever travels from the collector to the agent.
+ *
  * Frame: an 8-byte header followed by a msgpack payload.
  *
  *   byte 0..1  'F' 'T'                 (FT_WIRE_MAGIC0, FT_WIRE_MAGIC1)

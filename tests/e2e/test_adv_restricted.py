@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""End-to-end tests: processes that give up rights under forktrace.
+
+Programs that drop privileges (setuid to another user), that run under a
+seccomp filter refusing or killing on system calls the agent would make,
+and peers whose HELLO claims another process's pid. Each checks that the
+program runs as it would untraced, and that the trace keeps what could be
+recorded and counts what could not.
+"""
+
+import os
+import socket
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ftcheck as ft  # noqa: E402
+from ftcheck import check, prog, test  # noqa: E402
+
+NOBODY = 65534
+
+
+def need_root():
+    if os.geteuid() != 0:
+        raise ft.Skip("changing uid needs root")
+
+
+@test
+def test_setuid_drop(t):
+    """A root process gives up root for nobody, then starts children that
+    exec and start children of their own (a daemon, sudo): every one of
+    them is in the trace, instrumented, with its exit code, and nothing is
+    lost. Before, the socket directory and the table were root's alone:
+    the children's images could neither connect nor open the table nor
+    spill, their own children were missing, and the summary said 0 lost."""
+    need_root()
+    res = t.run_compare([prog("restricted"), "drop", str(NOBODY)])
+    tr = res.trace
+    root = tr.root()
+    leaves = tr.find(argv=["restricted", "leaf"])
+    ft.assert_count(leaves, 2, "leaf children of the process that dropped root", tr)
+    for leaf in leaves:
+        ft.assert_parent(leaf, root, tr)
+        ft.assert_exit(leaf, code=7, trace=tr)
+        ft.assert_instrumented(leaf, True, tr)
+        kids = tr.children(leaf)
+        ft.assert_count(kids, 1, f"children of {leaf.describe()}", tr)
+        check(kids[0].name == "true", f"child of the leaf is {kids[0].describe()}")
+        ft.assert_exit(kids[0], code=0, trace=tr)
+        ft.assert_instrumented(kids[0], True, tr)
+
+
+# --------------------------------------------------------------------------
+# Peers that are not who they say
+
+
+def mp_int(v):
+    return bytes([v]) if 0 <= v < 128 else b"\xcf" + struct.pack(">Q", v)
+
+
+def mp_str(b):
+    return bytes([0xd9, len(b)]) + b
+
+
+def frame(mtype, fields):
+    """A frame of the wire protocol (include/forktrace/wire.h) whose payload
+    is the map fields {key: int, bytes or list of bytes}."""
+    body = bytes([0x80 | len(fields)])
+    for k, v in fields.items():
+        body += mp_int(k)
+        if isinstance(v, int):
+            body += mp_int(v)
+        elif isinstance(v, bytes):
+            body += mp_str(v)
+        else:
+            body += bytes([0x90 | len(v)]) + b"".join(mp_str(x) for x in v)
+    return b"FT\x01" + bytes([mtype]) + struct.pack("<I", len(body)) + body
+
+
+def start_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+def say_hello_as(pid, ppid, argv0):
+    """Connects to the collector and says HELLO as process pid (with its
+    start time: the process the collector knows), as a new image named
+    argv0 that then exits 99. Returns what the collector answered before
+    closing, or None when it kept the connection open."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.environ["FORKTRACE_SOCK"])
+    ts = time_ns()
+    s.sendall(frame(1, {1: ts, 2: pid, 3: pid, 4: ppid, 11: start_ticks(pid),
+                        7: [argv0], 16: argv0, 20: 0}) +
+              frame(10, {1: ts + 1000, 2: pid, 14: 99}))
+    s.settimeout(3)
+    try:
+        return s.recv(16)
+    except socket.timeout:
+        return None
+    finally:
+        s.close()
+
+
+def time_ns():
+    import time
+    return time.monotonic_ns()
+
+
+def liar():
+    """Under forktrace: a child says HELLO as this process."""
+    import subprocess
+    subprocess.run([ft.PYTHON, __file__, "--liar-child", str(os.getpid()),
+                    str(os.getppid())], check=True)
+    print("liar done", flush=True)
+
+
+@test
+def test_hello_other_pid(t):
+    """A traced process that connects and says HELLO as its parent (its
+    pid and start time, a new image that exits 99) is refused: the
+    connection's credentials name another process. Before, the collector
+    took the parent to have exec'd the impostor and exited 99."""
+    res = t.run([ft.PYTHON, os.path.abspath(__file__), "--liar"], expect_rc=0)
+    tr = res.trace
+    root = tr.root()
+    check(res.out.strip() == "liar done", f"the liar did not finish: {res.out!r}")
+    check(not tr.find(name="impostor"), f"the impostor is in the trace\n{tr.dump()}")
+    check(root.images == 1, f"the root has {root.images} images\n{tr.dump()}")
+    ft.assert_exit(root, code=0, trace=tr)
+    warns = [l for l in res.err.splitlines() if f"said HELLO as pid {root.pid} " in l]
+    check(len(warns) == 1, f"no warning about the HELLO as pid {root.pid}:\n{res.err}")
+
+
+@test
+def test_pid_namespace(t):
+    """A process in a pid namespace of its own says HELLO with its pid
+    there (1), which its connection's credentials do not give: it is
+    still taken in (its pid in the namespace is the last of its NSpid).
+    Every image connects (no process table), so every HELLO is checked."""
+    need_root()
+    env = dict(os.environ, FORKTRACE_TABLE_SLOTS="0")
+    res = t.run([prog("restricted"), "nspid"], env=env, expect_rc=0)
+    check("said HELLO" not in res.err, f"a HELLO was refused:\n{res.err}")
+    tr = res.trace
+    check(tr.find(name="true"), f"no /bin/true in the trace\n{tr.dump()}")
+    ft.assert_instrumented(tr.one(name="true"), True, tr)
+
+
+@test
+def test_outsider_refused(t):
+    """The socket is open to every uid now (for processes that drop
+    privileges), but a process of another uid that is not of the traced
+    tree is refused at once and leaves nothing in the trace."""
+    need_root()
+    import subprocess
+    started = t.start(t.run_args(["sh", "-c", 'echo "$FORKTRACE_SOCK" > sock; '
+                                  "while [ ! -e done ]; do sleep 0.01; done"]))
+    sock = t.path("sock")
+    while not (os.path.exists(sock) and open(sock).read().endswith("\n")):
+        pass
+    env = dict(os.environ, FORKTRACE_SOCK=open(sock).read().strip())
+
+    def become_nobody():
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+
+    out = subprocess.run([ft.PYTHON, os.path.abspath(__file__), "--outsider"], env=env,
+                         preexec_fn=become_nobody, stdout=subprocess.PIPE, timeout=20)
+    open(t.path("done"), "w").close()
+    res = t.load(t.finish(started), expect_rc=0)
+    check(out.stdout.strip() == b"closed", f"the outsider was not refused: {out.stdout!r}")
+    check("not a process of the traced tree" in res.err,
+          f"no warning about the outsider:\n{res.err}")
+    check(not res.trace.find(name="outsider"), f"the outsider is in the trace")
+
+
+def outsider():
+    """Not traced, of another uid: connects, says HELLO as itself."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.environ["FORKTRACE_SOCK"])
+    pid = os.getpid()
+    try:
+        s.sendall(frame(1, {1: time_ns(), 2: pid, 3: pid, 4: os.getppid(),
+                            11: start_ticks(pid), 7: [b"outsider"], 16: b"outsider", 20: 0}))
+        s.settimeout(10)
+        print("closed" if s.recv(16) == b"" else "open")
+    except (BrokenPipeError, ConnectionResetError):
+        print("closed")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--liar"]:
+        liar()
+    elif sys.argv[1:2] == ["--liar-child"]:
+        say_hello_as(int(sys.argv[2]), int(sys.argv[3]), b"impostor")
+    elif sys.argv[1:2] == ["--outsider"]:
+        outsider()
+    else:
+        ft.main()

@@ -1,0 +1,232 @@
+/*
+ * restricted MODE ...: processes that give up rights, for
+ * tests/e2e/test_adv_restricted.py.
+ *
+ * drop UID: gives up root for UID (groups, gid and uid), then starts two
+ *   children that exec this program as "leaf"; waits, exits 0.
+ * leaf: forks a child that execs /bin/true, waits, exits 7.
+ * sandbox: starts two children that each install a seccomp filter under
+ *   which socket, connect, open, openat, mkdir and mkdirat fail with
+ *   ENOSYS (as man-db's sandbox does), then fork a child that exits 5
+ *   and one that execs /bin/true; each waits and exits 6.
+ * killsock ARGS...: installs a seccomp filter that kills the process on
+ *   socket() and connect() (as systemd's SystemCallFilter= does), then
+ *   execs this program as "leaf" with ARGS after it (a long argv makes
+ *   the agent want a connection).
+ * strict: forks a child that enters seccomp strict mode and then writes
+ *   "strict ok" and exits 0 (strict mode allows read, write and exit
+ *   only); waits and exits with its code.
+ * nspid: forks a child in a new pid namespace (its pid 1 there), which
+ *   forks a grandchild that execs /bin/true, and exits 3; waits.
+ * Every filter returns its action only for x86-64 system calls and lets
+ * everything else through.
+ */
+
+#include <grp.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+#include "internal.h"
+
+static void wait_code(pid_t pid, int want)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		tp_die("waitpid");
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != want) {
+		fprintf(stderr, "restricted: child %d: status 0x%x, expected exit %d\n", (int)pid,
+			st, want);
+		exit(TP_FAIL);
+	}
+}
+
+static pid_t run_true(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		tp_die("fork");
+	if (pid == 0) {
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(TP_FAIL);
+	}
+	return pid;
+}
+
+#define NR_ACT(nr, act)                                                                            \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, (act))
+
+/* Installs a filter whose action for the listed system calls is act. */
+static void install(unsigned act, const int *nrs, int n)
+{
+	struct sock_filter f[64];
+	struct sock_fprog prog;
+	int k = 0;
+
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, arch));
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, nr));
+	for (int i = 0; i < n; i++) {
+		struct sock_filter pair[] = {NR_ACT((unsigned)nrs[i], act)};
+
+		f[k++] = pair[0];
+		f[k++] = pair[1];
+	}
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	prog.len = (unsigned short)k;
+	prog.filter = f;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		tp_die("PR_SET_NO_NEW_PRIVS");
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0)
+		tp_die("PR_SET_SECCOMP");
+}
+
+static int drop(const char *uid_s, const char *self)
+{
+	uid_t uid = (uid_t)atoi(uid_s);
+	pid_t kids[2];
+
+	if (setgroups(0, NULL) != 0 || setgid((gid_t)uid) != 0 || setuid(uid) != 0)
+		tp_die("dropping privileges");
+	if (getuid() != uid || geteuid() != uid)
+		tp_die("still privileged");
+	for (int i = 0; i < 2; i++) {
+		kids[i] = fork();
+		if (kids[i] < 0)
+			tp_die("fork");
+		if (kids[i] == 0) {
+			execl(self, "restricted", "leaf", (char *)NULL);
+			_exit(TP_FAIL);
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		wait_code(kids[i], 7);
+	printf("drop ok\n");
+	return 0;
+}
+
+static int leaf(void)
+{
+	wait_code(run_true(), 0);
+	return 7;
+}
+
+static int sandbox(void)
+{
+	static const int nrs[] = {SYS_socket, SYS_connect, SYS_open, SYS_openat, SYS_mkdir,
+				  SYS_mkdirat};
+	pid_t kids[2];
+
+	for (int i = 0; i < 2; i++) {
+		kids[i] = fork();
+		if (kids[i] < 0)
+			tp_die("fork");
+		if (kids[i] == 0) {
+			pid_t q;
+
+			install(SECCOMP_RET_ERRNO | ENOSYS, nrs, 6);
+			if (socket(AF_UNIX, SOCK_STREAM, 0) >= 0 || errno != ENOSYS)
+				tp_die("the filter lets socket() through");
+			q = fork();
+			if (q < 0)
+				tp_die("fork");
+			if (q == 0)
+				_exit(5);
+			wait_code(q, 5);
+			wait_code(run_true(), 0);
+			_exit(6);
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		wait_code(kids[i], 6);
+	printf("sandbox ok\n");
+	return 0;
+}
+
+static int killsock(int argc, char **argv, const char *self)
+{
+	static const int nrs[] = {SYS_socket, SYS_connect};
+	char **av = calloc((size_t)argc + 2, sizeof(*av));
+
+	if (!av)
+		tp_die("calloc");
+	av[0] = "restricted";
+	av[1] = "leaf";
+	for (int i = 2; i < argc; i++)
+		av[i] = argv[i];
+	install(SECCOMP_RET_KILL_PROCESS, nrs, 2);
+	execv(self, av);
+	tp_die("execv");
+	return TP_FAIL;
+}
+
+static int strict(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		tp_die("fork");
+	if (pid == 0) {
+		static const char msg[] = "strict ok\n";
+
+		if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT, 0, 0, 0) != 0)
+			_exit(TP_FAIL);
+		if (write(1, msg, sizeof(msg) - 1)) {
+		}
+		syscall(SYS_exit, 0);
+	}
+	wait_code(pid, 0);
+	return 0;
+}
+
+static int nspid(void)
+{
+	pid_t pid;
+
+	if (unshare(CLONE_NEWPID) != 0)
+		tp_die("unshare(CLONE_NEWPID)");
+	pid = fork();
+	if (pid < 0)
+		tp_die("fork");
+	if (pid == 0) {
+		if (getpid() != 1)
+			_exit(TP_FAIL);
+		wait_code(run_true(), 0);
+		_exit(3);
+	}
+	wait_code(pid, 3);
+	printf("nspid ok\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char self[PATH_MAX];
+
+	tp_sibling(self, sizeof(self), "restricted");
+	if (argc == 3 && !strcmp(argv[1], "drop"))
+		return drop(argv[2], self);
+	if (argc >= 2 && !strcmp(argv[1], "leaf"))
+		return leaf();
+	if (argc == 2 && !strcmp(argv[1], "sandbox"))
+		return sandbox();
+	if (argc >= 2 && !strcmp(argv[1], "killsock"))
+		return killsock(argc, argv, self);
+	if (argc == 2 && !strcmp(argv[1], "strict"))
+		return strict();
+	if (argc == 2 && !strcmp(argv[1], "nspid"))
+		return nspid();
+	fprintf(stderr, "usage: restricted drop UID | leaf | sandbox | killsock ARGS... | strict "
+			"| nspid\n");
+	return 2;
+}
