@@ -361,16 +361,19 @@ static proc_entry *child_entry(proc_tree *pt, proc_entry *parent, int64_t child,
  * The image a fork child ran before it exec'd: its parent's image at the
  * fork. A fork child that execs at once never says so itself (see
  * FT_HELLO_FORKED), so this segment is derived: from the fork to the new
- * image's HELLO. Inserted as segs[0].
+ * image's HELLO. Inserted as segs[0]. A vfork child only borrows its
+ * parent's image until it execs, and never speaks before: it gets that
+ * image at the end of the run (at_end) if it has none of its own (it
+ * exited without exec), so that what the trace shows does not depend on
+ * whether its HELLO or its parent's FORK record was read first.
  */
-static int add_fork_image(proc_tree *pt, proc_entry *pe)
+static int add_fork_image(proc_tree *pt, proc_entry *pe, bool at_end)
 {
 	model_process *p = pe->mp;
 	const model_segment *src = NULL;
 
-	/* A vfork child that never exec'd ran its parent's image too. */
 	bool forked = p->spawn_kind == FT_SPAWN_FORK ||
-		      (p->spawn_kind == FT_SPAWN_VFORK && p->nsegs == 0);
+		      (p->spawn_kind == FT_SPAWN_VFORK && at_end && p->nsegs == 0);
 	if (!pe->parent || !forked || pe->fork_image || pe->first_forked)
 		return 0;
 	for (size_t i = pe->parent->mp->nsegs; i-- > 0;) {
@@ -414,7 +417,7 @@ static void set_spawn(proc_tree *pt, proc_entry *child, proc_entry *parent, int6
 			child->mp->segs[0].start_ns = ts;
 	}
 	if (child->hello_seen)
-		add_fork_image(pt, child);
+		add_fork_image(pt, child, false);
 }
 
 static void set_status(proc_entry *pe, int status, int64_t ts)
@@ -499,7 +502,7 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 		pe->first_forked = (m->flags & FT_HELLO_FORKED) != 0;
 		/* A fork child that exec'd without a word: derive the image
 		 * it ran between the fork and the exec. */
-		if (add_fork_image(pt, pe) < 0)
+		if (add_fork_image(pt, pe, false) < 0)
 			return -ENOMEM;
 		new_image = pe->fork_image;
 	}
@@ -1109,7 +1112,7 @@ void proc_finish(proc_tree *pt, int64_t now_ns, bool tree_done)
 		/* Never spoke: a fork child is a copy of its parent's image;
 		 * anything else ran something the agent could not enter. */
 		if (p->nsegs == 0)
-			add_fork_image(pt, pe);
+			add_fork_image(pt, pe, true);
 		if (p->nsegs == 0)
 			add_placeholder(pt, pe, p->start_ns, NULL, NULL, 0);
 		for (size_t s = 0; s < p->nsegs; s++)

@@ -213,6 +213,8 @@ int main(void)
 	    {"fork child execs, waited", true, false, ROOT, 0, FT_SPAWN_FORK},
 	    {"fork child execs, orphaned before", true, true, self, 0, FT_SPAWN_FORK},
 	    {"fork child execs, orphaned after", true, true, ROOT, 0, FT_SPAWN_FORK},
+	    {"vfork child execs, waited", true, false, ROOT, 0, FT_SPAWN_VFORK},
+	    {"vfork child execs, orphan", true, true, self, 0, FT_SPAWN_VFORK},
 	    {"spawn child, waited", true, false, ROOT, 0, FT_SPAWN_POSIX_SPAWN},
 	    {"spawn child, orphan", true, true, self, 0, FT_SPAWN_POSIX_SPAWN},
 	    {"spawn child, silent, orphan", false, true, ROOT, 0, FT_SPAWN_POSIX_SPAWN},
