@@ -95,6 +95,21 @@ const char *args_exec_fail(model_trace *t, const char *path, int err)
 	return done(t, &b);
 }
 
+const char *args_fork_fail(model_trace *t, const char *kind, int err)
+{
+	abuf b;
+
+	b.len = 0;
+
+	put(&b, "{\"kind\":");
+	put_str(&b, kind, ARGS_TAIL);
+	put(&b, ",\"errno\":");
+	put_int(&b, err);
+	put(&b, ",\"error\":");
+	put_str(&b, strerror(err), ARGS_TAIL);
+	return done(t, &b);
+}
+
 const char *args_wait(model_trace *t, int64_t child, int status)
 {
 	abuf b;

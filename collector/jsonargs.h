@@ -11,6 +11,7 @@
 #include "model.h"
 
 const char *args_exec_fail(model_trace *t, const char *path, int err);
+const char *args_fork_fail(model_trace *t, const char *kind, int err);
 const char *args_wait(model_trace *t, int64_t child, int status);
 const char *args_shell(model_trace *t, const char *cmd, int status);
 const char *args_signal(model_trace *t, int signo);

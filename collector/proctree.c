@@ -642,12 +642,32 @@ static void on_spawn(proc_tree *pt, proc_conn *c, const wire_msg *m)
 	}
 }
 
+/* fork() or vfork() failed (EAGAIN under RLIMIT_NPROC or a pids cgroup,
+ * ENOMEM): no process, but the program saw the failure. */
+static void on_fork_fail(proc_tree *pt, proc_conn *c, const wire_msg *m)
+{
+	model_mark *mk = model_add_mark(pt->t, c->pe->mp);
+
+	if (!mk)
+		return;
+	mk->ts_ns = m->ts;
+	mk->dur_ns = -1;
+	mk->tid = m->tid;
+	mk->name = "fork failed";
+	mk->cat = "fork";
+	mk->args_json = args_fork_fail(pt->t, m->kind == FT_SPAWN_VFORK ? "vfork" : "fork",
+				       (int)m->err);
+}
+
 static void on_fork(proc_tree *pt, proc_conn *c, const wire_msg *m)
 {
 	proc_entry *parent = c->pe;
 
-	if (!wire_has(m, FT_K_CHILD) || m->child <= 0)
+	if (!wire_has(m, FT_K_CHILD) || m->child <= 0) {
+		if (wire_has(m, FT_K_ERRNO) && m->err > 0)
+			on_fork_fail(pt, c, m);
 		return;
+	}
 	proc_entry *child = child_entry(pt, parent, m->child, m->ts);
 	if (!child)
 		return;

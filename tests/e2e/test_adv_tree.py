@@ -165,5 +165,22 @@ def test_process_substitution(t):
     check_count_as_strace(t, ["bash", "-c", "echo x > >(sleep 0.01; cat >/dev/null); exit 0"])
 
 
+@test
+def test_fork_failed(t):
+    """fork and vfork failing with EAGAIN (RLIMIT_NPROC) leave a mark on
+    the process that called them (the agent sent a record; the trace had
+    nothing)."""
+    res = t.run([prog("fork_fail")], expect_rc=0)
+    tr = res.trace
+    check(res.stdout == b"fork failed: 11\nvfork failed: 11\n", f"stdout {res.stdout!r}")
+    ft.assert_count(tr.all(), 1, "processes", tr)
+    marks = tr.root().marks(cat="fork", name="fork failed")
+    got = sorted(((m.get("args") or {}).get("kind"), (m.get("args") or {}).get("errno"),
+                  (m.get("args") or {}).get("error")) for m in marks)
+    want = [("fork", 11, "Resource temporarily unavailable"),
+            ("vfork", 11, "Resource temporarily unavailable")]
+    check(got == want, f"fork failed marks {got}, expected {want}")
+
+
 if __name__ == "__main__":
     ft.main()
