@@ -565,12 +565,15 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 		c->shm = pe->shm;
 	}
 
+	/* HELLO's NAME is the main thread's comm, which is the program's
+	 * name unless the program named the thread: only THREAD_NAME names
+	 * the main thread's track. A new image's comm is its own again. */
 	model_thread *th = thread_of(pt, p, m->pid);
 	if (th) {
 		if (th->start_ns < 0)
 			th->start_ns = p->start_ns;
-		if (m->name.ptr)
-			th->name = dup_ws(t, m->name);
+		if (new_image)
+			th->name = NULL;
 	}
 	return 0;
 }

@@ -348,15 +348,21 @@ static void write_thread_meta(merge_ctx *c, const model_process *p, int64_t tid,
 /*
  * Every thread gets a name and a sort index, the main thread (tid == host
  * pid) first and always, even when no thread record says so, because the
- * image slices live on it. It is named after the program; other unnamed
- * threads too, as Linux names a new thread after its creator.
+ * image slices live on it. It is named after the program unless the
+ * program named it (ft_thread_name, pthread_setname_np, PR_SET_NAME);
+ * other unnamed threads too, as Linux names a new thread after its
+ * creator.
  */
 static void write_threads(merge_ctx *c, const model_process *p, const char *name)
 {
+	const char *main_name = name;
 	uint64_t k = 1;
 	size_t i;
 
-	write_thread_meta(c, p, p->out_pid, name, 0);
+	for (i = 0; i < p->nthreads; i++)
+		if (out_tid(p, p->threads[i].tid) == p->out_pid && p->threads[i].name != NULL)
+			main_name = p->threads[i].name;
+	write_thread_meta(c, p, p->out_pid, main_name, 0);
 	for (i = 0; i < p->nthreads; i++) {
 		const model_thread *th = &p->threads[i];
 

@@ -182,5 +182,18 @@ def test_fork_failed(t):
     check(got == want, f"fork failed marks {got}, expected {want}")
 
 
+@test
+def test_main_thread_name(t):
+    """ft_thread_name on the main thread names its track (it kept the
+    program's name); a name given before an exec is the old image's."""
+    res = t.run([prog("main_named")], expect_rc=0)
+    p = res.trace.root()
+    check(p.threads.get(p.pid) == "ft-main", f"main thread named {p.threads}")
+    res = t.run([prog("main_named"), "exec"], out="exec.json", expect_rc=0)
+    p = res.trace.root()
+    check(p.name == "exit_with" and p.threads.get(p.pid) == "exit_with",
+          f"after exec the main thread is named {p.threads}: {p.describe()}")
+
+
 if __name__ == "__main__":
     ft.main()
