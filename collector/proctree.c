@@ -45,6 +45,7 @@ struct proc_entry {
 	bool first_forked;   /* the first HELLO was a fork child's (FT_HELLO_FORKED) */
 	bool fork_image;     /* segs[0] is the parent's image, derived */
 	bool root;           /* the command forktrace started */
+	bool lost_warned;    /* an implausible LOST count was reported */
 	int64_t exec_ts;     /* when, if exec_pending */
 	int exit_code;
 	int64_t exit_ts;
@@ -769,6 +770,30 @@ static void on_signal(proc_tree *pt, proc_conn *c, const wire_msg *m)
 	mk->args_json = args_signal(pt->t, (int)m->signo);
 }
 
+/*
+ * An agent counts what it could not keep. No agent drops more than
+ * FT_LOST_PLAUSIBLE events between two reports (that is days of events
+ * at full speed): a larger count is a broken or hostile peer's, said
+ * once per process, and still counted (saturating), since the trace
+ * cannot tell how many were really lost.
+ */
+#define FT_LOST_PLAUSIBLE (1ull << 48)
+
+static void on_lost(proc_tree *pt, proc_conn *c, const wire_msg *m)
+{
+	model_process *p = c->pe->mp;
+
+	if (m->count > FT_LOST_PLAUSIBLE && !c->pe->lost_warned) {
+		c->pe->lost_warned = true;
+		fprintf(stderr,
+			"forktrace: warning: process %d reported an implausible loss of %llu "
+			"events\n",
+			(int)proc_pid(c->pe), (unsigned long long)m->count);
+	}
+	p->lost_events = model_count_add(p->lost_events, m->count);
+	pt->t->lost_events = model_count_add(pt->t->lost_events, m->count);
+}
+
 /* The event buffers of c's image, created at the first need. */
 static shm_image *conn_shm(proc_conn *c)
 {
@@ -925,8 +950,7 @@ int proc_apply(proc_tree *pt, proc_conn *c, const wire_msg *m, int64_t now_ns)
 		on_shell(pt, c, m);
 		break;
 	case FT_MSG_LOST:
-		c->pe->mp->lost_events += m->count;
-		pt->t->lost_events += m->count;
+		on_lost(pt, c, m);
 		break;
 	case FT_MSG_SHM:
 		on_shm(pt, c, m);

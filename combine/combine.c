@@ -1052,7 +1052,7 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 			end = inf.max_ts > end ? inf.max_ts : end;
 		}
 		if (inf.lost_events > 0)
-			lost += (uint64_t)inf.lost_events;
+			lost = model_count_add(lost, (uint64_t)inf.lost_events);
 		if (inf.has_anchor && model->anchor_real_ns < 0) {
 			model->anchor_mono_ns = inf.anchor_mono_ns - in->shift_ns;
 			model->anchor_real_ns = inf.anchor_real_ns;

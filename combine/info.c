@@ -177,7 +177,8 @@ static int info_event(trace_sink *base, const sink_event *e)
 			p->parent = v;
 		if (jsonr_parse_int(jsonr_find_key(ev->args, "lost_events"), &v) && v > 0) {
 			p->lost_events = (uint64_t)v;
-			rep->lost_in_processes += (uint64_t)v;
+			rep->lost_in_processes =
+			    model_count_add(rep->lost_in_processes, (uint64_t)v);
 		}
 		free(p->exit);
 		p->exit = exit_text(s, ev->args);

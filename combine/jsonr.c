@@ -1332,7 +1332,8 @@ bool jsonr_parse_int(jsonw_sv v, int64_t *out)
 	for (; p < end; p++) {
 		if (!is_digit((unsigned char)*p))
 			return false;
-		if (x > ((uint64_t)INT64_MAX - 9) / 10)
+		/* Exact: INT64_MAX itself (a saturated count) parses. */
+		if (x > ((uint64_t)INT64_MAX - (uint64_t)(*p - '0')) / 10)
 			return false;
 		x = x * 10 + (uint64_t)(*p - '0');
 	}

@@ -160,6 +160,22 @@ typedef struct model_trace {
 	int spill_error;
 } model_trace;
 
+/*
+ * The largest count of lost events a trace holds: readers parse counts as
+ * signed 64-bit numbers. Counts come from agents and input files, which
+ * may claim anything: sums saturate here instead of wrapping around to a
+ * small number that would look like the truth.
+ */
+#define MODEL_COUNT_MAX ((uint64_t)INT64_MAX)
+
+/* a + b, at most MODEL_COUNT_MAX. */
+static inline uint64_t model_count_add(uint64_t a, uint64_t b)
+{
+	if (a > MODEL_COUNT_MAX)
+		a = MODEL_COUNT_MAX;
+	return b > MODEL_COUNT_MAX - a ? MODEL_COUNT_MAX : a + b;
+}
+
 /* Constructor. Returns NULL on allocation failure. */
 model_trace *model_new(void);
 /* Frees the trace and everything it owns. model_free(NULL) is a no-op. */

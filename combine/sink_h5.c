@@ -1437,7 +1437,7 @@ static void read_process_record(h5w_proc *p, const json_t *a)
 	p->images = (uint64_t)i;
 	i = 0;
 	get_i64(a, "lost_events", &i);
-	p->lost_events = (uint64_t)i;
+	p->lost_events = i > 0 ? (uint64_t)i : 0;
 }
 
 /*

@@ -793,7 +793,8 @@ static int64_t json_i64(const json_t *o, const char *key, int64_t dflt)
 
 	if (json_is_integer(v))
 		return json_integer_value(v);
-	if (json_is_real(v))
+	/* A real out of range would be undefined to convert. */
+	if (json_is_real(v) && json_real_value(v) > -9.2e18 && json_real_value(v) < 9.2e18)
 		return (int64_t)json_real_value(v);
 	return dflt;
 }
@@ -869,7 +870,7 @@ static void on_process_record(html_sink *h, hw_proc *p, const json_t *a)
 	p->end = json_i64(a, "end_ns", -1);
 	p->spawn = json_strid(h, a, "spawn");
 	p->inst = json_is_true(json_object_get(a, "instrumented"));
-	p->lost = (uint64_t)json_i64(a, "lost_events", 0);
+	p->lost = json_i64(a, "lost_events", 0) > 0 ? (uint64_t)json_i64(a, "lost_events", 0) : 0;
 	read_exit(h, p, json_object_get(a, "exit"));
 }
 
@@ -1061,7 +1062,10 @@ static void on_mark(html_sink *h, hw_proc *p, const sink_event *e)
 	if (sv_is(e->ev.cat, "forktrace.loss") && !p->has_record) {
 		json_t *a = parse_args(e);
 
-		p->lost += (uint64_t)json_i64(a, "count", 0);
+		int64_t n = json_i64(a, "count", 0);
+
+		if (n > 0)
+			p->lost = model_count_add(p->lost, (uint64_t)n);
 		json_decref(a);
 	}
 	if (p->nmarks == HTMLW_PROC_MARKS) {
@@ -1451,7 +1455,7 @@ static void write_meta(hw_out *o, const sink_meta *meta, uint64_t slices_total,
 
 	for (size_t i = 0; i < h->nprocs; i++) {
 		kept += h->procs[i].keep;
-		lost += h->procs[i].lost;
+		lost = model_count_add(lost, h->procs[i].lost);
 	}
 	put(o, "\"meta\":{\"version\":");
 	put_cstr(o, FT_VERSION_STRING);

@@ -195,5 +195,29 @@ def test_main_thread_name(t):
           f"after exec the main thread is named {p.threads}: {p.describe()}")
 
 
+INT64_MAX = (1 << 63) - 1
+
+
+@test
+def test_lost_saturates(t):
+    """A peer reports losses of 2^63, 2^63 and 5 events: the total is
+    the largest count a trace holds (it wrapped around to 5, which reads
+    as the truth), with a warning; combine's sum over inputs likewise."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    res = t.forktrace(t.run_args([ft.PYTHON, os.path.join(here, "lost_peer.py")]))
+    check(res.rc == 0 and b"lost peer done" in res.stdout, f"{res.describe()}")
+    check("implausible loss" in res.err, f"no warning about the implausible count: {res.err}")
+    m = res.summary_lines()
+    check(len(m) == 1 and int(m[0].group(3)) == INT64_MAX, f"summary: {res.err}")
+    tr = ft.load_trace(t.path("trace.json"))
+    check(tr.meta.get("lost_events") == INT64_MAX, f"lost_events {tr.meta.get('lost_events')}")
+    p = tr.root()
+    check(p.lost_events == INT64_MAX, f"{p.describe()} lost {p.lost_events}")
+    res = t.forktrace(["combine", "trace.json", "trace.json", "trace.json", "-o", "c.json"])
+    check(res.rc in (0, 1), f"{res.describe()}")
+    c = ft.load_trace(t.path("c.json"))
+    check(c.meta.get("lost_events") == INT64_MAX, f"combined lost_events {c.meta.get('lost_events')}")
+
+
 if __name__ == "__main__":
     ft.main()
