@@ -366,15 +366,18 @@ static proc_entry *child_entry(proc_tree *pt, proc_entry *parent, int64_t child,
  * parent's image until it execs, and never speaks before: it gets that
  * image at the end of the run (at_end) if it has none of its own (it
  * exited without exec), so that what the trace shows does not depend on
- * whether its HELLO or its parent's FORK record was read first.
+ * whether its HELLO or its parent's FORK record was read first. So does
+ * the child of a posix_spawn whose exec failed (glibc's spawn helper
+ * runs in the parent's memory, as a vfork child does).
  */
 static int add_fork_image(proc_tree *pt, proc_entry *pe, bool at_end)
 {
 	model_process *p = pe->mp;
 	const model_segment *src = NULL;
 
-	bool forked = p->spawn_kind == FT_SPAWN_FORK ||
-		      (p->spawn_kind == FT_SPAWN_VFORK && at_end && p->nsegs == 0);
+	bool borrowed = p->spawn_kind == FT_SPAWN_VFORK || p->spawn_kind == FT_SPAWN_POSIX_SPAWN ||
+			p->spawn_kind == FT_SPAWN_POSIX_SPAWNP;
+	bool forked = p->spawn_kind == FT_SPAWN_FORK || (borrowed && at_end && p->nsegs == 0);
 	if (!pe->parent || !forked || pe->fork_image || pe->first_forked)
 		return 0;
 	for (size_t i = pe->parent->mp->nsegs; i-- > 0;) {
@@ -597,23 +600,87 @@ static void on_exec(proc_tree *pt, proc_conn *c, const wire_msg *m)
 	pe->exec_ts = m->ts;
 }
 
+static void add_exec_fail_mark(proc_tree *pt, model_process *p, const char *name, int64_t ts,
+			       int64_t tid, wire_str path, int err);
+
 static void on_exec_fail(proc_tree *pt, proc_conn *c, const wire_msg *m)
 {
 	proc_entry *pe = c->pe;
-	model_mark *mk = model_add_mark(pt->t, pe->mp);
+	wire_str path = m->path;
 
 	c->exec_sent = false;
 	pe->exec_pending = false;
+	if (!path.ptr && c->exec_path)
+		path = (wire_str){c->exec_path, (uint32_t)strlen(c->exec_path)};
+	add_exec_fail_mark(pt, pe->mp, "exec failed", m->ts, m->tid, path, (int)m->err);
+}
+
+/* An "exec failed" mark on process p: its exec of path failed with err. */
+static void add_exec_fail_mark(proc_tree *pt, model_process *p, const char *name, int64_t ts,
+			       int64_t tid, wire_str path, int err)
+{
+	model_mark *mk = model_add_mark(pt->t, p);
+	char *s;
+
 	if (!mk)
 		return;
-	mk->ts_ns = m->ts;
+	s = path.ptr ? strndup(path.ptr, path.len) : NULL;
+	mk->ts_ns = ts;
 	mk->dur_ns = -1;
-	mk->tid = m->tid;
-	mk->name = "exec failed";
+	mk->tid = tid;
+	mk->name = name;
 	mk->cat = "exec";
-	char *path = m->path.ptr ? strndup(m->path.ptr, m->path.len) : NULL;
-	mk->args_json = args_exec_fail(pt->t, path ? path : c->exec_path, (int)m->err);
-	free(path);
+	mk->args_json = args_exec_fail(pt->t, s, err);
+	free(s);
+}
+
+/*
+ * Did a posix_spawn that failed with err create a child? glibc's spawn
+ * creates one with clone, which runs the file actions and the exec and
+ * exits 127 when either fails; the parent reaps it inside posix_spawn
+ * and never learns its pid. Only the steps before and in clone fail
+ * without a child: the helper stack's mmap and clone itself, with
+ * EAGAIN (RLIMIT_NPROC, a pids cgroup), ENOMEM or ENOSPC (a pid
+ * namespace full). Those errors a child's exec can give as well are
+ * taken as clone's: the more likely, and a process is not invented.
+ */
+static bool spawn_failed_in_child(int err)
+{
+	return err > 0 && err != EAGAIN && err != ENOMEM && err != ENOSPC && err != ENOSYS;
+}
+
+/*
+ * The child of a posix_spawn that failed after its clone: a process that
+ * ran the spawn's helper in its parent's image, whose exec (or a file
+ * action) failed, and that exited 127. Its pid is unknown: host pid -1,
+ * a trace pid no real process has, no entry in the pid map.
+ */
+static void add_failed_spawn_child(proc_tree *pt, proc_entry *parent, const wire_msg *m)
+{
+	proc_entry *pe;
+
+	if (pt->nall == pt->all_cap) {
+		size_t ncap = pt->all_cap ? pt->all_cap * 2 : 256;
+		proc_entry **n = realloc(pt->all, ncap * sizeof(*n));
+		if (!n)
+			return;
+		pt->all = n;
+		pt->all_cap = ncap;
+	}
+	pe = calloc(1, sizeof(*pe));
+	if (!pe)
+		return;
+	pe->mp = model_add_process(pt->t, -1);
+	if (!pe->mp) {
+		free(pe);
+		return;
+	}
+	pt->all[pt->nall++] = pe;
+	pe->mp->start_ns = m->ts;
+	pe->last_seen_ns = m->ts;
+	set_spawn(pt, pe, parent, m->ts, m->tid, (int)m->kind);
+	set_status(pe, 127 << 8, m->ts);
+	add_exec_fail_mark(pt, pe->mp, "exec failed", m->ts, -1, m->path, (int)m->err);
 }
 
 static void on_spawn(proc_tree *pt, proc_conn *c, const wire_msg *m)
@@ -622,17 +689,10 @@ static void on_spawn(proc_tree *pt, proc_conn *c, const wire_msg *m)
 	proc_entry *parent = c->pe;
 
 	if (m->err != 0 || !wire_has(m, FT_K_CHILD)) {
-		model_mark *mk = model_add_mark(t, parent->mp);
-		if (mk) {
-			char *path = m->path.ptr ? strndup(m->path.ptr, m->path.len) : NULL;
-			mk->ts_ns = m->ts;
-			mk->dur_ns = -1;
-			mk->tid = m->tid;
-			mk->name = "spawn failed";
-			mk->cat = "exec";
-			mk->args_json = args_exec_fail(t, path, (int)m->err);
-			free(path);
-		}
+		add_exec_fail_mark(pt, parent->mp, "spawn failed", m->ts, m->tid, m->path,
+				   (int)m->err);
+		if (spawn_failed_in_child((int)m->err))
+			add_failed_spawn_child(pt, parent, m);
 		return;
 	}
 	proc_entry *child = child_entry(pt, parent, m->child, m->ts);
@@ -1173,7 +1233,7 @@ void proc_finish(proc_tree *pt, int64_t now_ns, bool tree_done)
 		p->parent = parent ? parent->mp : NULL;
 		/* Pid reuse: the later process of a pid gets a number no real
 		 * process can have, and keeps its host pid in its args. */
-		if (pe->older)
+		if (pe->older || p->pid < 0)
 			p->out_pid = next_out_pid++;
 		if (t->start_ns < 0 || (p->start_ns >= 0 && p->start_ns < t->start_ns))
 			t->start_ns = p->start_ns;

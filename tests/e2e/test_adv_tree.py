@@ -219,5 +219,50 @@ def test_lost_saturates(t):
     check(c.meta.get("lost_events") == INT64_MAX, f"combined lost_events {c.meta.get('lost_events')}")
 
 
+SPAWN_FAILS = r"""
+import os, sys
+open("plain", "w").close()
+for kind, path in (("spawn", "/nope"), ("spawn", "/nope"), ("spawn", "plain"),
+                   ("spawnp", "no-such-command-anywhere")):
+    f = os.posix_spawn if kind == "spawn" else os.posix_spawnp
+    try:
+        f(path, [path], {"PATH": "/usr/bin:/bin"})
+        sys.exit(3)
+    except OSError as e:
+        print(kind, path, e.errno)
+"""
+
+
+@test
+def test_spawn_failed_child(t):
+    """A posix_spawn whose exec fails made a child that exited 127 (glibc
+    reaps it inside posix_spawn, so its pid is unknown): one process per
+    failed call, host pid -1, under the caller, with an 'exec failed'
+    mark; the caller keeps its 'spawn failed' mark. strace -f counts the
+    same processes; the trace had only the caller."""
+    cmd = [ft.PYTHON, "-c", SPAWN_FAILS]
+    res = check_count_as_strace(t, cmd)
+    tr = res.trace
+    check(res.stdout == b"spawn /nope 2\nspawn /nope 2\nspawn plain 13\n"
+          b"spawnp no-such-command-anywhere 2\n", f"stdout {res.stdout!r}")
+    root = tr.root()
+    kids = tr.children(root)
+    ft.assert_count(kids, 4, "children of the root", tr)
+    want = sorted([("/nope", 2), ("/nope", 2), ("plain", 13), ("no-such-command-anywhere", 2)])
+    got = []
+    for k in kids:
+        check(k.pid == -1 and k.tpid >= 1 << 22, f"{k.describe()}: expected host pid -1")
+        ft.assert_exit(k, code=127, trace=tr)
+        check(k.spawn in ("posix_spawn", "posix_spawnp"), f"spawn of {k.describe()}")
+        ft.assert_flow(tr, root, k, k.spawn)
+        marks = k.marks(cat="exec", name="exec failed")
+        ft.assert_count(marks, 1, f"exec failed marks of {k.describe()}", tr)
+        a = marks[0].get("args") or {}
+        got.append((a.get("path"), a.get("errno")))
+    check(sorted(got) == want, f"exec failed marks {sorted(got)}, expected {want}")
+    fails = root.marks(cat="exec", name="spawn failed")
+    ft.assert_count(fails, 4, "spawn failed marks on the caller", tr)
+
+
 if __name__ == "__main__":
     ft.main()
