@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/kcmp.h>
 #include <poll.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -128,6 +129,16 @@ void agent_lock(void)
 					__ATOMIC_RELAXED))
 		return;
 	saved = errno;
+	/* Held in a process that is not this one: a raw clone child copied
+	 * the word while a thread of its parent held it, and nobody here
+	 * will ever release it (agent_same_process). */
+	pid_t pid = (pid_t)agent_syscall0(SYS_getpid), was = agent_g.pid;
+
+	if (pid != was && agent_syscall(SYS_kcmp, pid, was, KCMP_VM, 0, 0) > 0) {
+		__atomic_store_n(&agent_g.lockword, 1, __ATOMIC_RELAXED);
+		errno = saved;
+		return;
+	}
 	if (c != 2)
 		c = __atomic_exchange_n(&agent_g.lockword, 2, __ATOMIC_ACQUIRE);
 	while (c != 0) {
@@ -652,6 +663,15 @@ int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd,
 		err = n < 0 ? (int)n : -ENOTCONN;
 		goto lost;
 	}
+	/* A frame about to go on a connection or a spill file, or a fork
+	 * child's first words: whose (agent_same_process)? The caller holds
+	 * the lock, which a reset hands back to nobody: it is this thread's
+	 * alone in the new process, and its unlock finds it free. */
+	if ((agent_g.pending_connect || !agent_g.table_slot) && !agent_same_process()) {
+		/* Its parent's memory: not even the loss count is ours. */
+		agent_errno_restore(saved);
+		return -ENOTCONN;
+	}
 	if (agent_g.pending_connect) {
 		/* A fork child's first words: connect (or open its own spill
 		 * file) and introduce itself. */
@@ -780,6 +800,46 @@ void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
 	 */
 	agent_g.forked = 1;
 	agent_g.pending_connect = 1;
+}
+
+/*
+ * Is this still the process agent_g describes? A child made by a raw
+ * clone or clone3 system call (Go, Rust's std with pidfds, sandboxes: no
+ * glibc fork, so no fork hook ran) starts with a copy of its parent's
+ * agent: pid, connection, slot, buffers. Without this check it spoke as
+ * its parent: its exec renamed the parent, its children hung under the
+ * parent. One getpid, where a hook is about to record (fork, vfork, exec,
+ * spawn, system, popen, exit, a frame on a connection); not where a fork
+ * child that has not spoken yet goes (its first words check it), nor on
+ * the table's append path, which makes no system call (a raw clone child
+ * that only waits or names threads still writes those records into its
+ * parent's slot).
+ *
+ * A child with its own memory then becomes what a fork child is
+ * (agent_fork_child: drops what it inherited, connects at its first
+ * write, introduces itself with its real parent). One that shares its
+ * parent's memory (CLONE_VM, as the children of posix_spawn and Go are)
+ * must change nothing of it, as a vfork child: false, and the caller
+ * records nothing. Shared memory is told by kcmp(KCMP_VM); where kcmp is
+ * refused, the child is taken for one that shares it. Caller is not
+ * inside the agent. Signal-safe. Preserves errno.
+ */
+bool agent_same_process(void)
+{
+	pid_t pid = (pid_t)agent_syscall0(SYS_getpid);
+	pid_t was = __atomic_load_n(&agent_g.pid, __ATOMIC_RELAXED);
+	sigset_t all, old;
+
+	if (pid == was)
+		return true;
+	if (agent_syscall(SYS_kcmp, pid, was, KCMP_VM, 0, 0) <= 0)
+		return false; /* shared, or cannot tell */
+	/* A handler must not find the agent half reset. */
+	sigfillset(&all);
+	(void)agent_raw_sigmask(SIG_SETMASK, &all, &old);
+	agent_fork_child((pid_t)agent_syscall0(SYS_getppid), 0);
+	(void)agent_raw_sigmask(SIG_SETMASK, &old, NULL);
+	return true;
 }
 
 /* n bytes of the start-up arena (pointer-aligned when align), or NULL

@@ -100,6 +100,9 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 	bool record = !agent_bypass();
 	int ret, err;
 
+	/* A raw clone child that shares our memory records nothing. */
+	if (record && !agent_silent_fork_child() && !agent_same_process())
+		record = false;
 	if (record)
 		agent_ev_flush_self();
 	/* A silent fork child whose new image will say HELLO itself need not
@@ -318,6 +321,9 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 		return ENOSYS;
 	if (!agent_env_ready())
 		return f(pid, path, fa, attr, argv, envp);
+	/* A raw clone child that shares our memory records nothing. */
+	if (record && !agent_silent_fork_child() && !agent_same_process())
+		record = false;
 	if (record)
 		agent_ev_flush_self();
 	/* The time before the child exists (see fork). */
@@ -335,7 +341,7 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 	agent_env_release(&env);
 	if (ret == 0 && pid)
 		*pid = child;
-	if (!agent_bypass())
+	if (record && !agent_bypass())
 		agent_emit_spawn(ts, kind, child, ret, path, argv);
 	errno = err;
 	return ret;

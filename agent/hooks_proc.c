@@ -57,6 +57,10 @@ AGENT_EXPORT pid_t fork(void)
 		}
 		return pid;
 	}
+	/* A raw clone child that shares our memory: a fork it makes is
+	 * recorded by no one, as a vfork child's (agent_same_process). */
+	if (!agent_silent_fork_child() && !agent_same_process())
+		return f();
 	agent_ev_flush_self();
 	agent_resolve_all();
 	sigfillset(&all);
@@ -217,6 +221,8 @@ AGENT_EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
 /* EXIT goes out once per process image, whichever path comes first. */
 static void agent_emit_exit(int code)
 {
+	if (!agent_bypass() && !agent_silent_fork_child() && !agent_same_process())
+		return; /* a raw clone child that shares our memory */
 	agent_ev_flush_self();
 	if (agent_bypass() || __atomic_exchange_n(&agent_g.exit_sent, 1, __ATOMIC_RELAXED))
 		return;
@@ -350,6 +356,8 @@ AGENT_EXPORT int system(const char *cmd)
 	if (!cmd || agent_t_in_vfork || agent_nested() || !agent_env_ready())
 		return f(cmd);
 	record = !agent_bypass();
+	if (record && !agent_silent_fork_child() && !agent_same_process())
+		record = false; /* a raw clone child that shares our memory */
 	if (record)
 		agent_ev_flush_self();
 	if (record)
@@ -491,6 +499,10 @@ AGENT_EXPORT FILE *popen(const char *cmd, const char *mode)
 	size_t n;
 
 	if (!cmd || !mode || agent_t_in_vfork || agent_nested() || !agent_env_ready())
+		return f(cmd, mode);
+	/* A raw clone child that shares our memory must not take a slot of
+	 * our popen table. */
+	if (!agent_bypass() && !agent_silent_fork_child() && !agent_same_process())
 		return f(cmd, mode);
 	if (!agent_bypass())
 		agent_ev_flush_self();

@@ -339,6 +339,12 @@ void agent_await_ack(void);
 /* Write the one "forktrace-agent: <msg>" line to stderr and disable. */
 void agent_fail(const char *msg);
 
+/* Is this still the process agent_g describes? A raw clone child becomes
+ * a fork child here; false for one that shares its parent's memory, which
+ * must record nothing (core.c). Caller is not inside the agent.
+ * Signal-safe. Preserves errno. */
+bool agent_same_process(void);
+
 /* In the child of fork(), with the send lock held and signals blocked:
  * drop inherited state, release the lock; the child connects at its first
  * write. boot_before is agent_boot_now() taken by the parent just before

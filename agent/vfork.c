@@ -31,6 +31,9 @@ static AGENT_TLS uint64_t agent_t_vfork_boot;
 /* Called by the assembly before the syscall. */
 __attribute__((used)) void agent_vfork_prepare(void)
 {
+	/* FORK must go out on this process's connection. */
+	if (!agent_bypass() && !agent_silent_fork_child())
+		(void)agent_same_process();
 	agent_resolve_all(); /* the child may exec: no dlsym there */
 	agent_t_vfork_ts = agent_now();
 	agent_t_vfork_boot = agent_boot_now();

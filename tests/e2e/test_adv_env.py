@@ -103,5 +103,57 @@ def test_forged_exec_ts_at_start(t):
     ft.assert_count(tr.find(name="true"), 1, "true", tr)
 
 
+def check_raw_clone(t, how):
+    """adv_env clone HOW: a child made by a raw clone system call forks a
+    grandchild (which forks one exiting 41, then execs sh exiting 42) and
+    execs sh exiting 43. It inherited its parent's agent: it must speak as
+    itself. Before, its exec renamed the root (adv_env became "sh") and
+    its children hung under the root."""
+    res = t.run([prog("adv_env"), "clone", how], expect_rc=0)
+    tr = res.trace
+    root = tr.root()
+    check(root.name == "adv_env" and root.images == 1,
+          f"the root was renamed by its raw clone child's exec: {root.describe()}\n{tr.dump()}")
+    ft.assert_exit(root, code=0, trace=tr)
+    by_code = {(p.exit or {}).get("code"): p for p in tr.all()}
+    check(sorted(by_code) == [0, 41, 42, 43], f"exit codes {sorted(by_code)}\n{tr.dump()}")
+    raw, grand, great = by_code[43], by_code[42], by_code[41]
+    ft.assert_parent(raw, root, tr)
+    ft.assert_parent(grand, raw, tr)
+    ft.assert_parent(great, grand, tr)
+    check(raw.name == "sh" and raw.instrumented and raw.rec.get("pid") != root.rec.get("pid"),
+          f"raw clone child: {raw.describe()}")
+    check(grand.spawn == "fork" and great.spawn == "fork",
+          f"the raw child's fork records are not its own:\n{tr.dump()}")
+    ft.assert_count(tr.all(), 4, "processes", tr)
+
+
+@test
+def test_raw_clone(t):
+    check_raw_clone(t, "clone")
+
+
+@test
+def test_raw_clone3(t):
+    check_raw_clone(t, "clone3")
+
+
+@test
+def test_raw_clone_vm(t):
+    """A raw CLONE_VM | CLONE_VFORK child (what posix_spawn and Go make)
+    shares the parent's memory: it must record nothing there (its exec
+    renamed the root before), and its new image is traced as itself."""
+    res = t.run([prog("adv_env"), "clone", "vm"], expect_rc=0)
+    tr = res.trace
+    root = tr.root()
+    check(root.name == "adv_env" and root.images == 1,
+          f"the root was renamed by its CLONE_VM child's exec: {root.describe()}\n{tr.dump()}")
+    kid = tr.one(name="sh")
+    ft.assert_parent(kid, root, tr)
+    ft.assert_exit(kid, code=44, trace=tr)
+    ft.assert_instrumented(kid, True, tr)
+    ft.assert_count(tr.all(), 2, "processes", tr)
+
+
 if __name__ == "__main__":
     ft.main()
