@@ -7,7 +7,7 @@
  * job-control kill) reaches COMMAND on its own, and one sent to forktrace
  * alone does not. The kernel tells neither apart in siginfo (both are
  * SI_USER from the same sender), so forktrace keeps a sentinel: a small
- * process in the same group that blocks every signal. A signal sent to the
+ * child in the same group that blocks every signal. A signal sent to the
  * group is pending in the sentinel by the time forktrace's handler runs
  * (kill(2) marks every member of the group before it returns); one sent
  * to forktrace alone is not. Only the latter is passed on to COMMAND, so
@@ -35,7 +35,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -146,40 +145,28 @@ static void sentinel_main(int fd)
 }
 
 /*
- * Starts the sentinel as a grandchild that is handed to the reaper above
- * forktrace at once: it must not be a child of forktrace, whose tree is
- * over when waitpid says it has no children. Not when forktrace is a pid
- * namespace's init (the orphan would come back to it).
+ * Starts the sentinel as a child that sends no signal when it ends (a
+ * "clone" child): waitpid(-1) without __WCLONE never returns it, so it
+ * does not keep forktrace from seeing that the tree is gone (ECHILD). One
+ * fork, no wait. A raw clone, not fork(): the child runs nothing of
+ * glibc's but system calls.
  */
 static void sentinel_start(void)
 {
 	sigset_t all, old;
 	int sv[2];
-	pid_t x, h = 0;
+	pid_t h;
 
-	if (getpid() == 1 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return;
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
-	x = fork();
-	if (x == 0) {
-		close(sv[0]);
-		h = fork();
-		if (h == 0)
-			sentinel_main(sv[1]);
-		if (h > 0 && write(sv[1], &h, sizeof(h)) != sizeof(h))
-			_exit(1);
-		_exit(h > 0 ? 0 : 1);
-	}
+	h = (pid_t)syscall(SYS_clone, 0UL, NULL, NULL, NULL, NULL);
+	if (h == 0)
+		sentinel_main(sv[1]);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(sv[1]);
-	if (x < 0) {
-		close(sv[0]);
-		return;
-	}
-	while (waitpid(x, NULL, 0) < 0 && errno == EINTR)
-		;
-	if (read(sv[0], &h, sizeof(h)) != sizeof(h) || h <= 0) {
+	if (h < 0) {
 		close(sv[0]);
 		return;
 	}

@@ -14,7 +14,8 @@
 #include <uv.h>
 
 /* Records the inherited signal mask and dispositions, starts the sentinel
- * (one fork and a grandchild, once per run) and installs the handlers:
+ * (one fork per run, a child waitpid(-1) does not see) and installs the
+ * handlers:
  * from now on INT/TERM/HUP/QUIT remove the registered temporaries and end
  * forktrace by the signal. output names the trace in messages
  * (borrowed: copied). */

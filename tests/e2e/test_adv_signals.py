@@ -58,12 +58,22 @@ def state(pid):
     return s[s.rfind(")") + 2:][:1]
 
 
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 def children(pid):
+    """pid's children but forktrace's signal sentinel."""
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
+            kids = [int(x) for x in f.read().split()]
     except OSError:
         return []
+    return [k for k in kids if comm(k) != "forktrace-sig"]
 
 
 def start_sig_count(t, env=None):
