@@ -59,7 +59,9 @@ static const char combine_usage[] =
 	"  -o, --output OUT     where to write the combined trace (required). The\n"
 	"                       format follows the name: .json, .json.gz (gzip),\n"
 	"                       or .h5 (HDF5) where built in. Written to a\n"
-	"                       temporary file first, renamed when complete.\n"
+	"                       temporary file first, renamed when complete;\n"
+	"                       '-' is stdout (JSON), a FIFO or device is\n"
+	"                       written in place. It must not be an input.\n"
 	"      --level N        compression level, 1 (fast) to 9 (small): gzip\n"
 	"                       for .gz (default 6), deflate for .h5 (default 4).\n"
 	"      --align          shift each file's timestamps so that traces of\n"
@@ -190,11 +192,17 @@ int combine_main(int argc, char **argv)
 		return cli_usage_error("combine", "no output file: give one with -o OUT");
 	if (optind >= argc)
 		return cli_usage_error("combine", "no input files");
+	code = out_check_paths("combine", &output, 1, (const char *const *)argv + optind,
+			       (size_t)(argc - optind));
+	if (code)
+		return code;
 
-	if (out_file_open(&rf, output, "trace") < 0)
+	if (out_file_open(&rf, output, "trace",
+			  merge_format_for_path(output) == TRACE_FORMAT_H5) < 0)
 		return 1;
 	mo.gzip_level = level;
-	sink = merge_sink_for(merge_format_for_path(output), rf.fd, &mo, &err);
+	err = merge_format_for_path(output) == TRACE_FORMAT_H5 ? out_file_name(&rf) : 0;
+	sink = err < 0 ? NULL : merge_sink_for(merge_format_for_path(output), rf.fd, &mo, &err);
 	if (sink == NULL) {
 		fprintf(stderr, "forktrace: cannot write '%s': %s\n", output, strerror(-err));
 		out_file_abort(&rf);

@@ -255,22 +255,52 @@ int report_opt(report_opts *ro, int opt, const char *arg);
 int report_check(const report_opts *ro, const char *sub);
 void report_opts_free(report_opts *ro);
 
-/* An output file written to a temporary sibling and put in place
- * when complete, so a failed run never leaves half a file at path. */
+/*
+ * An output file. A regular file (or a name not taken yet) is written to
+ * an unnamed file in its directory and put in place when complete, so a
+ * failed run never leaves half a file, nor a crash a temporary file. A
+ * symlink is followed: its target is written. A FIFO, a character device
+ * or stdout ("-", /dev/stdout) is written in place. Zero-initialized, or
+ * set up by out_file_open.
+ */
 typedef struct out_file {
-	const char *path; /* borrowed */
-	char tmp[4096];
+	const char *path; /* borrowed: as given */
+	const char *what; /* borrowed: "trace", "report" */
+	char dir[4096];   /* the target's directory and name */
+	char name[256];
+	char tmp[4096];   /* the temporary's path, or "" (none, or unnamed) */
+	char tmpname[256]; /* its name in dirfd */
+	char kept[4096];  /* where the data is when it could not be put at path */
 	int fd;
+	int dirfd;        /* the target's directory (O_PATH), or -1 */
+	bool open;
+	bool in_place;    /* written as it is: FIFO, device, stdout */
+	bool anon;        /* fd is an O_TMPFILE file, nameless until commit */
 } out_file;
 
-/* Creates the temporary sibling (what names the file in messages: "report").
- * Prints why on failure and returns a negative errno. */
-int out_file_open(out_file *rf, const char *path, const char *what);
-/* Closes and puts it in place. Returns 0 or a negative errno (the
- * temporary file is left for out_file_abort to remove). */
+/* Opens the output at path (what names it in messages: "report").
+ * seekable: the writer needs a regular file (HDF5), a pipe or device is
+ * refused. Prints why on failure and returns a negative errno. */
+int out_file_open(out_file *rf, const char *path, const char *what, bool seekable);
+/* Gives the file its temporary name now, for a writer that opens it
+ * again by its name (HDF5 resolves /proc/self/fd/N, which fails for a
+ * file without a name). Returns 0 or a negative errno. */
+int out_file_name(out_file *rf);
+/* Closes and puts it in place. Returns 0 or a negative errno; then the
+ * data, when it is whole somewhere else (the directory moved or turned
+ * read-only), is kept, and out_file_abort says where. */
 int out_file_commit(out_file *rf);
-/* Closes and removes the temporary file, if any. */
+/* Closes and removes the temporary file, if any; says where the data of
+ * a failed commit is kept. No-op on a zero-initialized out_file. */
 void out_file_abort(out_file *rf);
+
+/* Refuses, before any work, outputs (outs) that are the same file as
+ * another output or as an input (ins; "-" is stdout and stdin), through
+ * symlinks and hard links, and an output that an input directory holds
+ * as one of its traces. Returns 0, or CLI_EXIT_USAGE after saying which
+ * (sub names the subcommand). */
+int out_check_paths(const char *sub, const char *const *outs, size_t nout,
+		    const char *const *ins, size_t nin);
 
 /* Writes the HTML report of model t to fd (borrowed). Returns 0 or a
  * negative errno. stats may be NULL. */

@@ -38,7 +38,8 @@ static const char report_usage[] =
 	"\n"
 	"Options:\n"
 	"  -o, --output FILE     where to write the page (required). Written to a\n"
-	"                        temporary file first, renamed when complete.\n"
+	"                        temporary file first, renamed when complete;\n"
+	"                        '-' is stdout. It must not be an input.\n"
 	"      --include REGEX   keep only processes whose program or command line\n"
 	"                        matches REGEX (POSIX extended), with all their\n"
 	"                        slices, and in other processes the regions and\n"
@@ -131,10 +132,13 @@ int report_main(int argc, char **argv)
 		goto out;
 	}
 	code = report_check(&ro, "report");
+	if (code == 0)
+		code = out_check_paths("report", &output, 1, (const char *const *)argv + optind,
+				       (size_t)(argc - optind));
 	if (code != 0)
 		goto out;
 	code = 1;
-	if (out_file_open(&rf, output, "report") < 0)
+	if (out_file_open(&rf, output, "report", false) < 0)
 		goto out;
 	ho = (htmlw_opts){ ro.include, ro.exclude, ro.pids };
 	sink = sink_html_new(rf.fd, &ho, &err);

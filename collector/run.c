@@ -110,7 +110,10 @@ static const char run_usage[] =
 	"                           forktrace.json). A name ending in .gz is\n"
 	"                           written gzip-compressed, one ending in .h5\n"
 	"                           as HDF5 (docs/HDF5_LAYOUT.md). The path is\n"
-	"                           checked before COMMAND starts.\n"
+	"                           checked before COMMAND starts. '-' is\n"
+	"                           stdout (after COMMAND's own output); a\n"
+	"                           FIFO or device is written in place, a\n"
+	"                           symlink's target is written.\n"
 	"      --level N            compression level, 1 (fast) to 9 (small):\n"
 	"                           gzip for .gz (default 6), deflate for .h5\n"
 	"                           (default 4).\n"
@@ -284,6 +287,13 @@ static int parse_opts(int argc, char **argv, run_opts *o)
 	if ((o->ro.ninclude || o->ro.pids) && !o->report)
 		return cli_usage_error("run", "--include and --pids filter the report: "
 					      "give --report FILE too");
+	{
+		const char *outs[] = { o->output, o->report };
+		int rc = out_check_paths("run", outs, o->report ? 2 : 1, NULL, 0);
+
+		if (rc)
+			return rc;
+	}
 	return report_check(&o->ro, "run");
 }
 
@@ -369,7 +379,8 @@ static int open_output(run_state *rs)
 	/* HDF5 is written by a module loaded on demand: it must be there. */
 	if (merge_format_for_path(rs->o.output) == TRACE_FORMAT_H5 && sink_h5_load() < 0)
 		return -ELIBACC;
-	return out_file_open(&rs->out, rs->o.output, "trace");
+	return out_file_open(&rs->out, rs->o.output, "trace",
+			     merge_format_for_path(rs->o.output) == TRACE_FORMAT_H5);
 }
 
 static int make_socket_dir(run_state *rs)
@@ -654,7 +665,7 @@ int run_main(int argc, char **argv)
 	if (open_output(rs) < 0)
 		goto out_free;
 	rsig_add_temp(rs->out.tmp, false);
-	if (rs->o.report && out_file_open(&rs->rep, rs->o.report, "report") < 0)
+	if (rs->o.report && out_file_open(&rs->rep, rs->o.report, "report", false) < 0)
 		goto out_unlink_tmp;
 	rsig_add_temp(rs->rep.tmp, false);
 	if (make_socket_dir(rs) < 0)
@@ -676,11 +687,14 @@ int run_main(int argc, char **argv)
 	if (rs->o.no_functions)
 		setenv("FORKTRACE_FUNCTIONS", "0", 1);
 	/* Should forktrace die, the agents write what they record next to
-	 * the trace it would have written: OUTPUT.spill/. */
+	 * the trace it would have written: OUTPUT.spill/; with an output
+	 * that is no file (stdout, a FIFO, /dev/null: no directory of its
+	 * own to write beside), forktrace.spill/. */
 	{
 		char cwd[PATH_MAX], *dir = NULL;
-		int n = rs->o.output[0] == '/' ? asprintf(&dir, "%s.spill", rs->o.output)
-			: getcwd(cwd, sizeof(cwd)) ? asprintf(&dir, "%s/%s.spill", cwd, rs->o.output)
+		const char *base = rs->out.in_place ? "forktrace" : rs->o.output;
+		int n = base[0] == '/' ? asprintf(&dir, "%s.spill", base)
+			: getcwd(cwd, sizeof(cwd)) ? asprintf(&dir, "%s/%s.spill", cwd, base)
 						   : -1;
 
 		if (n >= 0) {
@@ -787,7 +801,11 @@ int run_main(int argc, char **argv)
 
 	merge_opts mo = { .gzip_level = rs->o.gzip_level };
 	merge_stats ms = { 0 };
-	rc = merge_write(rs->model, rs->out.fd, merge_format_for_path(rs->o.output), &mo, &ms);
+	rc = merge_format_for_path(rs->o.output) == TRACE_FORMAT_H5 ? out_file_name(&rs->out) : 0;
+	rsig_add_temp(rs->out.tmp, false);
+	if (rc == 0)
+		rc = merge_write(rs->model, rs->out.fd, merge_format_for_path(rs->o.output), &mo,
+				 &ms);
 	if (rc == 0)
 		rc = out_file_commit(&rs->out);
 	if (rc < 0) {

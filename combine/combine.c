@@ -163,6 +163,11 @@ static bool is_trace_file(const char *path, const char *name)
 	return reader_sniff(path);
 }
 
+bool combine_dir_takes(const char *path, const char *name)
+{
+	return is_trace_file(path, name);
+}
+
 /* Adds path, or the trace files of the directory path, to pv. A
  * directory without trace files is added as itself, so that its
  * reading reports the problem. */

@@ -111,6 +111,10 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 /* Releases what res owns; NULL or a zeroed result is fine. */
 void combine_result_free(combine_result *res);
 
+/* Whether combine_files, given the directory that holds the regular file
+ * at path (name: its name there), reads that file as an input. */
+bool combine_dir_takes(const char *path, const char *name);
+
 /* ---- forktrace info ------------------------------------------------- */
 
 /* One process of a trace, as info sees it. */

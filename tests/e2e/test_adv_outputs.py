@@ -10,10 +10,12 @@ and unmount it at the end."""
 
 import contextlib
 import os
+import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftcheck as ft  # noqa: E402
@@ -128,6 +130,245 @@ def test_full_disk_outputs(t):
                 check_full_disk_error(res, path, f"{what} (free: {leave} bytes)")
                 left = sorted(set(os.listdir(d)) - {os.path.basename(filler)})
                 check(not left, f"{what}: files left on the full disk: {left}")
+
+
+def check_trace_file(path, what):
+    """path holds a whole, valid trace."""
+    try:
+        ft.load_trace(path)
+    except (AssertionError, OSError) as e:
+        ft.fail(f"{what}: {path} is not a whole trace: {e}")
+
+
+def no_temporaries(d, what):
+    left = [f for f in os.listdir(d) if ".tmp-" in f]
+    check(not left, f"{what}: temporary files left in {d}: {left}")
+
+
+@test
+def test_output_devices(t):
+    """-o naming a character device, a symlink to one, a FIFO, or stdout
+    ("-", a link to /proc/self/fd/1) is written in place; the node stays
+    what it was. The atomic replace swapped it for a regular file."""
+    if os.geteuid() != 0:
+        raise Skip("mknod needs root")
+    null = t.path("null")
+    os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    os.symlink("null", t.path("null-link"))
+    for out in ("null", "null-link"):
+        res = t.forktrace(t.run_args(loop_cmd(3), out=out))
+        check(res.rc == 0, f"-o {out}: exit {res.rc}\n  {res.describe()}")
+        st = os.stat(null)
+        check(stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 3),
+              f"-o {out} replaced the device node {null} by a regular file")
+        check(os.path.islink(t.path("null-link")), f"-o {out} replaced the symlink")
+    no_temporaries(t.dir, "-o device")
+
+    # A FIFO: a reader gets the whole trace; the FIFO stays a FIFO.
+    fifo = t.path("fifo")
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", fifo], stdout=subprocess.PIPE)
+    res = t.forktrace(t.run_args(loop_cmd(3), out="fifo"))
+    data = reader.communicate(timeout=20)[0]
+    check(res.rc == 0, f"-o FIFO: exit {res.rc}\n  {res.describe()}")
+    check(stat.S_ISFIFO(os.lstat(fifo).st_mode), "-o FIFO replaced the FIFO by a file")
+    with open(t.path("from-fifo.json"), "wb") as f:
+        f.write(data)
+    check_trace_file(t.path("from-fifo.json"), "-o FIFO")
+
+    # stdout, as "-" and through a symlink to /proc/self/fd/1: the trace
+    # alone on stdout, the summary on stderr.
+    os.symlink("/proc/self/fd/1", t.path("stdout-link"))
+    src = t.path("src.json")
+    for args in (t.run_args(loop_cmd(3), out="-"),
+                 t.run_args(loop_cmd(3), out="stdout-link"),
+                 ["combine", t.path("from-fifo.json"), "-o", "-"],
+                 ["combine", t.path("from-fifo.json"), "-o", "stdout-link"]):
+        res = t.forktrace(args)
+        check(res.rc == 0, f"{args}: exit {res.rc}\n  {res.describe()}")
+        with open(src, "wb") as f:
+            f.write(res.stdout)
+        check_trace_file(src, f"{' '.join(args)}: stdout")
+        check(os.path.islink(t.path("stdout-link")), f"{args} replaced the symlink")
+        check("written to" in res.err or "combined" in res.err,
+              f"{args}: no summary on stderr\n  {res.describe()}")
+    res = t.forktrace(["report", src, "-o", "-"])
+    page = res.stdout.lower()
+    check(res.rc == 0 and page.startswith(b"<!doctype html>") and
+          page.rstrip().endswith(b"</html>"), f"report -o -: no page on stdout\n  {res.describe()}")
+    no_temporaries(t.dir, "-o stdout")
+
+    # HDF5 seeks: a pipe or device is refused, clearly, before the command.
+    marker = t.path("ran")
+    os.symlink("/proc/self/fd/1", t.path("pipe.h5"))
+    res = t.forktrace(["run", "-o", "pipe.h5", "--", "touch", marker])
+    check(res.rc == 1 and "regular file" in res.err and not os.path.exists(marker),
+          f"-o a pipe as .h5 must be refused before the command\n  {res.describe()}")
+
+
+@test
+def test_symlink_output(t):
+    """A symlink named by -o: its target gets the trace, the link stays.
+    A link that another user planted in a sticky world-writable directory
+    is refused, as the kernel's protected_symlinks refuses it to open()."""
+    sub = t.subdir("sub")
+    os.symlink("sub/real.json", t.path("link.json"))
+    with open(t.path("sub", "real.json"), "w") as f:
+        f.write("old")
+    os.chmod(t.path("sub", "real.json"), 0o600)
+    t.run(loop_cmd(3), out="link.json", expect_rc=0)
+    check(os.path.islink(t.path("link.json")), "-o link.json replaced the symlink by a file")
+    check_trace_file(t.path("sub", "real.json"), "-o link.json")
+    check(stat.S_IMODE(os.stat(t.path("sub", "real.json")).st_mode) == 0o600,
+          "the replaced file did not keep its permissions")
+    # A link to a file not there yet: the file is made.
+    os.symlink("sub/new.json", t.path("new-link.json"))
+    res = t.forktrace(["combine", t.path("sub", "real.json"), "-o", "new-link.json"])
+    check(res.rc == 0 and os.path.islink(t.path("new-link.json")),
+          f"combine -o new-link.json\n  {res.describe()}")
+    check_trace_file(t.path("sub", "new.json"), "combine -o new-link.json")
+    no_temporaries(t.dir, "symlinks")
+    no_temporaries(sub, "symlinks")
+
+    if os.geteuid() != 0:
+        return
+    sticky = t.subdir("sticky")
+    os.chmod(sticky, 0o1777)
+    victim = t.path("victim.json")
+    with open(victim, "w") as f:
+        f.write("precious")
+    planted = os.path.join(sticky, "t.json")
+    os.symlink(victim, planted)
+    os.lchown(planted, 65534, 65534)
+    res = t.forktrace(["run", "-o", planted, "--", "true"])
+    check(res.rc == 1 and planted in res.err, f"a planted symlink was followed\n  {res.describe()}")
+    with open(victim) as f:
+        check(f.read() == "precious", "the planted symlink's target was overwritten")
+
+
+@test
+def test_output_is_input(t):
+    """An output that is an input, or the same file as the other output
+    (by name, through a symlink, a hard link, "-" and /dev/stdout), is
+    refused with exit 2 before any work; `report t.json -o t.json`
+    replaced the trace by its report."""
+    t.run(loop_cmd(3), out="t.json", expect_rc=0)
+    with open(t.path("t.json"), "rb") as f:
+        orig = f.read()
+    os.symlink("t.json", t.path("sym.json"))
+    os.link(t.path("t.json"), t.path("hard.json"))
+    d = t.subdir("dir")
+    with open(os.path.join(d, "a.json"), "wb") as f:
+        f.write(orig)
+    marker = t.path("ran")
+    cases = [
+        ["report", "t.json", "-o", "t.json"],
+        ["report", "t.json", "-o", "sym.json"],
+        ["report", "sym.json", "-o", "hard.json"],
+        ["combine", "t.json", "-o", "t.json"],
+        ["combine", "dir/a.json", "t.json", "-o", "./hard.json"],
+        ["combine", "dir", "-o", "dir/a.json"],
+        ["run", "-o", "x.json", "--report", "x.json", "--", "touch", marker],
+        ["run", "-o", "x.json", "--report", "dir/../x.json", "--", "touch", marker],
+        ["run", "-o", "sym.json", "--report", "hard.json", "--", "touch", marker],
+        ["run", "-o", "-", "--report", "/dev/stdout", "--", "touch", marker],
+    ]
+    for args in cases:
+        res = t.forktrace(args)
+        check(res.rc == 2, f"{' '.join(args)}: exit {res.rc}, expected 2\n  {res.describe()}")
+        check("same file" in res.err or "is the input" in res.err or "input directory" in res.err,
+              f"{' '.join(args)}: no clear message\n  {res.describe()}")
+        check(not os.path.exists(marker), f"{' '.join(args)}: the command ran")
+        with open(t.path("t.json"), "rb") as f:
+            check(f.read() == orig, f"{' '.join(args)}: t.json was changed")
+        check(not os.path.exists(t.path("x.json")), f"{' '.join(args)}: x.json was written")
+    # A combined trace in the input directory would be read again by the
+    # next combine of it.
+    res = t.forktrace(["combine", "dir", "-o", "dir/all.json"])
+    check(res.rc == 0, f"combine dir -o dir/all.json (first time)\n  {res.describe()}")
+    res = t.forktrace(["combine", "dir", "-o", "dir/all.json"])
+    check(res.rc == 2, f"combine dir -o dir/all.json (again): exit {res.rc}\n  {res.describe()}")
+    # What is not the same file goes on: a report beside the traces.
+    for _ in range(2):
+        res = t.forktrace(["report", "dir", "-o", "dir/r.html"])
+        check(res.rc == 0, f"report dir -o dir/r.html\n  {res.describe()}")
+
+
+@test
+def test_output_dir_moved(t):
+    """The output's directory renamed while the command runs: the trace,
+    complete, is in it under its name, and forktrace says where (exit 1).
+    It sat unmentioned in OUTPUT.tmp-XXXXXX."""
+    t.subdir("d")
+    res = t.forktrace(["run", "-o", "d/t.json", "--", "mv", "d", "d2"])
+    check(res.rc == 1, f"exit {res.rc}, expected 1\n  {res.describe()}")
+    kept = os.path.realpath(t.path("d2", "t.json"))
+    check(f"'{kept}'" in res.err, f"forktrace does not say the trace is at {kept}\n"
+          f"  {res.describe()}")
+    check_trace_file(kept, "moved directory")
+    check(sorted(os.listdir(t.path("d2"))) == ["t.json"],
+          f"other files in d2: {os.listdir(t.path('d2'))}")
+    # Renamed and made again: the trace goes where -o named it.
+    t.subdir("e")
+    res = t.forktrace(["run", "-o", "e/t.json", "--", "sh", "-c", "mv e e2 && mkdir e"])
+    check(res.rc == 0, f"exit {res.rc}\n  {res.describe()}")
+    check_trace_file(t.path("e", "t.json"), "directory made again")
+    check(os.listdir(t.path("e2")) == [], f"files left in e2: {os.listdir(t.path('e2'))}")
+
+
+@test
+def test_output_dir_readonly(t):
+    """The output's directory made read-only while the command runs: the
+    complete trace is kept in $TMPDIR and forktrace says where (exit 1).
+    It sat unmentioned in OUTPUT.tmp-XXXXXX. Runs as nobody: root writes
+    into read-only directories."""
+    if os.geteuid() != 0:
+        raise Skip("needs root to run forktrace as another user")
+    base = tempfile.mkdtemp(prefix="ft-ro-", dir="/tmp")
+    try:
+        os.chmod(base, 0o755)
+        d = os.path.join(base, "d")
+        tmp = os.path.join(base, "tmp")
+        os.mkdir(d)
+        os.mkdir(tmp)
+        os.chown(d, 65534, 65534)
+        os.chown(tmp, 65534, 65534)
+        env = dict(os.environ, TMPDIR=tmp)
+        p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            ft.forktrace_bin(), "run", "-o", "d/t.json", "--", "chmod", "555",
+                            "d"], cwd=base, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=30)
+        res = ft.Result(p.args, p.returncode, p.stdout, p.stderr, 0, base, None, None)
+        if not os.path.exists(os.path.join(base, "d", "..")) or res.rc == 126 or \
+                (res.rc == 127 and "forktrace:" not in res.err):
+            raise Skip(f"nobody cannot run forktrace here\n  {res.describe()}")
+        check(res.rc == 1, f"exit {res.rc}, expected 1\n  {res.describe()}")
+        kept = [f for f in os.listdir(tmp) if f.startswith("t.json-")]
+        check(len(kept) == 1 and f"'{os.path.join(tmp, kept[0])}'" in res.err,
+              f"forktrace does not say where the trace is: {kept}\n  {res.describe()}")
+        check_trace_file(os.path.join(tmp, kept[0]), "read-only directory")
+        check(os.listdir(d) == [], f"files left in the read-only directory: {os.listdir(d)}")
+    finally:
+        subprocess.run(["rm", "-rf", base])
+
+
+@test
+def test_killed_no_temporary(t):
+    """forktrace killed while the command runs leaves no temporary file
+    where the output goes (the file has no name until it is complete)."""
+    for out in ("t.json", "t.h5", "t.json.gz"):
+        marker = t.path("started")
+        started = t.start(["run", "-o", out, "--", "sh", "-c", f"touch {marker}; sleep 30"])
+        for _ in range(1000):
+            if os.path.exists(marker):
+                break
+            time.sleep(0.01)
+        check(os.path.exists(marker), "the command did not start")
+        os.killpg(started[0].pid, signal.SIGKILL)
+        started[0].communicate()
+        os.unlink(marker)
+        left = [f for f in os.listdir(t.dir) if f.startswith(out)]
+        check(not left, f"-o {out}: files left after forktrace was killed: {left}")
 
 
 if __name__ == "__main__":
