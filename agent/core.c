@@ -432,12 +432,39 @@ void agent_await_ack(void)
 		agent_syscall(SYS_recvfrom, agent_g.fd, &b, 1, MSG_DONTWAIT, NULL, NULL);
 }
 
+/*
+ * May the agent call socket() and connect()? Not under a seccomp filter:
+ * the program's filter may kill the process on them (systemd's
+ * SystemCallFilter=, sandboxes) where, untraced, it never makes them. The
+ * kernel is asked before each connection: filters are inherited across
+ * fork and exec, and a program may install one at any time by any means
+ * (they are only ever added to, so one seen is remembered). A filter may
+ * refuse prctl too: any answer but "none" counts as a filter. Only the
+ * connect path asks: an image that speaks in the table never does. Strict
+ * mode, where PR_GET_SECCOMP itself kills, is entered through the prctl
+ * hook, which stops the agent first. Signal-safe.
+ */
+bool agent_may_connect(void)
+{
+	long mode;
+
+	if (agent_g.seccomp)
+		return false;
+	mode = agent_syscall(SYS_prctl, PR_GET_SECCOMP, 0, 0, 0, 0);
+	if (mode == 0 || mode == -EINVAL)
+		return true;
+	agent_g.seccomp = 1;
+	return false;
+}
+
 /* Connect to the collector and move the socket high, out of the way of
  * programs that dup2 onto low fds. Returns 0 or -errno. Signal-safe. */
 static int agent_connect(void)
 {
 	int fd, hi, err;
 
+	if (!agent_may_connect())
+		return -EPERM;
 	fd = agent_sys_socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
@@ -535,6 +562,29 @@ static int agent_connect_hello(uint32_t flags)
 	return err < 0 ? err : agent_send_hello(flags);
 }
 
+bool agent_frame_needs_cut(ssize_t n)
+{
+	return n > 0 && agent_g.table_slot && (size_t)n > agent_table_frame_max() &&
+	       !agent_may_connect();
+}
+
+/* Starts the table slot with a HELLO whose argv is cut (by halves, and
+ * flagged) until it fits. Returns 0 or -errno. */
+static int agent_table_start_short(void)
+{
+	int err = -E2BIG;
+
+	while (err == -E2BIG && agent_g.argc > 1) {
+		ssize_t n;
+
+		agent_g.argc /= 2;
+		agent_g.argv_truncated = 1;
+		n = agent_encode_hello(agent_hello_buf, sizeof(agent_hello_buf), 0);
+		err = n < 0 ? (int)n : agent_table_start(agent_hello_buf, (size_t)n);
+	}
+	return err;
+}
+
 /*
  * The image introduces itself: in a slot of the collector's process
  * table if it can, else on a new connection; if neither works, through
@@ -555,7 +605,15 @@ static void agent_open_channel(void)
 		hello = agent_hello_buf;
 		n = agent_encode_hello(agent_hello_buf, sizeof(agent_hello_buf), 0);
 	}
-	if (n > 0 && agent_table_start(hello, (size_t)n) == 0) {
+	int err = n > 0 ? agent_table_start(hello, (size_t)n) : -ENOENT;
+
+	if (err == 0) {
+		__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	/* Under a seccomp filter, a HELLO too long for a slot goes there with
+	 * a shorter argv rather than on a connection. */
+	if (err == -E2BIG && !agent_may_connect() && agent_table_start_short() == 0) {
 		__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
 		return;
 	}
@@ -694,7 +752,12 @@ int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd,
 				   agent_table_continue(iov, cnt, (size_t)n) == 0))
 			goto written;
 		/* More to say than a slot holds, or an fd to pass: the image
-		 * goes on over a connection. */
+		 * goes on over a connection, or, under a seccomp filter, stays
+		 * in the table without this frame, counted lost. */
+		if (!agent_may_connect()) {
+			err = -EPERM;
+			goto lost;
+		}
 		agent_table_leave();
 		if (agent_connect_hello(FT_HELLO_RESUMED) < 0) {
 			agent_on_collector_gone();

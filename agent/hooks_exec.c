@@ -29,7 +29,8 @@ static size_t agent_argc(char *const *argv)
 	return n;
 }
 
-/* Send EXEC; if argv does not fit the buffer, send a prefix of it. */
+/* Send EXEC; if argv does not fit the buffer, send a prefix of it (also
+ * when it does not fit a table slot and no connection may be made). */
 static void agent_emit_exec(unsigned kind, const char *path, char *const *argv)
 {
 	size_t argc = agent_argc(argv);
@@ -40,7 +41,7 @@ static void agent_emit_exec(unsigned kind, const char *path, char *const *argv)
 	for (;;) {
 		n = enc_exec(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), kind, path,
 			     (const char *const *)argv, argc);
-		if (n != -ENOBUFS || argc == 0)
+		if ((n != -ENOBUFS && !agent_frame_needs_cut(n)) || argc == 0)
 			break;
 		argc /= 2;
 	}
@@ -276,7 +277,7 @@ AGENT_EXPORT int execle(const char *path, const char *arg, ...)
 	return ret;
 }
 
-/* Send SPAWN; shorten argv if it does not fit. */
+/* Send SPAWN; shorten argv if it does not fit (see agent_emit_exec). */
 static void agent_emit_spawn(uint64_t ts, unsigned kind, pid_t child, int ret,
 			     const char *path, char *const *argv)
 {
@@ -288,7 +289,7 @@ static void agent_emit_spawn(uint64_t ts, unsigned kind, pid_t child, int ret,
 	for (;;) {
 		n = enc_spawn(agent_buf, AGENT_BUF_SIZE, ts, agent_tid(), kind, child, ret,
 			      path, (const char *const *)argv, argc);
-		if (n != -ENOBUFS || argc == 0)
+		if ((n != -ENOBUFS && !agent_frame_needs_cut(n)) || argc == 0)
 			break;
 		argc /= 2;
 	}

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/seccomp.h>
 #include <sys/prctl.h>
 
 #include "internal.h"
@@ -194,6 +195,41 @@ AGENT_EXPORT int pthread_setname_np(pthread_t th, const char *name)
 	return ret;
 }
 
+/*
+ * prctl(PR_SET_SECCOMP). Strict mode allows read, write, exit and
+ * sigreturn only: the agent's next system call of any other kind (a
+ * table slot to open, a clock read, the fatal-signal handler's re-raise)
+ * would have the kernel kill the process. So before the process enters
+ * it, the agent sends what this thread recorded, stops, and gives the
+ * fatal signals back to their default action; if the call fails, it
+ * goes on. A filter is remembered: the agent then makes no connection
+ * (agent_may_connect).
+ */
+static int agent_prctl_seccomp(agent_prctl_fn f, unsigned long mode, unsigned long a3,
+			       unsigned long a4, unsigned long a5)
+{
+	bool was = false;
+	int ret, err;
+
+	if (mode == SECCOMP_MODE_STRICT) {
+		was = !agent_bypass();
+		if (was)
+			agent_ev_flush_self();
+		__atomic_store_n(&agent_g.active, 0, __ATOMIC_RELAXED);
+		agent_signals_uninstall();
+	}
+	ret = f(PR_SET_SECCOMP, mode, a3, a4, a5);
+	err = errno;
+	if (ret == 0 && mode == SECCOMP_MODE_FILTER)
+		__atomic_store_n(&agent_g.seccomp, 1, __ATOMIC_RELAXED);
+	if (ret != 0 && was) {
+		__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
+		agent_signals_install();
+	}
+	errno = err;
+	return ret;
+}
+
 /* prctl is variadic; every option takes at most four more unsigned long
  * arguments, which are passed through untouched. */
 AGENT_EXPORT int prctl(int option, ...)
@@ -214,6 +250,9 @@ AGENT_EXPORT int prctl(int option, ...)
 		errno = ENOSYS;
 		return -1;
 	}
+	/* A vfork child shares our memory: what it does is not ours. */
+	if (option == PR_SET_SECCOMP && !agent_t_in_vfork)
+		return agent_prctl_seccomp(f, a2, a3, a4, a5);
 	ret = f(option, a2, a3, a4, a5);
 	if (ret != 0 || option != PR_SET_NAME || agent_bypass() || !a2)
 		return ret;

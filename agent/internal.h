@@ -154,6 +154,7 @@ struct agent_state {
 	int forked;	 /* this image is a fork child's copy (HELLO flag) */
 	int spilling;	 /* fd is this image's spill file, not a socket */
 	int ack_wait;	 /* wait for the collector's byte at exit (agent_await_ack) */
+	int seccomp;	 /* a seccomp filter is in force: never call socket() */
 	struct ft_table_slot *table_slot; /* this image's process-table slot, or NULL */
 	struct ft_table_header *table_hdr; /* the table's mapped header, or NULL */
 	struct ft_table_slot *table_inherited; /* a fork child's mapping of its parent's slot */
@@ -336,6 +337,16 @@ void agent_on_collector_gone(void);
  * the process is gone. Preserves errno. */
 void agent_await_ack(void);
 
+/* May the agent make a connection (socket, connect), or is the process
+ * under a seccomp filter that might kill it for that? Asks the kernel
+ * until a filter is seen (one prctl). Signal-safe. */
+bool agent_may_connect(void);
+/* Must a frame of n bytes be made shorter (a prefix of its argv) to go
+ * anywhere: this image writes in the table, the frame would not fit a
+ * slot, and a seccomp filter forbids the connection it would need?
+ * Signal-safe. */
+bool agent_frame_needs_cut(ssize_t n);
+
 /* Write the one "forktrace-agent: <msg>" line to stderr and disable. */
 void agent_fail(const char *msg);
 
@@ -367,6 +378,8 @@ int agent_table_continue(const struct iovec *iov, int cnt, size_t n);
 /* The image goes on to a connection: unmaps its slot; its next HELLO
  * names the slot it leaves (table_left). */
 void agent_table_leave(void);
+/* The longest frame a slot holds (the table's header is mapped). */
+size_t agent_table_frame_max(void);
 /* In a fork child: drop the parent's slot. Signal-safe. */
 void agent_table_fork_child(void);
 /* Maps the table's header now if this image writes in a slot it was
@@ -405,6 +418,8 @@ void agent_ev_fork_child(void);
 
 /* Fatal-signal handlers, installed by the constructor. */
 void agent_signals_install(void);
+/* Gives the signals where our handler is back to their default action. */
+void agent_signals_uninstall(void);
 /* Registers the on_exit handler that sends EXIT when main returns or
  * exit() runs (hooks_proc.c). Constructor only. */
 void agent_exit_watch(void);

@@ -105,6 +105,34 @@ static void agent_fatal_swap_in(int sig)
 }
 #endif
 
+#if AGENT_X86_64
+/* Puts the default action back for sig if our handler is there. */
+static void agent_fatal_swap_out(int sig)
+{
+	struct agent_ksigaction dfl = {(uintptr_t)SIG_DFL, AGENT_SA_RESTORER, agent_sigreturn, 0};
+	struct agent_ksigaction cur;
+
+	if (agent_syscall(SYS_rt_sigaction, sig, NULL, &cur, sizeof(cur.mask)) == 0 &&
+	    cur.handler == (uintptr_t)agent_on_fatal)
+		agent_syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
+}
+#else
+static void agent_fatal_swap_out(int sig)
+{
+	struct sigaction cur;
+
+	if (sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+	    cur.sa_sigaction == agent_on_fatal)
+		signal(sig, SIG_DFL);
+}
+#endif
+
+void agent_signals_uninstall(void)
+{
+	for (size_t i = 0; i < sizeof(agent_fatal_signals) / sizeof(agent_fatal_signals[0]); i++)
+		agent_fatal_swap_out(agent_fatal_signals[i]);
+}
+
 /* Install only where the disposition is SIG_DFL: a program's own handler
  * (or SIG_IGN inherited across exec) wins, and a handler the program
  * installs later simply replaces ours. One call per signal swaps ours in

@@ -31,6 +31,12 @@ static size_t agent_table_room(void)
 	return agent_g.table_slot_size - sizeof(struct ft_table_slot);
 }
 
+size_t agent_table_frame_max(void)
+{
+	/* A CONTINUE frame opens every slot after the first. */
+	return agent_table_room() - AGENT_SMALL_FRAME;
+}
+
 /* Maps the header page once per process. Returns 0 or -errno. */
 static int agent_table_map_header(int fd)
 {

@@ -51,6 +51,49 @@ def test_setuid_drop(t):
 
 
 # --------------------------------------------------------------------------
+# Seccomp filters
+
+
+@test
+def test_seccomp_kill_socket(t):
+    """A program under a seccomp filter that kills the process on socket()
+    and connect() (systemd's SystemCallFilter=) runs as it does untraced,
+    though the argv it execs is too long for a process-table slot (which
+    made the agent connect, for the EXEC record and for the new image's
+    HELLO): the agent makes no connection under a filter, and writes both
+    in the table with a shortened argv. Before, the process died of
+    SIGSYS."""
+    res = t.run_compare([prog("restricted"), "killsock", "60"])
+    tr = res.trace
+    root = tr.root()
+    ft.assert_exit(root, code=7, trace=tr)
+    check(root.images == 2, f"the root has {root.images} images\n{tr.dump()}")
+    leaf = root.image_slices[-1]["args"]
+    check(leaf["instrumented"] and leaf["argv"][:3] == ["restricted", "leaf", "arg0000-" + "0" * 90]
+          and len(leaf["argv"]) < 62 and leaf.get("argv_truncated") is True,
+          f"the leaf image: {leaf}")
+    kids = tr.children(root)
+    ft.assert_count(kids, 1, f"children of {root.describe()}", tr)
+    ft.assert_instrumented(kids[0], True, tr)
+    ft.assert_exit(kids[0], code=0, trace=tr)
+
+
+@test
+def test_seccomp_strict(t):
+    """A process that enters seccomp strict mode (read, write, exit and
+    sigreturn only) and then faults dies of SIGSEGV as it does untraced:
+    the agent stops, and gives the fatal signals back to their default
+    action, before the process enters the mode. Before, the agent's
+    handler made system calls there and the kernel killed the process
+    with SIGKILL."""
+    res = t.run_compare([prog("restricted"), "strict"], expect_rc=0)
+    tr = res.trace
+    kids = tr.children(tr.root())
+    ft.assert_count(kids, 1, "children of the root", tr)
+    ft.assert_exit(kids[0], signal=11, trace=tr)
+
+
+# --------------------------------------------------------------------------
 # Peers that are not who they say
 
 

@@ -9,13 +9,13 @@
  *   which socket, connect, open, openat, mkdir and mkdirat fail with
  *   ENOSYS (as man-db's sandbox does), then fork a child that exits 5
  *   and one that execs /bin/true; each waits and exits 6.
- * killsock ARGS...: installs a seccomp filter that kills the process on
+ * killsock N: installs a seccomp filter that kills the process on
  *   socket() and connect() (as systemd's SystemCallFilter= does), then
- *   execs this program as "leaf" with ARGS after it (a long argv makes
- *   the agent want a connection).
- * strict: forks a child that enters seccomp strict mode and then writes
- *   "strict ok" and exits 0 (strict mode allows read, write and exit
- *   only); waits and exits with its code.
+ *   execs this program as "leaf" with N arguments of 100 bytes after it
+ *   (a long argv makes the agent want a connection).
+ * strict: forks a child that enters seccomp strict mode (read, write,
+ *   exit and sigreturn only), writes "strict ok" and dies of SIGSEGV;
+ *   waits, exits 0.
  * nspid: forks a child in a new pid namespace (its pid 1 there), which
  *   forks a grandchild that execs /bin/true, and exits 3; waits.
  * Every filter returns its action only for x86-64 system calls and lets
@@ -153,17 +153,21 @@ static int sandbox(void)
 	return 0;
 }
 
-static int killsock(int argc, char **argv, const char *self)
+static int killsock(int n, const char *self)
 {
 	static const int nrs[] = {SYS_socket, SYS_connect};
-	char **av = calloc((size_t)argc + 2, sizeof(*av));
+	char **av = calloc((size_t)n + 3, sizeof(*av));
 
-	if (!av)
+	if (!av || n < 0)
 		tp_die("calloc");
 	av[0] = "restricted";
 	av[1] = "leaf";
-	for (int i = 2; i < argc; i++)
-		av[i] = argv[i];
+	for (int i = 0; i < n; i++) {
+		av[2 + i] = malloc(128);
+		if (!av[2 + i])
+			tp_die("malloc");
+		snprintf(av[2 + i], 128, "arg%04d-%090d", i, 0);
+	}
 	install(SECCOMP_RET_KILL_PROCESS, nrs, 2);
 	execv(self, av);
 	tp_die("execv");
@@ -173,6 +177,7 @@ static int killsock(int argc, char **argv, const char *self)
 static int strict(void)
 {
 	pid_t pid = fork();
+	int st;
 
 	if (pid < 0)
 		tp_die("fork");
@@ -183,9 +188,15 @@ static int strict(void)
 			_exit(TP_FAIL);
 		if (write(1, msg, sizeof(msg) - 1)) {
 		}
-		syscall(SYS_exit, 0);
+		*(volatile int *)0 = 0;
+		syscall(SYS_exit, TP_FAIL);
 	}
-	wait_code(pid, 0);
+	if (waitpid(pid, &st, 0) != pid)
+		tp_die("waitpid");
+	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGSEGV) {
+		fprintf(stderr, "restricted: strict child: status 0x%x, expected SIGSEGV\n", st);
+		return TP_FAIL;
+	}
 	return 0;
 }
 
@@ -220,13 +231,13 @@ int main(int argc, char **argv)
 		return leaf();
 	if (argc == 2 && !strcmp(argv[1], "sandbox"))
 		return sandbox();
-	if (argc >= 2 && !strcmp(argv[1], "killsock"))
-		return killsock(argc, argv, self);
+	if (argc == 3 && !strcmp(argv[1], "killsock"))
+		return killsock(atoi(argv[2]), self);
 	if (argc == 2 && !strcmp(argv[1], "strict"))
 		return strict();
 	if (argc == 2 && !strcmp(argv[1], "nspid"))
 		return nspid();
-	fprintf(stderr, "usage: restricted drop UID | leaf | sandbox | killsock ARGS... | strict "
+	fprintf(stderr, "usage: restricted drop UID | leaf | sandbox | killsock N | strict "
 			"| nspid\n");
 	return 2;
 }
