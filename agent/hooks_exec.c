@@ -128,6 +128,8 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 		path = agent_fd_path(dirfd, fdpath, PATH_MAX);
 	if (record)
 		agent_emit_exec(kind, path, argv);
+	if (agent_t_in_vfork)
+		agent_vfork_note_exec(agent_now(), path, argv);
 
 	switch (kind) {
 	case FT_EXEC_EXECVP:
@@ -159,6 +161,8 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 	}
 
 	err = errno;
+	if (agent_t_in_vfork)
+		agent_vfork_note_fail(err);
 	agent_env_release(&env);
 	if ((record || extra) && !agent_bypass())
 		AGENT_EMIT(

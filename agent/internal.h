@@ -400,6 +400,11 @@ struct ft_table_target *agent_table_targets(void);
 uint64_t agent_boot_now(void);
 /* In a vfork child: agent_boot_now() as the vfork began (vfork.c). */
 uint64_t agent_vfork_boot_before(void);
+/* In a vfork child (agent_t_in_vfork): its exec call of path with argv at
+ * ts is about to be made / returned err; the parent's FORK record tells
+ * it (agent/vfork.c). Signal-safe. */
+void agent_vfork_note_exec(uint64_t ts, const char *path, char *const argv[]);
+void agent_vfork_note_fail(int err);
 
 /* In-process events (events.c). */
 /* Reads FORKTRACE_FUNCTIONS ("0": the -finstrument-functions hooks do

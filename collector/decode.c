@@ -126,6 +126,7 @@ static bool decode_field(wire_msg *m, uint64_t key, const msgpack_object *v)
 	case FT_K_LO: return obj_uint(v, &m->lo);
 	case FT_K_HI: return obj_uint(v, &m->hi);
 	case FT_K_SIZE: return obj_uint(v, &m->size);
+	case FT_K_CHILD_ERRNO: return obj_int(v, &m->child_err);
 	default:
 		/* Unknown keys are allowed: newer agents may add fields. */
 		return true;

@@ -736,9 +736,29 @@ static void on_fork(proc_tree *pt, proc_conn *c, const wire_msg *m)
 	if (!child)
 		return;
 	set_spawn(pt, child, parent, m->ts, m->tid, (int)m->kind);
-	/* A vfork child has exec'd or exited by now; if it exec'd something
-	 * the agent cannot enter, /proc is the only witness left. */
-	if (m->kind == FT_SPAWN_VFORK && !child->hello_seen && child->mp->nsegs == 0)
+	if (m->kind != FT_SPAWN_VFORK)
+		return;
+	/* The child has exec'd or exited by now, and its parent tells what
+	 * its last exec call was: one that failed is marked in the child;
+	 * one that did not return started an image, described here until
+	 * (if ever) it says HELLO itself. */
+	if (wire_has(m, FT_K_PATH)) {
+		int64_t exec_ts = wire_has(m, FT_K_EXEC_TS) ? (int64_t)m->exec_ts : m->ts;
+
+		if (wire_has(m, FT_K_CHILD_ERRNO)) {
+			add_exec_fail_mark(pt, child->mp, "exec failed", exec_ts, m->child, m->path,
+					   (int)m->child_err);
+		} else if (!child->hello_seen && child->mp->nsegs == 0) {
+			size_t argc;
+			const char **argv = dup_argv(pt->t, m, &argc);
+
+			add_placeholder(pt, child, m->ts, dup_ws(pt->t, m->path), argv, argc);
+		}
+		return;
+	}
+	/* An agent that does not tell: if the child exec'd something the
+	 * agent cannot enter, /proc is the only witness left. */
+	if (!child->hello_seen && child->mp->nsegs == 0)
 		describe_from_proc(pt, child, m->ts);
 }
 

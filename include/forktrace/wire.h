@@ -82,7 +82,10 @@ enum ft_msg_type {
 	FT_MSG_HELLO = 1,
 	/* fork() or vfork() returned in the parent. Keys: TS, TID, CHILD,
 	 * KIND (FT_SPAWN_FORK / FT_SPAWN_VFORK), ERRNO when it failed
-	 * (then CHILD is absent). */
+	 * (then CHILD is absent). A vfork child records nothing itself, so
+	 * its parent tells what the child's last exec call was, when it
+	 * made one: PATH, ARGV (a prefix, if long), EXEC_TS (the call's
+	 * time), and CHILD_ERRNO if that call failed. */
 	FT_MSG_FORK = 2,
 	/* About to call the real exec. Keys: TS, TID, PATH, ARGV, KIND
 	 * (FT_EXEC_*). Sent and flushed before the call. */
@@ -179,6 +182,8 @@ enum ft_key {
 	FT_K_SIZE = 29,       /* uint: a size in bytes */
 	FT_K_TABLE_SLOT = 30, /* uint: HELLO on a connection: the process-table
 			       * slot this image wrote before (FT_HELLO_RESUMED) */
+	FT_K_CHILD_ERRNO = 31,/* int: FORK of a vfork child: its last exec call
+			       * (PATH, ARGV, EXEC_TS) failed with this errno */
 	FT_K_MAX = 64
 };
 

@@ -264,5 +264,40 @@ def test_spawn_failed_child(t):
     ft.assert_count(fails, 4, "spawn failed marks on the caller", tr)
 
 
+@test
+def test_vfork_exec_told(t):
+    """What a vfork child exec'd, or that its exec failed, comes from its
+    parent's FORK record, the same every run: the failed one has an
+    'exec failed' mark and its parent's image; the static one is named
+    with the argv it was given (from /proc before, when the child was
+    still alive to read: a race); the instrumented one is itself."""
+    prog("static_child")  # skips when static binaries cannot be built
+    for r in range(3):
+        res = t.run_compare([prog("vfork_exec")], expect_rc=0) if r == 0 else \
+            t.run([prog("vfork_exec")], out=f"t{r}.json", expect_rc=0)
+        tr = res.trace
+        root = tr.root()
+        kids = tr.children(root)
+        ft.assert_count(kids, 3, "vfork children", tr)
+        by_code = {(k.exit or {}).get("code"): k for k in kids}
+        check(sorted(by_code) == [5, 7, 127], f"exit codes {sorted(by_code)}\n{tr.dump()}")
+        failed = by_code[127]
+        marks = failed.marks(cat="exec", name="exec failed")
+        ft.assert_count(marks, 1, f"exec failed marks of {failed.describe()}", tr)
+        a = marks[0].get("args") or {}
+        check(a.get("path") == "/nope" and a.get("errno") == 2, f"exec failed mark {a}")
+        check(failed.name == "vfork_exec" and failed.images == 1,
+              f"the child whose exec failed ran its parent's image: {failed.describe()}")
+        st = by_code[7]
+        check(st.name == "static_child" and st.argv == ["static_child", "7"] and
+              st.images == 1, f"static child: {st.describe()}")
+        ft.assert_instrumented(st, False, tr)
+        ew = by_code[5]
+        check(ew.name == "exit_with" and ew.images == 1, f"instrumented child: {ew.describe()}")
+        ft.assert_instrumented(ew, True, tr)
+        for k in kids:
+            check(k.spawn == "vfork", f"spawn of {k.describe()}")
+
+
 if __name__ == "__main__":
     ft.main()
