@@ -11,6 +11,13 @@
  * frame left over keeps bytes of its own. A build with ten thousand idle
  * connections then costs ten thousand small structs, not ten thousand
  * read buffers.
+ *
+ * What partial frames hold is bounded: a connection's buffer grows with
+ * the bytes that arrive, not with the length a header announces, and all
+ * of them together stay under SRV_HELD_MAX. A peer that announces big
+ * frames and trickles them (an agent writes a frame at once) would
+ * otherwise make the collector hold 16 MiB per connection. Past the
+ * bound, the connection holding the most is closed, with a warning.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +37,15 @@
 #define SRV_BATCH_NS (300 * 1000)
 /* An iteration that took more than this is bulk (event records): no pause. */
 #define SRV_BATCH_BULK (64 * 1024)
+/* Bytes all partial frames together may hold: some sixty agents' largest
+ * frames (an event chunk, 512 KiB) at the same moment, four of the
+ * largest the protocol allows. */
+#define SRV_HELD_MAX (64u * 1024u * 1024u)
+/* A frame up to this long is buffered whole as soon as its header is in:
+ * an agent's largest (an event chunk) fits. */
+#define SRV_WHOLE_FRAME (1024u * 1024u)
+/* Warnings about connections closed for it; then only a count. */
+#define SRV_HELD_WARNINGS 3
 
 typedef struct srv_conn {
 	uv_pipe_t pipe; /* first: the handle's address is the conn's */
@@ -43,6 +59,7 @@ typedef struct srv_conn {
 	size_t len, cap;
 	proc_conn pc;
 	bool closing;
+	bool over;           /* to be closed for holding too much (alloc_cb) */
 } srv_conn;
 
 static char shared_buf[SHARED_BUF_SIZE];
@@ -51,6 +68,7 @@ static void conn_close_cb(uv_handle_t *h)
 {
 	srv_conn *c = h->data;
 
+	c->s->held -= c->cap;
 	c->s->nconns--;
 	proc_conn_drop_fds(&c->pc);
 	free(c->buf);
@@ -261,18 +279,107 @@ static ssize_t conn_frames(srv_conn *c, const char *data, size_t n)
 	return (ssize_t)off;
 }
 
-static int conn_keep(srv_conn *c, const char *data, size_t n)
+/* Resizes c's buffer to cap bytes (0: frees it), keeping the count of
+ * what all connections hold. */
+static int conn_resize(srv_conn *c, size_t cap)
 {
-	if (n > c->cap) {
-		size_t ncap = c->cap ? c->cap : 4096;
-		while (ncap < n)
-			ncap *= 2;
-		char *nb = realloc(c->buf, ncap);
+	char *nb = NULL;
+
+	if (cap) {
+		nb = realloc(c->buf, cap);
 		if (!nb)
 			return -ENOMEM;
-		c->buf = nb;
-		c->cap = ncap;
+	} else {
+		free(c->buf);
 	}
+	c->s->held = c->s->held - c->cap + cap;
+	c->buf = nb;
+	c->cap = cap;
+	return 0;
+}
+
+typedef struct held_max {
+	srv *s;
+	srv_conn *top;
+} held_max;
+
+static void find_top(uv_handle_t *h, void *arg)
+{
+	held_max *m = arg;
+	srv_conn *c = h->data;
+
+	if (h->type != UV_NAMED_PIPE || h == (uv_handle_t *)&m->s->listener || uv_is_closing(h) ||
+	    !c || c->closing)
+		return;
+	if (!m->top || c->cap > m->top->cap)
+		m->top = c;
+}
+
+static void conn_over(srv_conn *c)
+{
+	srv *s = c->s;
+	pid_t pid = c->pc.pe ? proc_pid(c->pc.pe) : c->peer_pid;
+
+	if (++s->over_held <= SRV_HELD_WARNINGS)
+		fprintf(stderr,
+			"forktrace: warning: process %d holds %zu bytes of an unfinished frame "
+			"while unfinished frames together pass %u MiB; closing its connection "
+			"(what it sent before is kept)%s\n",
+			(int)pid, c->len, SRV_HELD_MAX >> 20,
+			s->over_held == SRV_HELD_WARNINGS ? "; further ones are only counted" : "");
+	conn_close(c);
+	/* At once: the bound counts what is held now. */
+	conn_resize(c, 0);
+	c->len = 0;
+}
+
+/*
+ * Makes room for c to hold want bytes: while all partial frames together
+ * would pass SRV_HELD_MAX, the connection that holds the most is closed.
+ * Returns false when that is c itself: closed then, unless in_alloc (libuv
+ * calls the read callback of the handle whose alloc_cb this is even so:
+ * c->over asks it to close c).
+ */
+static bool conn_room(srv_conn *c, size_t want, bool in_alloc)
+{
+	srv *s = c->s;
+
+	while (s->held - c->cap + want > SRV_HELD_MAX) {
+		held_max m = { s, NULL };
+
+		uv_walk(s->loop, find_top, &m);
+		if (!m.top || m.top->cap <= c->cap || m.top == c) {
+			if (in_alloc)
+				c->over = true;
+			else
+				conn_over(c);
+			return false;
+		}
+		conn_over(m.top);
+	}
+	return true;
+}
+
+/* Grows c's buffer to at least want bytes, in steps of half its size. */
+static int conn_grow(srv_conn *c, size_t want, bool in_alloc)
+{
+	size_t ncap = c->cap ? c->cap + c->cap / 2 : 4096;
+
+	if (want <= c->cap)
+		return 0;
+	if (ncap < want)
+		ncap = want;
+	if (!conn_room(c, ncap, in_alloc))
+		return -ENOBUFS;
+	return conn_resize(c, ncap);
+}
+
+static int conn_keep(srv_conn *c, const char *data, size_t n)
+{
+	int rc = conn_grow(c, n, false);
+
+	if (rc < 0)
+		return rc;
 	memmove(c->buf, data, n);
 	c->len = n;
 	return 0;
@@ -287,22 +394,19 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 		*buf = uv_buf_init(shared_buf, sizeof(shared_buf));
 		return;
 	}
-	/* A partial frame: read the rest behind it in the conn's buffer. */
+	/* A partial frame: read the rest behind it in the conn's buffer,
+	 * which grows with what arrives, not to the announced length (but
+	 * at once to the length of a frame an agent sends whole). */
 	size_t want = c->len + SHARED_BUF_SIZE;
 	if (c->len >= FT_WIRE_HEADER_SIZE) {
 		size_t frame = FT_WIRE_HEADER_SIZE +
 			       ft_wire_payload_len((const unsigned char *)c->buf);
-		if (frame > want)
+		if (frame > want && frame <= SRV_WHOLE_FRAME)
 			want = frame;
 	}
-	if (want > c->cap) {
-		char *nb = realloc(c->buf, want);
-		if (!nb) {
-			*buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
-			return;
-		}
-		c->buf = nb;
-		c->cap = want;
+	if (conn_grow(c, want, true) < 0) {
+		*buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
+		return;
 	}
 	*buf = uv_buf_init(c->buf + c->len, (unsigned)(c->cap - c->len));
 }
@@ -390,14 +494,8 @@ static void conn_drain(srv_conn *c)
 		struct msghdr mh;
 		ssize_t n, used;
 
-		if (c->cap - c->len < SHARED_BUF_SIZE) {
-			char *nb = realloc(c->buf, c->len + SHARED_BUF_SIZE);
-
-			if (!nb)
-				return;
-			c->buf = nb;
-			c->cap = c->len + SHARED_BUF_SIZE;
-		}
+		if (conn_grow(c, c->len + SHARED_BUF_SIZE, false) < 0)
+			return;
 		iov.iov_base = c->buf + c->len;
 		iov.iov_len = c->cap - c->len;
 		memset(&mh, 0, sizeof(mh));
@@ -427,6 +525,10 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 
 	conn_take_fds(c);
 
+	if (c->over && !c->closing) {
+		conn_over(c);
+		return;
+	}
 	if (nread == UV_EOF)
 		conn_drain(c);
 	if (c->closing)
@@ -448,10 +550,9 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		if (used < 0)
 			return;
 		if ((size_t)used < (size_t)nread &&
-		    conn_keep(c, shared_buf + used, (size_t)nread - (size_t)used) < 0) {
+		    conn_keep(c, shared_buf + used, (size_t)nread - (size_t)used) < 0 &&
+		    !c->closing)
 			conn_reject(c, "more than the collector could buffer");
-			return;
-		}
 		return;
 	}
 	c->len += (size_t)nread;
@@ -461,11 +562,8 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	memmove(c->buf, c->buf + used, c->len - (size_t)used);
 	c->len -= (size_t)used;
 	/* Give back a big buffer once the frame that needed it is done. */
-	if (c->len == 0 && c->cap > 64 * 1024) {
-		free(c->buf);
-		c->buf = NULL;
-		c->cap = 0;
-	}
+	if (c->len == 0 && c->cap > 64 * 1024)
+		conn_resize(c, 0);
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -633,6 +731,11 @@ void srv_close_all(srv *s)
 {
 	srv_stop(s);
 	uv_walk(s->loop, close_walk, s);
+	if (s->over_held > SRV_HELD_WARNINGS)
+		fprintf(stderr, "forktrace: warning: %llu connections in all were closed for "
+				"holding unfinished frames past %u MiB together\n",
+			(unsigned long long)s->over_held, SRV_HELD_MAX >> 20);
+	s->over_held = 0;
 }
 
 void srv_free(srv *s)

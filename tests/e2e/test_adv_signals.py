@@ -389,5 +389,70 @@ def test_numeric_options(t):
         check(res.elapsed >= 0.5, f"--wait-timeout {v}: returned after {res.elapsed:.2f} s")
 
 
+HOLD_PEER = r"""
+import fcntl, os, socket, struct, sys, termios, time
+n, size = int(sys.argv[1]), int(sys.argv[2])
+ft = os.getppid()
+
+def rss(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+
+base = rss(ft)
+conns = []
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.environ["FORKTRACE_SOCK"])
+    # A HELLO header announcing 16 MiB, then never the whole payload.
+    s.sendall(b"FT\x01\x01" + struct.pack("<I", 16 * 1024 * 1024))
+    conns.append(s)
+chunk = b"\x00" * (1 << 20)
+live = list(conns)
+for _ in range(size >> 20):
+    for s in list(live):
+        try:
+            s.sendall(chunk)
+        except OSError:
+            live.remove(s)
+# Everything sent is read (or the connection was closed) before RSS counts.
+deadline = time.monotonic() + 20
+while live and time.monotonic() < deadline:
+    live = [s for s in live if fcntl.ioctl(s, termios.TIOCOUTQ, b"\0" * 4) != b"\0" * 4]
+    time.sleep(0.01)
+maps = open(f"/proc/{ft}/maps").read()
+print(f"grew {rss(ft) - base} asan {int('libasan' in maps)} stuck {len(live)}")
+for s in conns:
+    s.close()
+"""
+
+
+@test
+def test_partial_frames_capped(t):
+    """Twenty connections that each announce a 16 MiB frame and send 8 MiB
+    of it: the collector holds at most 64 MiB of unfinished frames (it
+    held all 160 MiB, and 320 MiB for the whole frames), closes the
+    connections that hold the most with a few warnings and a count, and
+    the trace of the real processes is whole."""
+    peer = t.path("hold_peer.py")
+    with open(peer, "w") as f:
+        f.write(HOLD_PEER)
+    res = t.run([ft.PYTHON, peer, "20", str(8 << 20)], expect_rc=0, timeout=40)
+    words = res.out.split()
+    check(words[:1] == ["grew"], f"the peer did not finish\n  {res.describe()}")
+    grew, asan, stuck = int(words[1]), int(words[3]), int(words[5])
+    check(stuck == 0, f"{stuck} connections neither read nor closed\n  {res.describe()}")
+    # ASan's quarantine keeps freed memory: only the plain build is weighed.
+    if not asan:
+        check(grew < 96 << 20, f"the collector grew by {grew >> 20} MiB holding unfinished "
+              f"frames\n  {res.describe()}")
+    warns = [l for l in res.err.splitlines() if "of an unfinished frame" in l]
+    check(1 <= len(warns) <= 3, f"{len(warns)} warnings (expected 1 to 3)\n  {res.describe()}")
+    total = [l for l in res.err.splitlines() if "connections in all were closed" in l]
+    check(len(total) == 1, f"no count of the closed connections\n  {res.describe()}")
+    ft.assert_exit(res.trace.root(), code=0, trace=res.trace)
+
+
 if __name__ == "__main__":
     ft.main()
