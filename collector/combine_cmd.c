@@ -222,8 +222,11 @@ int combine_main(int argc, char **argv)
 	if (err == 0)
 		err = out_file_commit(&rf);
 	if (err < 0) {
-		fprintf(stderr, "forktrace: cannot write the trace to '%s': %s\n", output,
-			strerror(-err));
+		if (res.spool_error < 0)
+			out_spool_error(res.spool_error);
+		else
+			fprintf(stderr, "forktrace: cannot write the trace to '%s': %s\n", output,
+				strerror(-err));
 		out_file_abort(&rf);
 		combine_result_free(&res);
 		spill_release(&sp);

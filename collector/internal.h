@@ -302,6 +302,10 @@ void out_file_abort(out_file *rf);
 int out_check_paths(const char *sub, const char *const *outs, size_t nout,
 		    const char *const *ins, size_t nin);
 
+/* Says that combine_files' temporary file in $TMPDIR failed with err
+ * (combine_result.spool_error), not the output. */
+void out_spool_error(int err);
+
 /* Writes the HTML report of model t to fd (borrowed). Returns 0 or a
  * negative errno. stats may be NULL. */
 int report_write_model(const model_trace *t, int fd, const report_opts *ro,

@@ -594,6 +594,15 @@ void out_file_abort(out_file *rf)
 	rf->open = false;
 }
 
+void out_spool_error(int err)
+{
+	const char *dir = getenv("TMPDIR");
+
+	fprintf(stderr, "forktrace: cannot write the temporary file of the inputs' top-level "
+			"keys in %s: %s\n", dir != NULL && *dir != '\0' ? dir : "/tmp",
+		strerror(-err));
+}
+
 int report_write_model(const model_trace *t, int fd, const report_opts *ro, merge_stats *stats)
 {
 	htmlw_opts ho = {ro->include, ro->exclude, ro->pids};

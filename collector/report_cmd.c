@@ -152,8 +152,11 @@ int report_main(int argc, char **argv)
 	if (err == 0)
 		err = out_file_commit(&rf);
 	if (err < 0) {
-		fprintf(stderr, "forktrace: cannot write the report to '%s': %s\n", output,
-			strerror(-err));
+		if (res.spool_error < 0)
+			out_spool_error(res.spool_error);
+		else
+			fprintf(stderr, "forktrace: cannot write the report to '%s': %s\n", output,
+				strerror(-err));
 		goto free_res;
 	}
 	for (size_t i = 0; i < res.ninputs; i++)

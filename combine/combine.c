@@ -250,6 +250,7 @@ typedef struct toplevel {
 	char *io;      /* TL_IO bytes */
 	size_t ninputs, cur;
 	size_t dtu_inputs; /* inputs that state displayTimeUnit */
+	int spool_err;     /* the spool's first failure (a full TMPDIR), or 0 */
 	/* 1 + the last input that had an otherData object (members), or one
 	 * that is not an object: a file with both keeps the first kind. */
 	size_t od_members, od_other;
@@ -357,16 +358,18 @@ static int tl_spool(toplevel *t, jsonw_sv v, uint64_t *off)
 				unlink(path);
 			free(path);
 			if (t->fd < 0)
-				return -errno;
+				return t->spool_err = -errno;
 		}
 	}
+	/* At its offset: after a short write (a full disk) the file's
+	 * position is no longer t->size. */
 	while (done < v.n) {
-		ssize_t k = write(t->fd, v.p + done, v.n - done);
+		ssize_t k = pwrite(t->fd, v.p + done, v.n - done, (off_t)(t->size + done));
 
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0)
-			return -errno;
+			return t->spool_err = -errno;
 		done += (size_t)k;
 	}
 	*off = t->size;
@@ -1077,6 +1080,7 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 	res->out = sink->stats;
 	res->out.processes = res->processes;
 fail_aos:
+	res->spool_error = c.tl.spool_err;
 	ostream_finish(&c.aos);
 fail_alloc:
 	tl_free(&c.tl);

@@ -93,6 +93,10 @@ typedef struct combine_result {
 	 * inputs' entries; NULL when none. Owned. */
 	char *differ;
 	merge_stats out;    /* what the sink wrote */
+	/* The temporary file in $TMPDIR that keeps the inputs' top-level
+	 * keys could not be written (negative errno: a full disk); the
+	 * combine's error is that one, not the output's. */
+	int spool_error;
 } combine_result;
 
 /*

@@ -371,5 +371,28 @@ def test_killed_no_temporary(t):
         check(not left, f"-o {out}: files left after forktrace was killed: {left}")
 
 
+@test
+def test_full_tmpdir_combine(t):
+    """combine keeps the inputs' other top-level keys in a file in
+    $TMPDIR: when that disk is full, the error names $TMPDIR; it named the
+    output, on a disk with room."""
+    import json
+    ins = []
+    for i in (1, 2):
+        path = t.path(f"in{i}.json")
+        with open(path, "w") as f:
+            json.dump({"traceEvents": [{"ph": "i", "name": "x", "pid": i, "tid": i, "ts": 1}],
+                       f"meta_{i}": "v" * 5000, "shared": "a" * (3000 * i)}, f)
+        ins.append(path)
+    with small_tmpfs() as tmp:
+        fill(tmp)
+        env = dict(os.environ, TMPDIR=tmp)
+        for sub, out in (("combine", "c.json"), ("report", "r.html")):
+            res = t.forktrace([sub, "-q"] + ins + ["-o", out], env=env)
+            check(res.rc == 1 and tmp in res.err and NOSPC in res.err and out not in res.err,
+                  f"{sub}: the error must name the full {tmp}, not {out}\n  {res.describe()}")
+            check(not os.path.exists(t.path(out)), f"{sub}: {out} was written")
+
+
 if __name__ == "__main__":
     ft.main()
