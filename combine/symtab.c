@@ -12,12 +12,16 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
+#include "regfile.h"
 #include "symtab.h"
 
 /*
@@ -96,14 +100,70 @@ struct sym_raw {
 	unsigned underscores;
 };
 
+/* Whether dir/sub/name is absent or a regular file. */
+static bool candidate_safe(const char *dir, size_t dlen, const char *sub, const char *name)
+{
+	char path[4096];
+	struct stat st;
+	int n = snprintf(path, sizeof(path), "%.*s%s%s%s", (int)dlen, dir, dlen ? "/" : "",
+			 sub, name);
+
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return false;
+	return stat(path, &st) < 0 ? errno == ENOENT || errno == ENOTDIR : S_ISREG(st.st_mode);
+}
+
+/*
+ * find_debuginfo: dwfl_standard_find_debuginfo, unless a file it would
+ * open by name in the module's own directory is not a regular file.
+ * libdwfl opens those candidates with a blocking open(2), and the module
+ * path, its directory and the .gnu_debuglink name inside it all come from
+ * the traced program: a FIFO there would hang the trace writing, a device
+ * would be opened. So separate debuginfo is looked for only when the
+ * candidates in that directory (DIR/LINK, DIR/.debug/LINK, with no link
+ * also DIR/.debug/BASE) are absent or regular files, and the link is a
+ * plain file name (one with '/' could lead anywhere); under
+ * /usr/lib/debug (the system's) and by build-id it is looked for as
+ * always. A file swapped in after this check is the one case left.
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			  Dwarf_Addr base, const char *file_name, const char *debuglink,
+			  GElf_Word crc, char **debuginfo_file_name)
+{
+	const char *slash = file_name != NULL ? strrchr(file_name, '/') : NULL;
+	const char *bname = slash != NULL ? slash + 1 : file_name;
+	size_t dlen = slash != NULL ? (size_t)(slash - file_name) : 0;
+	char dflt[512];
+
+	if (file_name == NULL)
+		return -1;
+	if (slash == file_name)
+		dlen = 1; /* a module in / */
+	if (debuglink != NULL && strchr(debuglink, '/') != NULL)
+		return -1;
+	if (debuglink == NULL) {
+		int n = snprintf(dflt, sizeof(dflt), "%s.debug", bname);
+
+		if (n < 0 || (size_t)n >= sizeof(dflt) ||
+		    !candidate_safe(file_name, dlen, ".debug/", bname))
+			return -1;
+		debuglink = dflt;
+	}
+	if (!candidate_safe(file_name, dlen, "", debuglink) ||
+	    !candidate_safe(file_name, dlen, ".debug/", debuglink))
+		return -1;
+	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink,
+					    crc, debuginfo_file_name);
+}
+
 /* The callbacks of a Dwfl that reads files offline. The ELF file itself is
  * handed to dwfl_report_elf, so find_elf only matters for files libdwfl
- * looks up by build-id; dwfl_standard_find_debuginfo looks for separate
- * debuginfo by build-id and .gnu_debuglink in the default path
+ * looks up by build-id; find_debuginfo looks for separate debuginfo by
+ * build-id and .gnu_debuglink in the default path
  * (":.debug:/usr/lib/debug"). */
 static const Dwfl_Callbacks symtab_dwfl_callbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = find_debuginfo,
     .section_address = dwfl_offline_section_address,
 };
 
@@ -341,7 +401,11 @@ fail_names:
 /*
  * Reads the function symbols of f->path. On failure f keeps no functions,
  * which is the cached failure. Returns 0, -ENOEXEC when the file cannot be
- * opened or is not ELF, or -ENOMEM.
+ * opened, is not a regular file or is not ELF, or -ENOMEM.
+ *
+ * The path comes from a traced program (a MODULE frame), which may have
+ * put a FIFO, a device or a directory there: libdwfl gets the fd of a
+ * regular file (regfile_open), never the path to open.
  *
  * The module is reported at base 0 with p_vaddr added, so its addresses
  * are st_value addresses whatever its type: ET_EXEC files sit at their
@@ -354,15 +418,21 @@ static int file_load(struct sym_file *f)
 	Dwfl_Module *mod;
 	Dwfl *dwfl;
 	long n;
-	int err;
+	int err, fd;
 
+	fd = regfile_open(f->path);
+	if (fd < 0)
+		return -ENOEXEC;
 	dwfl = dwfl_begin(&symtab_dwfl_callbacks);
 	if (dwfl == NULL) {
 		err = -ENOMEM;
 		goto fail_begin;
 	}
 	dwfl_report_begin(dwfl);
-	mod = dwfl_report_elf(dwfl, f->path, f->path, -1, 0, true);
+	/* On success the module owns fd (closed by dwfl_end); not on failure. */
+	mod = dwfl_report_elf(dwfl, f->path, f->path, fd, 0, true);
+	if (mod != NULL)
+		fd = -1;
 	if (dwfl_report_end(dwfl, NULL, NULL) != 0 || mod == NULL) {
 		err = -ENOEXEC;
 		goto fail_report;
@@ -388,6 +458,8 @@ fail_collect:
 fail_report:
 	dwfl_end(dwfl);
 fail_begin:
+	if (fd >= 0)
+		close(fd);
 	return err;
 }
 
