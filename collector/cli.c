@@ -105,6 +105,95 @@ int cli_parse_seconds(const char *s, double *out)
 	return 0;
 }
 
+/* The code point of the UTF-8 sequence at p (n bytes left), and its
+ * length in *len; -1 when it is not a valid, shortest sequence of a
+ * scalar value. */
+static int32_t utf8_next(const unsigned char *p, size_t n, size_t *len)
+{
+	int32_t cp;
+	size_t k;
+
+	if (p[0] < 0xc2 || p[0] > 0xf4)
+		return -1;
+	k = p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3 : 4;
+	if (n < k)
+		return -1;
+	cp = p[0] & (0x7f >> k);
+	for (size_t i = 1; i < k; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return -1;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if ((k == 3 && cp < 0x800) || (k == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return -1;
+	*len = k;
+	return cp;
+}
+
+/* Characters a terminal or a reader takes for something else than text. */
+static bool invisible_control(int32_t cp)
+{
+	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+	       (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+const char *cli_esc_n(const char *s, size_t n)
+{
+	static char *ring[CLI_ESC_RING];
+	static unsigned next;
+	const unsigned char *p = (const unsigned char *)s;
+	char *out, *o;
+	size_t i = 0;
+
+	if (s == NULL)
+		return "(null)";
+	/* At most 6 bytes out for each byte in (\uHHHH for two). */
+	if (n > (SIZE_MAX - 1) / 6 || (out = malloc(6 * n + 1)) == NULL)
+		return "(?)";
+	free(ring[next]);
+	ring[next] = out;
+	next = (next + 1) % CLI_ESC_RING;
+	o = out;
+	while (i < n) {
+		size_t len = 1;
+		int32_t cp;
+
+		if (p[i] >= 0x20 && p[i] < 0x7f) {
+			*o++ = (char)p[i++];
+			continue;
+		}
+		if (p[i] < 0x80) {
+			if (p[i] == '\n' || p[i] == '\r' || p[i] == '\t') {
+				*o++ = '\\';
+				*o++ = p[i] == '\n' ? 'n' : p[i] == '\r' ? 'r' : 't';
+			} else {
+				o += sprintf(o, "\\x%02x", p[i]);
+			}
+			i++;
+			continue;
+		}
+		cp = utf8_next(p + i, n - i, &len);
+		if (cp < 0) {
+			o += sprintf(o, "\\x%02x", p[i]);
+			len = 1;
+		} else if (invisible_control(cp)) {
+			o += sprintf(o, "\\u%04x", (unsigned)cp);
+		} else {
+			memcpy(o, p + i, len);
+			o += len;
+		}
+		i += len;
+	}
+	*o = '\0';
+	return out;
+}
+
+const char *cli_esc(const char *s)
+{
+	return s != NULL ? cli_esc_n(s, strlen(s)) : "(null)";
+}
+
 void cli_report_running(const model_trace *t, const char *why)
 {
 	size_t n = 0;
@@ -120,7 +209,7 @@ void cli_report_running(const model_trace *t, const char *why)
 		const model_process *p = t->procs[i];
 		if (p->exit_kind != MODEL_EXIT_RUNNING)
 			continue;
-		fprintf(stderr, " %lld (%s)", (long long)p->pid, model_process_name(p));
+		fprintf(stderr, " %lld (%s)", (long long)p->pid, cli_esc(model_process_name(p)));
 		shown++;
 	}
 	fprintf(stderr, "%s\n", n > shown ? " ..." : "");

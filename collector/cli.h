@@ -42,6 +42,22 @@ int cli_parse_size(const char *s, uint64_t *out);
 #define CLI_SECONDS_MAX 1e9
 int cli_parse_seconds(const char *s, double *out);
 
+/*
+ * A string that came from a trace, an agent, a file's content or a file
+ * name, made safe to print on a terminal: C0 and C1 control characters,
+ * DEL, invalid UTF-8, and the Unicode characters that reorder text or
+ * break lines (bidi controls, U+2028, U+2029) come out as \n, \r, \t,
+ * \xHH (a byte) or \uHHHH, so that a program's name can neither move the
+ * cursor, retitle the terminal, nor forge a line of forktrace's own.
+ * Anything else, valid UTF-8 included, is printed as is. cli_esc_n takes
+ * n bytes (NUL included). The result is valid until the eighth call after
+ * (a ring of buffers: enough for the arguments of one message); NULL
+ * gives "(null)".
+ */
+#define CLI_ESC_RING 8
+const char *cli_esc(const char *s);
+const char *cli_esc_n(const char *s, size_t n);
+
 /* After --wait-timeout or a signal: names the processes that were still
  * running; why says when ("after --wait-timeout 5s"). */
 void cli_report_running(const model_trace *t, const char *why);

@@ -113,24 +113,24 @@ static void report_inputs(const combine_result *res, bool quiet, bool align)
 		const combine_input *in = &res->inputs[i];
 
 		if (in->truncated)
-			fprintf(stderr, "forktrace: warning: %s: %s (salvaged)\n", in->path,
-				in->error != NULL ? in->error : "truncated");
+			fprintf(stderr, "forktrace: warning: %s: %s (salvaged)\n", cli_esc(in->path),
+				in->error != NULL ? cli_esc(in->error) : "truncated");
 		else if (in->error != NULL)
-			fprintf(stderr, "forktrace: %s: %s%s\n", in->path, in->error,
+			fprintf(stderr, "forktrace: %s: %s%s\n", cli_esc(in->path), cli_esc(in->error),
 				in->events > 0 ? "; the events before it were kept" : "; skipped");
 		if (in->utf8_fixed > 0)
 			fprintf(stderr, "forktrace: warning: %s: byte %" PRIu64 ": %" PRIu64
 					" event%s with invalid UTF-8 or raw control characters; "
 					"replaced by U+FFFD\n",
-				in->path, in->utf8_offset, in->utf8_fixed,
+				cli_esc(in->path), in->utf8_offset, in->utf8_fixed,
 				in->utf8_fixed == 1 ? "" : "s");
 		if (in->skipped_keys > 0)
 			fprintf(stderr, "forktrace: warning: %s: top-level key%s not kept (larger "
 					"than 16 MiB, not valid JSON, or twice in the file): %s\n",
-				in->path, in->skipped_keys == 1 ? "" : "s", in->skipped);
+				cli_esc(in->path), in->skipped_keys == 1 ? "" : "s", cli_esc(in->skipped));
 		if (align && !quiet && in->align != NULL)
 			fprintf(stderr, "forktrace: %s: aligned by %s, shifted by %+.6f s\n",
-				in->path, in->align, (double)in->shift_ns / 1e9);
+				cli_esc(in->path), in->align, (double)in->shift_ns / 1e9);
 	}
 }
 
@@ -241,12 +241,12 @@ int combine_main(int argc, char **argv)
 		fprintf(stderr, "forktrace: warning: the inputs differ in top-level %s: the "
 				"output has the first input's; the others are in their entries of "
 				"otherData.forktrace.inputs, under \"top_level\"\n",
-			res.differ);
+			cli_esc(res.differ));
 	if (!quiet)
 		fprintf(stderr, "forktrace: combined %zu file%s, %" PRIu64 " events, %" PRIu64
 				" processes (%" PRIu64 " pids remapped) into %s\n",
 			res.ninputs, res.ninputs == 1 ? "" : "s", res.events, res.processes,
-			res.remapped, output);
+			res.remapped, cli_esc(output));
 	code = res.problems > 0 || sp.problems > 0 ? 1 : 0;
 	combine_result_free(&res);
 	spill_release(&sp);

@@ -68,20 +68,20 @@ static void print_process(const info_process *p, unsigned depth)
 	printf("  %*s%" PRId64, (int)(2 * ind), "", p->pid);
 	if (p->host_pid != p->pid)
 		printf(" (host pid %" PRId64 ")", p->host_pid);
-	printf(" %s", p->name != NULL ? p->name : "?");
+	printf(" %s", p->name != NULL ? cli_esc(p->name) : "?");
 	if (p->has_record)
-		printf(" [%s]", p->exit != NULL ? p->exit : "exit unknown");
+		printf(" [%s]", p->exit != NULL ? cli_esc(p->exit) : "exit unknown");
 	printf(", %" PRIu64 " events", p->events);
 	if (p->lost_events > 0)
 		printf(", %" PRIu64 " lost", p->lost_events);
 	printf(", %zu thread%s", p->nthreads, p->nthreads == 1 ? "" : "s");
 	for (size_t i = 0; i < p->nthreads && i < MAX_THREAD_NAMES; i++)
 		printf("%s%s", i == 0 ? ": " : ", ",
-		       p->thread_names[i] != NULL ? p->thread_names[i] : "(unnamed)");
+		       p->thread_names[i] != NULL ? cli_esc(p->thread_names[i]) : "(unnamed)");
 	if (p->nthreads > MAX_THREAD_NAMES)
 		printf(", ...");
 	if (p->origin != NULL)
-		printf(" (was %s)", p->origin);
+		printf(" (was %s)", cli_esc(p->origin));
 	printf("\n");
 }
 
@@ -158,7 +158,7 @@ static int show(const char *path)
 	int err = info_read(path, &r);
 
 	if (err < 0) {
-		fprintf(stderr, "forktrace: %s: out of memory\n", path);
+		fprintf(stderr, "forktrace: %s: out of memory\n", cli_esc(path));
 		info_free(&r);
 		return 1;
 	}
@@ -166,7 +166,7 @@ static int show(const char *path)
 		records |= r.procs[i].has_record;
 		threads += r.procs[i].nthreads;
 	}
-	printf("%s: %s", path,
+	printf("%s: %s", cli_esc(path),
 	       r.events == 0 && r.error != NULL ? "unreadable"
 	       : r.hdf5			       ? "forktrace HDF5 trace"
 					       : "Chrome trace JSON");
@@ -177,7 +177,7 @@ static int show(const char *path)
 		       r.gzip ? ", gzip" : "", r.bytes);
 	if (r.gzip)
 		printf(" (%" PRIu64 " compressed)", r.file_bytes);
-	printf("\n  origin:     %s\n", r.origin);
+	printf("\n  origin:     %s\n", cli_esc(r.origin));
 	print_phases(&r);
 	if (r.min_ts <= r.max_ts) {
 		print_ms("  time span:  ", r.min_ts);
@@ -197,11 +197,11 @@ static int show(const char *path)
 		printf("  lost:       not recorded by this tool\n");
 	if (r.skipped_keys > 0)
 		printf("  not read:   %" PRIu64 " top-level key%s (%s)\n", r.skipped_keys,
-		       r.skipped_keys == 1 ? "" : "s", r.skipped);
+		       r.skipped_keys == 1 ? "" : "s", cli_esc(r.skipped));
 	if (r.utf8_fixed > 0)
 		printf("  repaired:   %" PRIu64 " events with invalid UTF-8\n", r.utf8_fixed);
 	if (r.error != NULL)
-		printf("  problem:    %s%s\n", r.error, r.truncated ? " (truncated file)" : "");
+		printf("  problem:    %s%s\n", cli_esc(r.error), r.truncated ? " (truncated file)" : "");
 	printf("  %s:\n", records ? "process tree (pid name [exit])" : "processes");
 	if (records)
 		print_tree(&r);
@@ -209,7 +209,7 @@ static int show(const char *path)
 		for (size_t i = 0; i < r.nprocs; i++)
 			print_process(&r.procs[i], 0);
 	if (r.error != NULL)
-		fprintf(stderr, "forktrace: %s: %s\n", path, r.error);
+		fprintf(stderr, "forktrace: %s: %s\n", cli_esc(path), cli_esc(r.error));
 	err = r.error != NULL || r.utf8_fixed > 0;
 	info_free(&r);
 	return err;

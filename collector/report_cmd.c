@@ -162,12 +162,12 @@ int report_main(int argc, char **argv)
 	for (size_t i = 0; i < res.ninputs; i++)
 		if (res.inputs[i].error != NULL)
 			fprintf(stderr, "forktrace: %s: %s (what was read before is in the report)\n",
-				res.inputs[i].path, res.inputs[i].error);
+				cli_esc(res.inputs[i].path), cli_esc(res.inputs[i].error));
 	if (!quiet)
 		fprintf(stderr, "forktrace: report of %zu file%s, %llu events, %llu processes "
 				"written to %s (%llu bytes)\n",
 			res.ninputs, res.ninputs == 1 ? "" : "s", (unsigned long long)res.events,
-			(unsigned long long)res.processes, output,
+			(unsigned long long)res.processes, cli_esc(output),
 			(unsigned long long)res.out.bytes);
 	code = res.problems > 0 ? 1 : 0;
 free_res:

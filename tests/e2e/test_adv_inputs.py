@@ -4,7 +4,9 @@ paths in MODULE frames that are not regular files, inputs that are FIFOs,
 pipes, stdin or devices, control bytes in names, duplicate keys, floods
 of warnings. Each test names the defect it guards against."""
 
+import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -60,6 +62,72 @@ def module_debuglink_fifo(t):
     t.load(res, expect_rc=0)
     names = function_names(res.trace, "adv_modswap")
     check("plugin_mul" in names, f"plugin_mul is not named: {names}")
+
+
+# Bytes a terminal acts on: C0 controls but newline, DEL, and the C1
+# controls as UTF-8 (U+009B is CSI on terminals with 8-bit controls).
+RAW_CONTROL = re.compile(rb"[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\xa8-\xae]")
+
+
+def check_printable(what, data):
+    m = RAW_CONTROL.search(data)
+    check(m is None, f"{what} holds the raw control bytes {m and m.group()!r} "
+          f"at {m and m.start()}: {data[max(0, (m.start() if m else 0) - 80):][:240]!r}")
+
+
+HOSTILE = "\x1b]0;pwned\x07\r\x1b[2Kforktrace: 0 processes\x1b[31m\u009b1m\u202eevil"
+
+
+@test
+def control_bytes_in_names(t):
+    """A program's argv[0], a thread name and keys of a trace file carry
+    escape sequences (retitle the terminal, erase the line, forge a
+    forktrace line, bidi override). forktrace info, combine's warnings
+    and the run's messages print them escaped (\\x1b, \\u009b), never
+    raw (before: info printed them as they were)."""
+    # A real program under the real agent: its name comes from argv[0].
+    code = (f"import subprocess; subprocess.run([{HOSTILE!r}], executable='/bin/true', "
+            f"check=True)")
+    res = t.run([sys.executable, "-c", code], expect_rc=0)
+    names = [p.rec.get("name") for p in res.trace.all()]
+    check(any(n and "pwned" in n for n in names), f"the program's name is not in the trace: "
+          f"{names}")
+    info = t.forktrace(["info", "trace.json"])
+    check(info.rc == 0, f"info failed\n  {info.describe()}")
+    check_printable("forktrace info's output", info.stdout + info.stderr)
+    check("\\x1b]0;pwned\\x07\\r\\x1b[2Kforktrace" in info.out,
+          f"info does not show the name escaped: {info.out!r}")
+    # A trace file written by hand: names, exit kind, thread names,
+    # origin, top-level keys, all with control bytes.
+    bad = HOSTILE
+    doc = {"traceEvents": [
+        {"ph": "M", "name": "forktrace_process", "pid": 7, "tid": 7,
+         "args": {"pid": 7, "parent": -1, "name": bad, "exit": {"kind": bad}}},
+        {"ph": "M", "name": "thread_name", "pid": 7, "tid": 8, "args": {"name": bad}},
+        {"ph": "M", "name": "forktrace_origin", "pid": 7, "tid": 7,
+         "args": {"pid": bad, "input": bad}},
+        {"ph": "X", "name": "x", "pid": 7, "tid": 8, "ts": 1, "dur": 1}],
+        "viztracer_metadata": {"version": bad}, bad: 1}
+    with open(t.path("hand.json"), "w") as f:
+        json.dump(doc, f)
+    info = t.forktrace(["info", "hand.json"])
+    check_printable("forktrace info's output", info.stdout + info.stderr)
+    check(info.out.count("pwned") >= 3, f"info lost the names: {info.out!r}")
+    # Inputs whose file names and contents carry them, through combine
+    # and report: the warnings quote both.
+    d = t.subdir("in")
+    with open(os.path.join(d, bad.replace("/", "_") + ".json"), "w") as f:
+        f.write('{"traceEvents": [{"ph": "i", "name": "a", "pid": 1, "tid": 1, "ts": 1}], ')
+        f.write(json.dumps(bad) + ': 1, "x": ')
+    with open(os.path.join(d, "b.json"), "wb") as f:
+        f.write(b'{"traceEvents": [], "otherData": {"k\\u001b[2J": 1}, "\\u0007": 2}')
+    with open(os.path.join(d, "c.json"), "wb") as f:
+        f.write(b'{"traceEvents": [], "otherData": {"k\\u001b[2J": 2}, "\\u0007": 3}')
+    for args in (["combine", "in", "-o", "out.json"], ["report", "in", "-o", "out.html"],
+                 ["info", "in/b.json", "hand.json"]):
+        r = t.forktrace(args)
+        check(r.rc in (0, 1), f"{args[0]}: exit {r.rc}\n  {r.describe()}")
+        check_printable(f"forktrace {args[0]}'s messages", r.stdout + r.stderr)
 
 
 def frame(mtype, fields):
