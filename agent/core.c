@@ -1206,6 +1206,8 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 		goto out;
 	}
 	agent_g.fd = -1;
+	if (env.table_fd)
+		agent_table_take_fd(env.table_fd);
 	agent_cache_argv(argc, argv);
 	agent_g.pid = agent_sys_getpid();
 	agent_g.ppid = agent_sys_getppid();

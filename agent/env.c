@@ -52,7 +52,7 @@ void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra)
 	static char *const empty[] = {NULL};
 	const char *preload = NULL;
 	size_t n = 0, i, j, need, plen = 0;
-	bool has_sock = false, add_preload, fix_preload;
+	bool has_sock = false, add_preload, fix_preload, table;
 	char **out, *pbuf;
 	char *mem;
 
@@ -73,12 +73,14 @@ void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra)
 	}
 	add_preload = preload == NULL;
 	fix_preload = preload && !agent_preload_has_agent(preload);
-	if (has_sock && !add_preload && !fix_preload && !extra)
+	/* Under a seccomp filter: the table's fd goes along (agent_exec). */
+	table = __atomic_load_n(&agent_g.table_keep, __ATOMIC_ACQUIRE) != 0;
+	if (has_sock && !add_preload && !fix_preload && !extra && !table)
 		return;
 
-	/* Room for the vector (n entries, up to three added, NULL) and for a
+	/* Room for the vector (n entries, up to four added, NULL) and for a
 	 * rewritten "LD_PRELOAD=<agent> <old>". */
-	need = (n + 4) * sizeof(char *);
+	need = (n + 5) * sizeof(char *);
 	if (fix_preload) {
 		plen =
 		    sizeof(FT_ENV_PRELOAD) + strlen(agent_g.agent_path) + 1 + strlen(preload) + 1;
@@ -98,7 +100,7 @@ void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra)
 		e->map = mem;
 	}
 	out = (char **)mem;
-	pbuf = mem + (n + 4) * sizeof(char *);
+	pbuf = mem + (n + 5) * sizeof(char *);
 	if (fix_preload) {
 		char *p = pbuf;
 		size_t al = strlen(agent_g.agent_path);
@@ -113,6 +115,8 @@ void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra)
 	for (i = 0, j = 0; i < n; i++) {
 		if (agent_env_is(envp[i], FT_ENV_EXEC_TS, sizeof(FT_ENV_EXEC_TS) - 1))
 			continue;
+		if (table && agent_env_is(envp[i], FT_ENV_TABLE_FD, sizeof(FT_ENV_TABLE_FD) - 1))
+			continue;
 		if (fix_preload &&
 		    agent_env_is(envp[i], FT_ENV_PRELOAD, sizeof(FT_ENV_PRELOAD) - 1))
 			out[j++] = pbuf;
@@ -125,6 +129,8 @@ void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra)
 		out[j++] = agent_g.env_sock;
 	if (extra && *extra)
 		out[j++] = (char *)extra;
+	if (table)
+		out[j++] = agent_g.env_table;
 	out[j] = NULL;
 	e->envp = out;
 }
@@ -265,6 +271,10 @@ void agent_env_take_start(char **envp, struct agent_start_env *e)
 				memset(&e->ho, 0, sizeof(e->ho));
 				agent_env_parse_exec_ts(x, &e->ho);
 				continue; /* the program must never see it */
+			}
+			if ((x = AGENT_ENV_VALUE(v, FT_ENV_TABLE_FD))) {
+				e->table_fd = x;
+				continue; /* nor this one */
 			}
 			if ((x = AGENT_ENV_VALUE(v, FT_ENV_SOCK)))
 				e->sock = x;

@@ -99,7 +99,7 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 	char exec_ts[AGENT_EXEC_TS_SIZE];
 	const char *extra = NULL;
 	bool record = !agent_bypass();
-	int ret, err;
+	int ret, err, table_fd;
 
 	/* A raw clone child that shares our memory records nothing. */
 	if (record && !agent_silent_fork_child() && !agent_same_process())
@@ -124,6 +124,11 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 					    false, kind, dirfd, path, flags, true);
 	}
 	agent_env_merge(&env, envp, extra);
+	/* Under a seccomp filter the new image may not open the table: it
+	 * inherits our fd on it (FORKTRACE_TABLE_FD). */
+	table_fd = agent_g.table_keep ? agent_table_kept_fd() : -1;
+	if (table_fd >= 0)
+		agent_syscall(SYS_fcntl, table_fd, F_SETFD, 0);
 	if (kind == FT_EXEC_FEXECVE && record)
 		path = agent_fd_path(dirfd, fdpath, PATH_MAX);
 	if (record)
@@ -163,6 +168,8 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 	err = errno;
 	if (agent_t_in_vfork)
 		agent_vfork_note_fail(err);
+	if (table_fd >= 0)
+		agent_syscall(SYS_fcntl, table_fd, F_SETFD, FD_CLOEXEC);
 	agent_env_release(&env);
 	if ((record || extra) && !agent_bypass())
 		AGENT_EMIT(

@@ -3,7 +3,10 @@
  * fd: close() of our fd fails with EBADF as it would untraced (the program
  * never opened that number), close_range/closefrom skip it, dup2/dup3 onto
  * it first move our socket elsewhere, and dup2/dup3 from it fail as from
- * any fd the program does not have.
+ * any fd the program does not have. The process table's fd that the agent
+ * keeps under a seccomp filter is spared by close, close_range and
+ * closefrom too (a program that puts a file of its own at its number
+ * makes the agent drop it: table.c checks it before each use).
  *
  * In a vfork child the fd table is a copy, so the calls go through
  * untouched there (moving our fd would corrupt the parent's state, which
@@ -23,16 +26,40 @@ static int agent_our_fd(void)
 	return __atomic_load_n(&agent_g.fd, __ATOMIC_RELAXED);
 }
 
+/* Our fds, ascending, -1 for none: the socket (or spill file), and the
+ * process table's fd kept under a seccomp filter (table.c), which the
+ * images it execs need as much (it is checked to be the table still: the
+ * program may have put a file of its own at that number). */
+static void agent_our_fds(int fds[2])
+{
+	int a = agent_our_fd(), b = -1;
+
+	if (!agent_t_in_vfork && __atomic_load_n(&agent_g.table_keep, __ATOMIC_RELAXED))
+		b = agent_table_kept_fd();
+	if (a == b)
+		b = -1;
+	fds[0] = a < b ? a : b;
+	fds[1] = a < b ? b : a;
+	if (fds[0] < 0) {
+		fds[0] = fds[1];
+		fds[1] = -1;
+	}
+}
+
 AGENT_EXPORT int close(int fd)
 {
 	agent_close_fn f = AGENT_REAL(close);
+	int ours[2];
 
-	/* Ours stays open (CLOEXEC). Untraced, nothing would be open at this
+	/* Ours stay open (CLOEXEC). Untraced, nothing would be open at this
 	 * number (had the program opened one, it would have got another
 	 * number), so the program sees what it would see then: EBADF. */
-	if (fd >= 0 && fd == agent_our_fd()) {
-		errno = EBADF;
-		return -1;
+	if (fd >= 0) {
+		agent_our_fds(ours);
+		if (fd == ours[0] || fd == ours[1]) {
+			errno = EBADF;
+			return -1;
+		}
 	}
 	return f(fd);
 }
@@ -40,35 +67,50 @@ AGENT_EXPORT int close(int fd)
 AGENT_EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
 	agent_close_range_fn f = AGENT_REAL(close_range);
-	int fd = agent_our_fd();
+	int ours[2];
 	int ret = 0;
 
 	if (!f) {
 		errno = ENOSYS;
 		return -1;
 	}
-	if (fd < 0 || (unsigned)fd < first || (unsigned)fd > last)
-		return f(first, last, flags);
-	if ((unsigned)fd > first)
-		ret = f(first, (unsigned)fd - 1, flags);
-	if (ret == 0 && (unsigned)fd < last)
-		ret = f((unsigned)fd + 1, last, flags);
-	return ret;
+	agent_our_fds(ours);
+	/* The range, less our fds: up to three pieces. */
+	for (int i = 0; i < 2 && ret == 0; i++) {
+		unsigned fd = (unsigned)ours[i];
+
+		if (ours[i] < 0 || fd < first || fd > last)
+			continue;
+		if (fd > first)
+			ret = f(first, fd - 1, flags);
+		if (fd == last)
+			return ret;
+		first = fd + 1;
+	}
+	return ret == 0 ? f(first, last, flags) : ret;
 }
 
 AGENT_EXPORT void closefrom(int lowfd)
 {
 	agent_closefrom_fn f = AGENT_REAL(closefrom);
 	agent_close_range_fn cr = AGENT_REAL(close_range);
-	int fd = agent_our_fd();
+	int ours[2];
 
-	if (fd < 0 || fd < lowfd || !cr) {
+	agent_our_fds(ours);
+	if (!cr) {
 		f(lowfd);
 		return;
 	}
-	if (fd > lowfd)
-		cr((unsigned)(lowfd < 0 ? 0 : lowfd), (unsigned)fd - 1, 0);
-	f(fd + 1);
+	if (lowfd < 0)
+		lowfd = 0;
+	for (int i = 0; i < 2; i++) {
+		if (ours[i] < lowfd)
+			continue;
+		if (ours[i] > lowfd)
+			cr((unsigned)lowfd, (unsigned)ours[i] - 1, 0);
+		lowfd = ours[i] + 1;
+	}
+	f(lowfd);
 }
 
 /* newfd is about to be replaced: move our socket to another free high fd

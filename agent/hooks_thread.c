@@ -202,8 +202,9 @@ AGENT_EXPORT int pthread_setname_np(pthread_t th, const char *name)
  * would have the kernel kill the process. So before the process enters
  * it, the agent sends what this thread recorded, stops, and gives the
  * fatal signals back to their default action; if the call fails, it
- * goes on. A filter is remembered: the agent then makes no connection
- * (agent_may_connect).
+ * goes on. A filter may refuse open(): the table's fd is kept open
+ * before it is installed (agent_table_keep), and once it is, the agent
+ * makes no connection (agent_may_connect).
  */
 static int agent_prctl_seccomp(agent_prctl_fn f, unsigned long mode, unsigned long a3,
 			       unsigned long a4, unsigned long a5)
@@ -218,6 +219,9 @@ static int agent_prctl_seccomp(agent_prctl_fn f, unsigned long mode, unsigned lo
 		__atomic_store_n(&agent_g.active, 0, __ATOMIC_RELAXED);
 		agent_signals_uninstall();
 	}
+	/* A filter may refuse open(): the table stays at hand. */
+	if (mode == SECCOMP_MODE_FILTER && __atomic_load_n(&agent_g.configured, __ATOMIC_ACQUIRE))
+		agent_table_keep();
 	ret = f(PR_SET_SECCOMP, mode, a3, a4, a5);
 	err = errno;
 	if (ret == 0 && mode == SECCOMP_MODE_FILTER)
@@ -227,6 +231,31 @@ static int agent_prctl_seccomp(agent_prctl_fn f, unsigned long mode, unsigned lo
 		agent_signals_install();
 	}
 	errno = err;
+	return ret;
+}
+
+/*
+ * libseccomp's seccomp_load installs its filter with the seccomp system
+ * call through syscall(), which no hook sees: man-db's sandbox (run by
+ * dh_installman in every Debian package build with man pages) makes
+ * open() for writing, socket() and mkdir() fail there. So the table's fd
+ * is kept first, as for prctl. Resolved at its first call, not with the
+ * other real functions: programs that load libseccomp are few, and a
+ * dlsym in every process before its first fork is not.
+ */
+AGENT_EXPORT int seccomp_load(void *ctx)
+{
+	static void *real;
+	int (*f)(void *) = (int (*)(void *))agent_resolve_fast(&real, "seccomp_load");
+	int ret;
+
+	if (!f)
+		return -ENOSYS; /* libseccomp's convention: a negative errno */
+	if (!agent_t_in_vfork && __atomic_load_n(&agent_g.configured, __ATOMIC_ACQUIRE))
+		agent_table_keep();
+	ret = f(ctx);
+	if (ret == 0 && !agent_t_in_vfork)
+		__atomic_store_n(&agent_g.seccomp, 1, __ATOMIC_RELAXED);
 	return ret;
 }
 

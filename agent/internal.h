@@ -155,6 +155,9 @@ struct agent_state {
 	int spilling;	 /* fd is this image's spill file, not a socket */
 	int ack_wait;	 /* wait for the collector's byte at exit (agent_await_ack) */
 	int seccomp;	 /* a seccomp filter is in force: never call socket() */
+	int table_keep;	 /* the table's fd + 1, kept under a seccomp filter, or 0 */
+	uint64_t table_dev, table_ino; /* what table_keep must be open on */
+	char env_table[40]; /* "FORKTRACE_TABLE_FD=<fd>" while table_keep */
 	struct ft_table_slot *table_slot; /* this image's process-table slot, or NULL */
 	struct ft_table_header *table_hdr; /* the table's mapped header, or NULL */
 	struct ft_table_slot *table_inherited; /* a fork child's mapping of its parent's slot */
@@ -378,6 +381,16 @@ int agent_table_continue(const struct iovec *iov, int cnt, size_t n);
 /* The image goes on to a connection: unmaps its slot; its next HELLO
  * names the slot it leaves (table_left). */
 void agent_table_leave(void);
+/* A seccomp filter is about to be installed, which may refuse open():
+ * opens the table now (if this process has none kept) and keeps the fd,
+ * for this process's new slots and for the images it execs. Takes the
+ * send lock. */
+void agent_table_keep(void);
+/* In the constructor: fd (FORKTRACE_TABLE_FD's value) was handed over by
+ * the image before the exec; kept if it is open on a process table. */
+void agent_table_take_fd(const char *fd);
+/* The kept fd if it is still open on the table, else -1. Signal-safe. */
+int agent_table_kept_fd(void);
 /* The longest frame a slot holds (the table's header is mapped). */
 size_t agent_table_frame_max(void);
 /* In a fork child: drop the parent's slot. Signal-safe. */
@@ -425,6 +438,8 @@ void agent_ev_fork_child(void);
 void agent_signals_install(void);
 /* Gives the signals where our handler is back to their default action. */
 void agent_signals_uninstall(void);
+/* libseccomp's (its scmp_filter_ctx is a void *), hooked in hooks_thread.c. */
+int seccomp_load(void *ctx);
 /* Registers the on_exit handler that sends EXIT when main returns or
  * exit() runs (hooks_proc.c). Constructor only. */
 void agent_exit_watch(void);
@@ -504,11 +519,13 @@ struct agent_start_env {
 	const char *spill;     /* FORKTRACE_SPILL */
 	const char *tmpdir;    /* TMPDIR */
 	const char *functions; /* FORKTRACE_FUNCTIONS */
+	const char *table_fd;  /* FORKTRACE_TABLE_FD */
 	struct agent_handover ho; /* FORKTRACE_EXEC_TS, all 0/NULL without one */
 };
 /* One pass over envp for the constructor (getenv would be one more
  * import for the loader to look up, and a pass per variable): fills e,
- * and removes FORKTRACE_EXEC_TS from envp, before main (single-threaded). */
+ * and removes FORKTRACE_EXEC_TS and FORKTRACE_TABLE_FD from envp, before
+ * main (single-threaded). */
 void agent_env_take_start(char **envp, struct agent_start_env *e);
 /* Release what agent_env_merge mapped. Preserves errno. */
 void agent_env_release(struct agent_env *e);

@@ -85,6 +85,101 @@ static int agent_table_map_header(int fd)
 	return 0;
 }
 
+int agent_table_kept_fd(void)
+{
+	int fd = agent_g.table_keep - 1;
+	struct stat st;
+
+	if (fd < 0)
+		return -1;
+	if (agent_syscall(SYS_fstat, fd, &st) == 0 && (uint64_t)st.st_dev == agent_g.table_dev &&
+	    (uint64_t)st.st_ino == agent_g.table_ino)
+		return fd;
+	/* The program closed it, or put a file of its own at its number. */
+	if (!agent_t_in_vfork)
+		agent_g.table_keep = 0;
+	return -1;
+}
+
+/* An fd on the table: the kept one, or a new one (give it back with
+ * agent_table_fd_done). Returns -errno on failure. errno-free. */
+static int agent_table_fd(void)
+{
+	int fd = agent_table_kept_fd();
+
+	if (fd >= 0)
+		return fd;
+	if (!agent_g.table_path)
+		return -ENOENT;
+	return (int)agent_syscall(SYS_openat, AT_FDCWD, agent_g.table_path, O_RDWR | O_CLOEXEC, 0);
+}
+
+static void agent_table_fd_done(int fd)
+{
+	if (fd != agent_g.table_keep - 1)
+		agent_syscall(SYS_close, fd);
+}
+
+/* fd (on the table, st its fstat) is kept from now on. */
+static void agent_table_keep_fd(int fd, const struct stat *st)
+{
+	char *p = agent_g.env_table;
+
+	agent_g.table_dev = (uint64_t)st->st_dev;
+	agent_g.table_ino = (uint64_t)st->st_ino;
+	memcpy(p, FT_ENV_TABLE_FD "=", sizeof(FT_ENV_TABLE_FD));
+	*agent_utoa(p + sizeof(FT_ENV_TABLE_FD), (uint64_t)fd) = '\0';
+	__atomic_store_n(&agent_g.table_keep, fd + 1, __ATOMIC_RELEASE);
+}
+
+void agent_table_keep(void)
+{
+	struct stat st;
+	int fd, hi;
+
+	if (!agent_g.table_path || agent_table_kept_fd() >= 0)
+		return;
+	fd = (int)agent_syscall(SYS_openat, AT_FDCWD, agent_g.table_path, O_RDWR | O_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	/* High, as the socket: out of the way of programs that dup2 onto
+	 * low numbers. */
+	hi = (int)agent_syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, AGENT_FD_MIN);
+	if (hi >= 0) {
+		agent_syscall(SYS_close, fd);
+		fd = hi;
+	}
+	agent_t_guard++;
+	agent_lock();
+	if (agent_syscall(SYS_fstat, fd, &st) == 0 && agent_table_map_header(fd) == 0)
+		agent_table_keep_fd(fd, &st);
+	else
+		agent_syscall(SYS_close, fd);
+	agent_unlock();
+	agent_t_guard--;
+}
+
+void agent_table_take_fd(const char *v)
+{
+	struct ft_table_header h;
+	struct stat st;
+	uint64_t fd = 0;
+	const char *p;
+
+	for (p = v; *p >= '0' && *p <= '9' && p - v < 9; p++)
+		fd = fd * 10 + (uint64_t)(*p - '0');
+	if (p == v || *p)
+		return;
+	/* Only a regular file that starts with a table header: anything
+	 * else at that number is the program's. */
+	if (agent_syscall(SYS_fstat, (int)fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    agent_syscall(SYS_pread64, (int)fd, &h, sizeof(h), 0) != (long)sizeof(h) ||
+	    h.magic != FT_TABLE_MAGIC || h.version != FT_TABLE_VERSION)
+		return;
+	agent_syscall(SYS_fcntl, (int)fd, F_SETFD, FD_CLOEXEC);
+	agent_table_keep_fd((int)fd, &st);
+}
+
 /* Takes the next slot, if the collector has allocated it. Never takes one
  * it has not: a write there could raise SIGBUS. Returns 0 or -ENOSPC. */
 static int agent_table_claim(uint32_t *idx)
@@ -146,13 +241,11 @@ static struct ft_table_slot *agent_table_new_slot(size_t need, uint32_t *idx)
 	struct ft_table_slot *s = NULL;
 	int fd, err;
 
-	if (!agent_g.table_path) {
-		errno = ENOENT;
+	fd = agent_table_fd();
+	if (fd < 0) {
+		errno = -fd;
 		return NULL;
 	}
-	fd = agent_sys_open(agent_g.table_path, O_RDWR | O_CLOEXEC, 0);
-	if (fd < 0)
-		return NULL;
 	err = agent_table_map_header(fd);
 	if (err == 0 && need > agent_table_room())
 		err = -E2BIG; /* a long argv: the frame goes on a connection */
@@ -160,7 +253,7 @@ static struct ft_table_slot *agent_table_new_slot(size_t need, uint32_t *idx)
 		err = agent_table_claim(idx);
 	if (err == 0 && !(s = agent_table_map_slot(fd, *idx)))
 		err = -errno; /* the slot stays empty; the collector skips it */
-	agent_sys_close(fd);
+	agent_table_fd_done(fd);
 	if (err < 0)
 		errno = -err;
 	else
@@ -185,9 +278,11 @@ static struct ft_table_slot *agent_table_handed_slot(size_t need, uint32_t *idx)
 		errno = E2BIG;
 		return NULL;
 	}
-	fd = agent_g.table_path ? agent_sys_open(agent_g.table_path, O_RDWR | O_CLOEXEC, 0) : -1;
-	if (fd < 0)
+	fd = agent_table_fd();
+	if (fd < 0) {
+		errno = -fd;
 		return NULL;
+	}
 	*idx = agent_g.table_handed - 1;
 	/* The index comes from the environment: a slot past the file's end
 	 * would raise SIGBUS at the first write. One fstat per image, the
@@ -200,7 +295,7 @@ static struct ft_table_slot *agent_table_handed_slot(size_t need, uint32_t *idx)
 	} else {
 		errno = ERANGE;
 	}
-	agent_sys_close(fd);
+	agent_table_fd_done(fd);
 	return s;
 }
 
@@ -213,10 +308,10 @@ void agent_table_need_header(void)
 		return;
 	/* errno-free system calls: a vfork child may be here, on its way to
 	 * exec, with its parent's errno. */
-	fd = (int)agent_syscall(SYS_openat, AT_FDCWD, agent_g.table_path, O_RDWR | O_CLOEXEC, 0);
+	fd = agent_table_fd();
 	if (fd >= 0) {
 		(void)agent_table_map_header(fd);
-		agent_syscall(SYS_close, fd);
+		agent_table_fd_done(fd);
 	}
 }
 

@@ -74,6 +74,13 @@
  * image it is not for (it outlived an image that never loaded the agent)
  * ignores it whole, and so does COMMAND: forktrace run drops it. */
 #define FT_ENV_EXEC_TS "FORKTRACE_EXEC_TS"
+/* Set by an agent under a seccomp filter for the image it execs: the
+ * number of an fd (inherited across the exec) open on the process table.
+ * A filter may refuse open(): the image then maps its slot through this
+ * fd. The image's agent checks that the fd is the table, removes the
+ * variable from environ before main runs, and keeps the fd (close-on-exec,
+ * and passed on the same way to the images it execs). */
+#define FT_ENV_TABLE_FD "FORKTRACE_TABLE_FD"
 
 enum ft_msg_type {
 	/* First message of every connection: who this process image is.

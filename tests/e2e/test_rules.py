@@ -414,7 +414,7 @@ AGENT_EXPORTS = sorted("""
     execlp execv execve execveat execvp execvpe exit fexecve fork pclose popen posix_spawn
     posix_spawnp prctl pthread_create pthread_exit pthread_setname_np system vfork wait
     wait3 wait4 waitid waitpid
-    __cyg_profile_func_enter __cyg_profile_func_exit ft__api_get dlclose
+    __cyg_profile_func_enter __cyg_profile_func_exit ft__api_get dlclose seccomp_load
 """.split())
 
 

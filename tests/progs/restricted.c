@@ -6,9 +6,12 @@
  *   children that exec this program as "leaf"; waits, exits 0.
  * leaf: forks a child that execs /bin/true, waits, exits 7.
  * sandbox: starts two children that each install a seccomp filter under
- *   which socket, connect, open, openat, mkdir and mkdirat fail with
- *   ENOSYS (as man-db's sandbox does), then fork a child that exits 5
- *   and one that execs /bin/true; each waits and exits 6.
+ *   which socket, connect, mkdir(at) and open(at) other than for reading
+ *   fail with ENOSYS (as man-db's sandbox does), close every fd above 2,
+ *   then fork a child that exits 5 and one that execs /bin/true; each
+ *   waits and exits 6.
+ * libseccomp: the same, with the filter made and loaded by libseccomp
+ *   (exits 77 when built without it).
  * killsock N: installs a seccomp filter that kills the process on
  *   socket() and connect() (as systemd's SystemCallFilter= does), then
  *   execs this program as "leaf" with N arguments of 100 bytes after it
@@ -22,11 +25,13 @@
  * everything else through.
  */
 
+#include <fcntl.h>
 #include <grp.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -121,10 +126,83 @@ static int leaf(void)
 	return 7;
 }
 
-static int sandbox(void)
+/*
+ * man-db's sandbox, in short: socket, connect, mkdir(at), and open(at)
+ * for anything but reading fail with ENOSYS (the loader still opens the
+ * libraries of the images it execs).
+ */
+static void install_sandbox(void)
 {
-	static const int nrs[] = {SYS_socket, SYS_connect, SYS_open, SYS_openat, SYS_mkdir,
-				  SYS_mkdirat};
+	const unsigned deny = SECCOMP_RET_ERRNO | ENOSYS;
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 6, 0),     /* to [11] */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_open, 7, 0),       /* to [13] */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 9, 0),     /* to [16] */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_connect, 8, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mkdir, 7, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mkdirat, 6, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		/* [11] openat: flags are the third argument */
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+		BPF_JUMP(BPF_JMP | BPF_JA, 1, 0, 0),                      /* to [14] */
+		/* [13] open: the second */
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+		/* [14] */
+		BPF_STMT(BPF_ALU | BPF_AND | BPF_K, O_ACCMODE),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, O_RDONLY, 1, 0),      /* to [17] */
+		/* [16] */
+		BPF_STMT(BPF_RET | BPF_K, deny),
+		/* [17] */
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		tp_die("PR_SET_NO_NEW_PRIVS");
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0)
+		tp_die("PR_SET_SECCOMP");
+}
+
+#if HAVE_LIBSECCOMP
+#include <seccomp.h>
+
+/* The same filter, made and loaded by libseccomp as man-db does (the
+ * seccomp system call through syscall(), no prctl). */
+static void install_libseccomp(void)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	const uint32_t deny = SCMP_ACT_ERRNO(ENOSYS);
+
+	if (!ctx || seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 0) ||
+	    seccomp_rule_add(ctx, deny, SCMP_SYS(connect), 0) ||
+	    seccomp_rule_add(ctx, deny, SCMP_SYS(mkdir), 0) ||
+	    seccomp_rule_add(ctx, deny, SCMP_SYS(mkdirat), 0) ||
+	    seccomp_rule_add(ctx, deny, SCMP_SYS(open), 1,
+			     SCMP_A1(SCMP_CMP_MASKED_EQ, O_ACCMODE, O_WRONLY)) ||
+	    seccomp_rule_add(ctx, deny, SCMP_SYS(open), 1,
+			     SCMP_A1(SCMP_CMP_MASKED_EQ, O_ACCMODE, O_RDWR)) ||
+	    seccomp_rule_add(ctx, deny, SCMP_SYS(openat), 1,
+			     SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE, O_WRONLY)) ||
+	    seccomp_rule_add(ctx, deny, SCMP_SYS(openat), 1,
+			     SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE, O_RDWR)) ||
+	    seccomp_load(ctx))
+		tp_die("libseccomp");
+	seccomp_release(ctx);
+}
+#else
+static void install_libseccomp(void)
+{
+	fprintf(stderr, "restricted: built without libseccomp\n");
+	exit(77);
+}
+#endif
+
+static int sandbox(bool libseccomp)
+{
 	pid_t kids[2];
 
 	for (int i = 0; i < 2; i++) {
@@ -134,9 +212,15 @@ static int sandbox(void)
 		if (kids[i] == 0) {
 			pid_t q;
 
-			install(SECCOMP_RET_ERRNO | ENOSYS, nrs, 6);
-			if (socket(AF_UNIX, SOCK_STREAM, 0) >= 0 || errno != ENOSYS)
-				tp_die("the filter lets socket() through");
+			if (libseccomp)
+				install_libseccomp();
+			else
+				install_sandbox();
+			if (socket(AF_UNIX, SOCK_STREAM, 0) >= 0 || errno != ENOSYS ||
+			    open("/dev/null", O_WRONLY) >= 0 || errno != ENOSYS)
+				tp_die("the filter lets socket() or open() through");
+			/* As a pipeline's child does before it execs. */
+			closefrom(3);
 			q = fork();
 			if (q < 0)
 				tp_die("fork");
@@ -230,14 +314,16 @@ int main(int argc, char **argv)
 	if (argc >= 2 && !strcmp(argv[1], "leaf"))
 		return leaf();
 	if (argc == 2 && !strcmp(argv[1], "sandbox"))
-		return sandbox();
+		return sandbox(false);
+	if (argc == 2 && !strcmp(argv[1], "libseccomp"))
+		return sandbox(true);
 	if (argc == 3 && !strcmp(argv[1], "killsock"))
 		return killsock(atoi(argv[2]), self);
 	if (argc == 2 && !strcmp(argv[1], "strict"))
 		return strict();
 	if (argc == 2 && !strcmp(argv[1], "nspid"))
 		return nspid();
-	fprintf(stderr, "usage: restricted drop UID | leaf | sandbox | killsock N | strict "
+	fprintf(stderr, "usage: restricted drop UID | leaf | sandbox | libseccomp | killsock N | strict "
 			"| nspid\n");
 	return 2;
 }
