@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -372,6 +373,40 @@ static int find_agent(char *out, size_t outsz)
 	return 0;
 }
 
+/*
+ * A run needs some file descriptors it cannot do without (the output, the
+ * event loop's, the socket, the process table...) and libuv aborts when
+ * its signal pipe cannot be made: with too few, say so before anything
+ * starts. Connections need more, but a refused one only makes its agent
+ * spill to a file.
+ */
+#define RUN_MIN_FDS 20
+static int check_fds(void)
+{
+	int fds[RUN_MIN_FDS], n, err = 0;
+	struct rlimit rl;
+
+	for (n = 0; n < RUN_MIN_FDS; n++) {
+		fds[n] = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fds[n] < 0) {
+			err = errno;
+			break;
+		}
+	}
+	while (n > 0)
+		close(fds[--n]);
+	if (err != EMFILE && err != ENFILE)
+		return 0;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && err == EMFILE)
+		fprintf(stderr, "forktrace: too few file descriptors: 'forktrace run' needs %d "
+				"free, and the limit (ulimit -n) is %llu\n",
+			RUN_MIN_FDS, (unsigned long long)rl.rlim_cur);
+	else
+		fprintf(stderr, "forktrace: too few file descriptors: 'forktrace run' needs %d "
+				"free: %s\n", RUN_MIN_FDS, strerror(err));
+	return -err;
+}
+
 /* Creates the output's temporary sibling now, so that an unwritable path
  * stops the run before COMMAND starts. */
 static int open_output(run_state *rs)
@@ -658,7 +693,7 @@ int run_main(int argc, char **argv)
 		code = rc;
 		goto out_free;
 	}
-	if (find_agent(agent, sizeof(agent)) < 0)
+	if (find_agent(agent, sizeof(agent)) < 0 || check_fds() < 0)
 		goto out_free;
 	/* From here on a signal removes what was created. */
 	rsig_setup(rs->o.output);
@@ -716,16 +751,30 @@ int run_main(int argc, char **argv)
 		ncmd++;
 	rs->model->command = model_strvdup(rs->model, (const char *const *)rs->o.command, ncmd);
 
-	uv_loop_init(&rs->loop);
+	rc = uv_loop_init(&rs->loop);
+	if (rc < 0) {
+		fprintf(stderr, "forktrace: cannot start the event loop: %s\n", uv_strerror(rc));
+		goto out_model;
+	}
 	rc = srv_start(&rs->server, &rs->loop, rs->sock_path, rs->tree);
 	if (rc < 0) {
 		fprintf(stderr, "forktrace: cannot listen on %s: %s\n", rs->sock_path,
 			uv_strerror(rc));
 		goto out_loop;
 	}
-	uv_signal_init(&rs->loop, &rs->sigchld);
 	rs->sigchld.data = rs;
-	uv_signal_start(&rs->sigchld, sigchld_cb, SIGCHLD);
+	rc = uv_signal_init(&rs->loop, &rs->sigchld);
+	if (rc == 0)
+		rc = uv_signal_start(&rs->sigchld, sigchld_cb, SIGCHLD);
+	if (rc == 0)
+		rc = uv_async_init(&rs->loop, &rs->sig_async, sig_async_cb);
+	if (rc < 0) {
+		fprintf(stderr, "forktrace: cannot set up the event loop: %s\n", uv_strerror(rc));
+		goto out_loop;
+	}
+	rs->sig_async.data = rs;
+	uv_unref((uv_handle_t *)&rs->sig_async);
+	rsig_set_notify(&rs->sig_async);
 	uv_timer_init(&rs->loop, &rs->wait_timer);
 	rs->wait_timer.data = rs;
 	uv_timer_init(&rs->loop, &rs->drain_timer);
@@ -750,10 +799,6 @@ int run_main(int argc, char **argv)
 		/* It must not keep the loop alive on its own. */
 		uv_unref((uv_handle_t *)&rs->table_timer);
 	}
-	uv_async_init(&rs->loop, &rs->sig_async, sig_async_cb);
-	rs->sig_async.data = rs;
-	uv_unref((uv_handle_t *)&rs->sig_async);
-	rsig_set_notify(&rs->sig_async);
 
 	/* Orphans of the tree are reparented to us, not to init. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
@@ -869,6 +914,7 @@ out_loop:
 	uv_run(&rs->loop, UV_RUN_DEFAULT);
 	srv_free(&rs->server);
 	uv_loop_close(&rs->loop);
+out_model:
 	ptab_free(rs->table);
 	proc_tree_free(rs->tree);
 	model_free(rs->model);

@@ -574,7 +574,13 @@ static void on_connection(uv_stream_t *server, int status)
 	uv_os_fd_t fd;
 
 	if (status < 0) {
-		fprintf(stderr, "forktrace: warning: accept: %s\n", uv_strerror(status));
+		/* Out of fds, say: the agents whose connections libuv had to
+		 * refuse spill to files. Once per kind would do; a few, then
+		 * a count. */
+		if (++s->accept_failed <= SRV_HELD_WARNINGS)
+			fprintf(stderr, "forktrace: warning: accept: %s%s\n", uv_strerror(status),
+				s->accept_failed == SRV_HELD_WARNINGS ? " (further ones are only "
+									"counted)" : "");
 		return;
 	}
 	srv_conn *c = calloc(1, sizeof(*c));
@@ -584,7 +590,10 @@ static void on_connection(uv_stream_t *server, int status)
 	}
 	c->s = s;
 	/* IPC mode: the agent passes its event buffers' memfd. */
-	uv_pipe_init(s->loop, &c->pipe, 1);
+	if (uv_pipe_init(s->loop, &c->pipe, 1) < 0) {
+		free(c);
+		return;
+	}
 	c->pipe.data = c;
 	s->nconns++;
 	s->accepted++;
@@ -616,7 +625,8 @@ static void on_connection(uv_stream_t *server, int status)
 			return;
 		}
 	}
-	uv_read_start((uv_stream_t *)&c->pipe, alloc_cb, read_cb);
+	if (uv_read_start((uv_stream_t *)&c->pipe, alloc_cb, read_cb) < 0)
+		conn_close(c);
 }
 
 /*
@@ -681,7 +691,11 @@ int srv_start(srv *s, uv_loop_t *loop, const char *path, proc_tree *pt)
 	s->listening = true;
 	uv_prepare_init(loop, &s->batch);
 	s->batch.data = s;
-	uv_prepare_start(&s->batch, batch_cb);
+	rc = uv_prepare_start(&s->batch, batch_cb);
+	if (rc < 0) {
+		srv_stop(s);
+		goto fail_unpacked;
+	}
 	/* The pause must not keep the loop alive on its own. */
 	uv_unref((uv_handle_t *)&s->batch);
 	return 0;
@@ -735,7 +749,11 @@ void srv_close_all(srv *s)
 		fprintf(stderr, "forktrace: warning: %llu connections in all were closed for "
 				"holding unfinished frames past %u MiB together\n",
 			(unsigned long long)s->over_held, SRV_HELD_MAX >> 20);
-	s->over_held = 0;
+	if (s->accept_failed > SRV_HELD_WARNINGS)
+		fprintf(stderr, "forktrace: warning: %llu connections in all could not be "
+				"accepted (what their processes sent on them is missing)\n",
+			(unsigned long long)s->accept_failed);
+	s->over_held = s->accept_failed = 0;
 }
 
 void srv_free(srv *s)

@@ -30,6 +30,7 @@ typedef struct srv {
 	uint64_t rejected;    /* connections closed for protocol errors */
 	uint64_t truncated;   /* connections that ended inside a frame */
 	uint64_t over_held;   /* connections closed for holding too much */
+	uint64_t accept_failed; /* connections libuv could not accept */
 	size_t held;          /* bytes of partial frames' buffers, all conns */
 	uint64_t batch_mark;  /* accepted + frames when the loop last polled */
 	uint64_t bytes;       /* frame bytes applied */

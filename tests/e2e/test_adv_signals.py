@@ -454,5 +454,41 @@ def test_partial_frames_capped(t):
     ft.assert_exit(res.trace.root(), code=0, trace=res.trace)
 
 
+@test
+def test_few_fds(t):
+    """With 3 to 30 file descriptors allowed (ulimit -n), forktrace run
+    either traces the tree or says it has too few, exit 1, before COMMAND
+    starts: never a crash (libuv aborted, or used a loop whose setup had
+    failed), a hang, or temporary files left."""
+    import resource
+    worked = []
+    for n in range(3, 31):
+        d = t.subdir(f"n{n}")
+
+        def limit(n=n):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+
+        argv = [ft.forktrace_bin()] + ft.Context.run_args([ft.prog("fork_tree")])
+        t0 = time.monotonic()
+        p = subprocess.Popen(argv, cwd=d, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, preexec_fn=limit, start_new_session=True)
+        res = t.finish((p, argv, d, (t0, ft.system_forks())), timeout=20)
+        # With no fd to spare, the dynamic loader cannot open forktrace's
+        # libraries: its own clear error, before forktrace runs.
+        if res.rc == 127 and "error while loading shared libraries" in res.err:
+            continue
+        check(res.rc in (0, 1), f"ulimit -n {n}: forktrace exited {res.rc}\n  {res.describe()}")
+        if res.rc == 1:
+            check("forktrace: too few file descriptors" in res.err,
+                  f"ulimit -n {n}: exit 1 without saying why\n  {res.describe()}")
+            check(not os.listdir(d), f"ulimit -n {n}: left {os.listdir(d)}")
+            continue
+        t.load(res, expect_rc=0)
+        check(len(res.trace.procs) == 15, f"ulimit -n {n}: {len(res.trace.procs)} processes")
+        worked.append(n)
+    check(worked and worked[-1] == 30 and worked == list(range(worked[0], 31)),
+          f"forktrace worked with ulimit -n {worked}: not from some limit up to 30")
+
+
 if __name__ == "__main__":
     ft.main()
