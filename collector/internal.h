@@ -282,6 +282,9 @@ typedef struct out_file {
  * seekable: the writer needs a regular file (HDF5), a pipe or device is
  * refused. Prints why on failure and returns a negative errno. */
 int out_file_open(out_file *rf, const char *path, const char *what, bool seekable);
+/* Whether out_file_open would write path in place (stdout, a FIFO, a
+ * device): no file of its own, nothing to put beside it. */
+bool out_path_in_place(const char *path);
 /* Gives the file its temporary name now, for a writer that opens it
  * again by its name (HDF5 resolves /proc/self/fd/N, which fails for a
  * file without a name). Returns 0 or a negative errno. */

@@ -152,6 +152,18 @@ static int std_fd_of(const char *path)
 	return *end == '\0' && n <= INT32_MAX ? (int)n : -1;
 }
 
+bool out_path_in_place(const char *path)
+{
+	char target[PATH_MAX];
+	struct stat st;
+
+	if (resolve_link(path, target, sizeof(target)) < 0)
+		return false;
+	if (std_fd_of(target) >= 0)
+		return true;
+	return stat(target, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
 static int open_fail(out_file *rf, const char *what, int err, const char *why)
 {
 	fprintf(stderr, "forktrace: cannot write the %s to '%s': %s\n", what, rf->path,

@@ -167,8 +167,9 @@ static const char run_usage[] =
 	"SIGQUIT ends forktrace at once, without a trace.\n"
 	"\n"
 	"If forktrace itself is killed, the traced processes go on and write\n"
-	"what they record to spill files in OUTPUT.spill/; get the trace back\n"
-	"with 'forktrace combine OUTPUT.spill -o OUTPUT'.\n"
+	"what they record to spill files in OUTPUT.spill/ (forktrace.spill/\n"
+	"when OUTPUT is stdout, a FIFO or a device); get the trace back with\n"
+	"'forktrace combine OUTPUT.spill -o OUTPUT'.\n"
 	"\n"
 	"Environment:\n"
 	"  TMPDIR            where the private socket directory is made.\n"
@@ -696,7 +697,7 @@ int run_main(int argc, char **argv)
 	if (find_agent(agent, sizeof(agent)) < 0 || check_fds() < 0)
 		goto out_free;
 	/* From here on a signal removes what was created. */
-	rsig_setup(rs->o.output);
+	rsig_setup(out_path_in_place(rs->o.output) ? "forktrace" : rs->o.output);
 	if (open_output(rs) < 0)
 		goto out_free;
 	rsig_add_temp(rs->out.tmp, false);

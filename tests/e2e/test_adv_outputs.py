@@ -394,5 +394,33 @@ def test_full_tmpdir_combine(t):
             check(not os.path.exists(t.path(out)), f"{sub}: {out} was written")
 
 
+@test
+def test_spill_dir_device_output(t):
+    """forktrace killed with -o naming a device: the agents spill beside
+    no device (forktrace.spill/ in the working directory), not into
+    DEVICE.spill/ (/dev/null.spill: a directory made in /dev)."""
+    if os.geteuid() != 0:
+        raise Skip("mknod needs root")
+    os.mknod(t.path("null"), 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    tmp = t.subdir("tmp")
+    # No process table: every image connects, so it spills once the
+    # collector is gone.
+    env = dict(os.environ, TMPDIR=tmp, FORKTRACE_TABLE_SLOTS="0")
+    started = t.start(["run", "-o", "null", "--", "sh", "-c",
+                       "touch started; while [ ! -e go ]; do sleep 0.01; done; /bin/true"],
+                      env=env)
+    for _ in range(1000):
+        if os.path.exists(t.path("started")):
+            break
+        time.sleep(0.01)
+    os.kill(started[0].pid, signal.SIGKILL)
+    with open(t.path("go"), "w"):
+        pass
+    started[0].communicate(timeout=20)
+    check(not os.path.exists(t.path("null.spill")), "the agents spilled into null.spill/")
+    check(os.path.isdir(t.path("forktrace.spill")) and os.listdir(t.path("forktrace.spill")),
+          f"no spill files in forktrace.spill/: {os.listdir(t.dir)}")
+
+
 if __name__ == "__main__":
     ft.main()
