@@ -202,6 +202,121 @@ static void permute(const struct scenario *sc, enum fact *facts, int k, int n)
 	}
 }
 
+/*
+ * Pid reuse: child A (pid CHILD, forked at +10, silent, an orphan reaped
+ * at +15 with exit 4), then child B (same pid, forked at +20, its image
+ * says HELLO at +25 and EXIT 5 at +27, reaped at +30). Every order the
+ * collector can read them in: the root's two FORK records in order, the
+ * reaps in order, B's HELLO before its EXIT, and nothing of B before A's
+ * reaping (B's pid was free only then).
+ */
+enum reuse_fact { R_FORK_A, R_REAP_A, R_FORK_B, R_HELLO_B, R_EXIT_B, R_REAP_B, R_N };
+
+static bool reuse_order_ok(const int *pos)
+{
+	return pos[R_FORK_A] < pos[R_FORK_B] && pos[R_REAP_A] < pos[R_FORK_B] &&
+	       pos[R_REAP_A] < pos[R_HELLO_B] && pos[R_REAP_A] < pos[R_REAP_B] &&
+	       pos[R_HELLO_B] < pos[R_EXIT_B];
+}
+
+static void reuse_run(const int *order)
+{
+	model_trace *t = model_new();
+	proc_tree *pt = proc_tree_new(t);
+	proc_conn root_c, b_c;
+	const char *argv[] = {"root", NULL};
+	char desc[128];
+	size_t len = 0;
+	static const char *const names[R_N] = {"FORK_A", "REAP_A", "FORK_B",
+					       "HELLO_B", "EXIT_B", "REAP_B"};
+
+	for (int i = 0; i < R_N; i++)
+		len += (size_t)snprintf(desc + len, sizeof(desc) - len, " %s", names[order[i]]);
+	memset(&root_c, 0, sizeof(root_c));
+	memset(&b_c, 0, sizeof(b_c));
+	proc_add_root(pt, ROOT, argv, "/bin/root", T0);
+	wire_msg rh = hello(ROOT, getpid(), 11, T0 + 1, 0);
+	proc_apply(pt, &root_c, &rh, T0 + 1);
+	for (int i = 0; i < R_N; i++) {
+		wire_msg m;
+
+		switch (order[i]) {
+		case R_FORK_A:
+		case R_FORK_B:
+			m = msg(FT_MSG_FORK, order[i] == R_FORK_A ? T0 + 10 : T0 + 20, ROOT);
+			m.child = CHILD;
+			m.kind = FT_SPAWN_FORK;
+			m.present |= (1ull << FT_K_CHILD) | (1ull << FT_K_KIND);
+			proc_apply(pt, &root_c, &m, T0 + 100);
+			break;
+		case R_REAP_A:
+			proc_reaped(pt, CHILD, 4 << 8, T0 + 15);
+			break;
+		case R_HELLO_B:
+			m = hello(CHILD, getpid(), 888, T0 + 25, 0);
+			proc_apply(pt, &b_c, &m, T0 + 100);
+			break;
+		case R_EXIT_B:
+			m = msg(FT_MSG_EXIT, T0 + 27, CHILD);
+			m.code = 5;
+			m.present |= 1ull << FT_K_CODE;
+			proc_apply(pt, &b_c, &m, T0 + 100);
+			proc_conn_closed(pt, &b_c, T0 + 100);
+			break;
+		case R_REAP_B:
+			proc_reaped(pt, CHILD, 5 << 8, T0 + 30);
+			break;
+		}
+	}
+	proc_conn_closed(pt, &root_c, T0 + 60);
+	proc_reaped(pt, ROOT, 0, T0 + 60);
+	proc_finish(pt, T0 + 200, true);
+
+	model_process *a = NULL, *b = NULL;
+	CHECK(t->nprocs == 3, "pid reuse%s: %zu processes, expected 3", desc, t->nprocs);
+	for (size_t i = 0; i < t->nprocs; i++) {
+		model_process *p = t->procs[i];
+		if (p->pid == CHILD && p->exit_value == 4)
+			a = p;
+		else if (p->pid == CHILD && p->exit_value == 5)
+			b = p;
+	}
+	CHECK(a && b, "pid reuse%s: A %p B %p", desc, (void *)a, (void *)b);
+	if (a && b) {
+		CHECK(a->parent && a->parent->pid == ROOT && a->spawn_ns == T0 + 10,
+		      "pid reuse%s: A's creator", desc);
+		CHECK(b->parent && b->parent->pid == ROOT && b->spawn_ns == T0 + 20 &&
+			  b->start_ticks == 888,
+		      "pid reuse%s: B's creator %lld ticks %llu", desc, (long long)b->spawn_ns,
+		      (unsigned long long)b->start_ticks);
+		CHECK(a->out_pid != b->out_pid, "pid reuse%s: one trace pid", desc);
+	}
+	proc_tree_free(pt);
+	model_free(t);
+}
+
+static void reuse_permute(int *facts, int k)
+{
+	if (k == R_N) {
+		int pos[R_N];
+
+		for (int i = 0; i < R_N; i++)
+			pos[facts[i]] = i;
+		if (reuse_order_ok(pos))
+			reuse_run(facts);
+		return;
+	}
+	for (int i = k; i < R_N; i++) {
+		int tmp = facts[k];
+
+		facts[k] = facts[i];
+		facts[i] = tmp;
+		reuse_permute(facts, k + 1);
+		facts[i] = facts[k];
+		facts[k] = tmp;
+	}
+}
+
 int main(void)
 {
 	const int64_t self = getpid();
@@ -232,6 +347,8 @@ int main(void)
 		facts[n++] = scs[i].orphan ? F_REAP : F_WAIT;
 		permute(&scs[i], facts, 0, n);
 	}
+	int reuse[R_N] = {R_FORK_A, R_REAP_A, R_FORK_B, R_HELLO_B, R_EXIT_B, R_REAP_B};
+	reuse_permute(reuse, 0);
 	if (failures)
 		fprintf(stderr, "%d checks failed\n", failures);
 	return failures ? 1 : 0;
