@@ -23,6 +23,11 @@ struct agent_thread {
 
 AGENT_DATA static struct agent_thread agent_threads[AGENT_THREADS_MAX];
 
+/* The main thread's pthread_t, which no trampoline saw start: taken when
+ * it first creates a thread (before any thread it creates can name it). */
+AGENT_DATA static pthread_t agent_main_th;
+AGENT_DATA static int agent_main_th_set;
+
 /*
  * In a fork child: forget the parent's threads. Only the slots ever used
  * are cleared: a fork child that wrote the whole 16 KiB table would take
@@ -35,6 +40,8 @@ void agent_threads_reset(void)
 		memset(agent_threads, 0, (size_t)agent_g.threads_used * sizeof(agent_threads[0]));
 		agent_g.threads_used = 0;
 	}
+	if (agent_main_th_set)
+		agent_main_th_set = 0;
 }
 
 /* Caller holds the send lock. */
@@ -127,6 +134,10 @@ AGENT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void 
 	errno = err;
 	if (!t)
 		return f(th, attr, start, arg);
+	if (!agent_main_th_set && agent_tid() == agent_g.pid) {
+		agent_main_th = pthread_self();
+		agent_main_th_set = 1;
+	}
 	t->start = start;
 	t->arg = arg;
 	ret = f(th, attr, agent_tramp_run, t);
@@ -187,6 +198,9 @@ AGENT_EXPORT int pthread_setname_np(pthread_t th, const char *name)
 		tid = agent_threads_find(th);
 		agent_unlock();
 		agent_t_guard--;
+		/* Another thread names the main thread. */
+		if (!tid && agent_main_th_set && pthread_equal(th, agent_main_th))
+			tid = agent_g.pid;
 	}
 	if (tid)
 		agent_emit_name(tid, name);

@@ -199,6 +199,16 @@ INT64_MAX = (1 << 63) - 1
 
 
 @test
+def test_main_thread_named_by_other(t):
+    """A worker names the main thread: the name was counted as a lost
+    event (the agent knew only the threads it saw start)."""
+    res = t.run([prog("name_main")], expect_rc=0)
+    p = res.trace.root()
+    check(p.threads.get(p.pid) == "boss", f"main thread named {p.threads}")
+    check("worker" in p.thread_names(), f"thread names {p.threads}")
+
+
+@test
 def test_lost_saturates(t):
     """A peer reports losses of 2^63, 2^63 and 5 events: the total is
     the largest count a trace holds (it wrapped around to 5, which reads
