@@ -131,7 +131,7 @@ ssize_t enc_fork(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind,
 	return enc_end(&c, FT_MSG_FORK, err);
 }
 
-ssize_t enc_vfork(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child, int32_t errnum,
+ssize_t enc_vfork(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child,
 		  uint64_t exec_ts, const char *path, const char *const *argv, size_t argc,
 		  int32_t child_err)
 {
@@ -140,9 +140,9 @@ ssize_t enc_vfork(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child
 	int err;
 
 	err = enc_begin(&c, &pk, buf, cap, child_err ? 8 : 7) || enc_ts_tid(&pk, ts, tid) ||
-	      (errnum == 0 ? enc_kint(&pk, FT_K_CHILD, child) : enc_kint(&pk, FT_K_ERRNO, errnum)) ||
-	      enc_kuint(&pk, FT_K_KIND, FT_SPAWN_VFORK) || enc_kstr(&pk, FT_K_PATH, path) ||
-	      enc_kargv(&pk, FT_K_ARGV, argv, argc) || enc_kuint(&pk, FT_K_EXEC_TS, exec_ts) ||
+	      enc_kint(&pk, FT_K_CHILD, child) || enc_kstr(&pk, FT_K_PATH, path) ||
+	      enc_kargv(&pk, FT_K_ARGV, argv, argc) ||
+	      enc_kuint(&pk, FT_K_KIND, FT_SPAWN_VFORK) || enc_kuint(&pk, FT_K_EXEC_TS, exec_ts) ||
 	      (child_err && enc_kint(&pk, FT_K_CHILD_ERRNO, child_err));
 	return enc_end(&c, FT_MSG_FORK, err);
 }

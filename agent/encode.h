@@ -45,9 +45,9 @@ ssize_t enc_hello(void *buf, size_t cap, const struct enc_hello *h);
 ssize_t enc_fork(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind, int32_t child,
 		 int32_t err);
 
-/* FORK of a vfork child whose last exec call was path with argv[0..argc)
- * at exec_ts, failed with child_err (0: did not return). */
-ssize_t enc_vfork(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child, int32_t err,
+/* FORK of vfork child `child` whose last exec call was path with
+ * argv[0..argc) at exec_ts, failed with child_err (0: did not return). */
+ssize_t enc_vfork(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child,
 		  uint64_t exec_ts, const char *path, const char *const *argv, size_t argc,
 		  int32_t child_err);
 

@@ -157,7 +157,7 @@ __attribute__((used)) pid_t agent_vfork_parent(long ret)
 			}
 			argv[n->argc] = NULL;
 			AGENT_EMIT(enc_vfork(agent_buf, AGENT_BUF_SIZE, agent_t_vfork_ts,
-					     agent_tid(), (int32_t)ret, 0, n->ts, n->text, argv,
+					     agent_tid(), (int32_t)ret, n->ts, n->text, argv,
 					     n->argc,
 					     n->state == AGENT_NOTE_FAILED ? n->err : 0));
 		} else {

@@ -104,6 +104,13 @@ static void test_vectors(const char *dir)
 	CHECK(m.ts == T0 + 1000 && m.tid == 4242 && m.child == 4243 && m.kind == FT_SPAWN_FORK);
 	CHECK(wire_has(&m, FT_K_CHILD) && !wire_has(&m, FT_K_ERRNO));
 
+	decode_vector(dir, "vfork_exec_fail", FT_MSG_FORK, &up, &m);
+	static const char *const vfork_argv[] = { "nope", "x" };
+	CHECK(m.ts == T0 + 1500 && m.child == 4246 && m.kind == FT_SPAWN_VFORK);
+	CHECK(str_is(m.path, "/nope") && argv_is(&m, vfork_argv, 2));
+	CHECK(m.exec_ts == T0 + 1600 && m.child_err == ENOENT);
+	CHECK(wire_has(&m, FT_K_CHILD_ERRNO) && !wire_has(&m, FT_K_ERRNO));
+
 	decode_vector(dir, "exec", FT_MSG_EXEC, &up, &m);
 	static const char *const exec_argv[] = { "ls", "-l", "/" };
 	CHECK(m.ts == T0 + 2000 && m.tid == 4243 && str_is(m.path, "ls"));

@@ -19,7 +19,8 @@ HELLO, FORK, EXEC, EXEC_FAIL, SPAWN, WAIT, THREAD_START, THREAD_END, THREAD_NAME
     SIGNAL, SHELL_BEGIN, SHELL_END, LOST = range(1, 15)
 # enum ft_key
 TS, TID, PID, PPID, CHILD, PATH, ARGV, CWD, EXE, REALTIME, START_TICKS, ERRNO, STATUS, CODE, \
-    SIGNO, NAME, KIND, COUNT, CMD, FLAGS = range(1, 21)
+    SIGNO, NAME, KIND, COUNT, CMD, FLAGS, EXEC_TS = range(1, 22)
+CHILD_ERRNO = 31
 VERSION = 1
 
 T0 = 5_000_000_000_000  # a monotonic time past 2^32 ns, so TS is a uint64
@@ -32,6 +33,9 @@ VECTORS = [
                       EXE: '/usr/bin/printf', REALTIME: 1_700_000_000_123_456_789,
                       START_TICKS: 123456, NAME: 'printf', FLAGS: 1}),
     ('fork', FORK, {TS: T0 + 1000, TID: 4242, CHILD: 4243, KIND: 0}),
+    ('vfork_exec_fail', FORK, {TS: T0 + 1500, TID: 4242, CHILD: 4246, PATH: '/nope',
+                               ARGV: ['nope', 'x'], KIND: 1, EXEC_TS: T0 + 1600,
+                               CHILD_ERRNO: 2}),
     ('exec', EXEC, {TS: T0 + 2000, TID: 4243, PATH: 'ls', ARGV: ['ls', '-l', '/'], KIND: 2}),
     ('exec_fail', EXEC_FAIL, {TS: T0 + 2001, TID: 4243, PATH: 'ls', ERRNO: 2}),
     ('spawn', SPAWN, {TS: T0 + 3000, TID: 4242, CHILD: 4244, PATH: 'sh',

@@ -48,6 +48,13 @@ static ssize_t v_fork(unsigned char *b, size_t cap)
 	return enc_fork(b, cap, T0 + 1000, 4242, FT_SPAWN_FORK, 4243, 0);
 }
 
+static ssize_t v_vfork_exec_fail(unsigned char *b, size_t cap)
+{
+	static const char *const argv[] = {"nope", "x"};
+
+	return enc_vfork(b, cap, T0 + 1500, 4242, 4246, T0 + 1600, "/nope", argv, 2, ENOENT);
+}
+
 static ssize_t v_exec(unsigned char *b, size_t cap)
 {
 	static const char *const argv[] = {"ls", "-l", "/"};
@@ -118,6 +125,7 @@ static const struct {
 } vectors[] = {
     {"hello", v_hello},
     {"fork", v_fork},
+    {"vfork_exec_fail", v_vfork_exec_fail},
     {"exec", v_exec},
     {"exec_fail", v_exec_fail},
     {"spawn", v_spawn},
