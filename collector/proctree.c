@@ -481,9 +481,13 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 			break;
 		}
 		/* Made from the parent's record (which can be read before the
-		 * child's HELLO, even after the parent's WAIT for it). */
+		 * child's HELLO, even after the parent's WAIT for it), from a
+		 * WAIT (ppid: the waiter), or from our reaping of an orphan
+		 * (ppid unknown), before anything else of it came. */
 		if (e->mp->start_ticks == 0 && !e->hello_seen && alive_at(e, m->ts) &&
-		    (e->mp->ppid == m->ppid || !e->parent || ppid_fits(pt, e->parent, m->ppid))) {
+		    (e->mp->ppid < 0 || e->mp->ppid == m->ppid ||
+		     (e->parent ? ppid_fits(pt, e->parent, m->ppid)
+				: m->ppid == pt->self || m->ppid == 1))) {
 			pe = e;
 			break;
 		}
