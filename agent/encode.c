@@ -254,6 +254,19 @@ ssize_t enc_shell(void *buf, size_t cap, int end, uint64_t ts, int32_t tid, uint
 	return enc_end(&c, end ? FT_MSG_SHELL_END : FT_MSG_SHELL_BEGIN, err);
 }
 
+ssize_t enc_shell_fail(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind,
+		       const char *cmd, int32_t status, int32_t errnum)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, 6) || enc_ts_tid(&pk, ts, tid) ||
+	      enc_kint(&pk, FT_K_ERRNO, errnum) || enc_kint(&pk, FT_K_STATUS, status) ||
+	      enc_kuint(&pk, FT_K_KIND, kind) || enc_kstr(&pk, FT_K_CMD, cmd);
+	return enc_end(&c, FT_MSG_SHELL_END, err);
+}
+
 ssize_t enc_lost(void *buf, size_t cap, uint64_t ts, int32_t tid, uint64_t count)
 {
 	struct enc_cur c;

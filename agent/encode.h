@@ -78,6 +78,10 @@ ssize_t enc_signal(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t sign
 ssize_t enc_shell(void *buf, size_t cap, int end, uint64_t ts, int32_t tid, uint32_t kind,
 		  const char *cmd, int32_t status);
 
+/* SHELL_END of a call that failed (returned -1 or NULL) with errno. */
+ssize_t enc_shell_fail(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind,
+		       const char *cmd, int32_t status, int32_t errnum);
+
 ssize_t enc_lost(void *buf, size_t cap, uint64_t ts, int32_t tid, uint64_t count);
 
 /* CONTINUE: the first frame of a process-table slot after slot `slot`. */

@@ -370,9 +370,15 @@ AGENT_EXPORT int system(const char *cmd)
 		ret = agent_own_system(cmd, env.envp);
 	err = errno;
 	agent_env_release(&env);
-	if (record && !agent_bypass())
-		AGENT_EMIT(enc_shell(agent_buf, AGENT_BUF_SIZE, 1, agent_now(), agent_tid(),
-				     FT_SPAWN_SYSTEM, cmd, ret));
+	if (record && !agent_bypass()) {
+		/* -1: no shell could be started (fork failed): say why. */
+		if (ret == -1)
+			AGENT_EMIT(enc_shell_fail(agent_buf, AGENT_BUF_SIZE, agent_now(),
+						  agent_tid(), FT_SPAWN_SYSTEM, cmd, ret, err));
+		else
+			AGENT_EMIT(enc_shell(agent_buf, AGENT_BUF_SIZE, 1, agent_now(), agent_tid(),
+					     FT_SPAWN_SYSTEM, cmd, ret));
+	}
 	errno = err;
 	return ret;
 }
@@ -539,9 +545,15 @@ AGENT_EXPORT FILE *popen(const char *cmd, const char *mode)
 		agent_unlock();
 		agent_t_guard--;
 	}
-	if (fp && !agent_bypass())
+	if (!agent_bypass()) {
 		AGENT_EMIT(enc_shell(agent_buf, AGENT_BUF_SIZE, 0, ts, agent_tid(), FT_SPAWN_POPEN,
 				     cmd, 0));
+		/* A popen that failed (fork failed, no pipe, a bad mode) is a
+		 * call that ended at once, with why. */
+		if (!fp)
+			AGENT_EMIT(enc_shell_fail(agent_buf, AGENT_BUF_SIZE, agent_now(),
+						  agent_tid(), FT_SPAWN_POPEN, cmd, -1, err));
+	}
 	errno = err;
 	return fp;
 }
@@ -578,7 +590,10 @@ AGENT_EXPORT int pclose(FILE *fp)
 		ret = f(fp);
 	}
 	err = errno;
-	if (ent.fp && !agent_bypass())
+	if (ent.fp && !agent_bypass() && ret == -1)
+		AGENT_EMIT(enc_shell_fail(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(),
+					  FT_SPAWN_POPEN, ent.cmd, ret, err));
+	else if (ent.fp && !agent_bypass())
 		AGENT_EMIT(enc_shell(agent_buf, AGENT_BUF_SIZE, 1, agent_now(), agent_tid(),
 				     FT_SPAWN_POPEN, ent.cmd, ret));
 	errno = err;

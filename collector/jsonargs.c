@@ -125,16 +125,22 @@ const char *args_wait(model_trace *t, int64_t child, int status)
 	return done(t, &b);
 }
 
-const char *args_shell(model_trace *t, const char *cmd, int status)
+const char *args_shell(model_trace *t, const char *cmd, int status, int err)
 {
 	abuf b;
 
 	b.len = 0;
 
 	put(&b, "{\"cmd\":");
-	put_str(&b, cmd, ARGS_TAIL);
+	put_str(&b, cmd, ARGS_TAIL + 128); /* and the errno and its message */
 	put(&b, ",\"status\":");
 	put_int(&b, status);
+	if (err > 0) {
+		put(&b, ",\"errno\":");
+		put_int(&b, err);
+		put(&b, ",\"error\":");
+		put_str(&b, strerror(err), ARGS_TAIL);
+	}
 	return done(t, &b);
 }
 

@@ -13,7 +13,8 @@
 const char *args_exec_fail(model_trace *t, const char *path, int err);
 const char *args_fork_fail(model_trace *t, const char *kind, int err);
 const char *args_wait(model_trace *t, int64_t child, int status);
-const char *args_shell(model_trace *t, const char *cmd, int status);
+/* err > 0: the call failed with it (status -1). */
+const char *args_shell(model_trace *t, const char *cmd, int status, int err);
 const char *args_signal(model_trace *t, int signo);
 
 #endif

@@ -830,7 +830,8 @@ static void on_shell(proc_tree *pt, proc_conn *c, const wire_msg *m)
 			mk->tid = s->tid;
 			mk->name = m->kind == FT_SPAWN_POPEN ? "popen" : "system";
 			mk->cat = "shell";
-			mk->args_json = args_shell(pt->t, s->cmd, (int)m->status);
+			mk->args_json = args_shell(pt->t, s->cmd, (int)m->status,
+						   wire_has(m, FT_K_ERRNO) ? (int)m->err : 0);
 		}
 		pe->shells[i] = pe->shells[--pe->nshells];
 		return;

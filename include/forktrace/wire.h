@@ -119,7 +119,9 @@ enum ft_msg_type {
 	FT_MSG_SIGNAL = 11,
 	/* system() or popen() started / finished in this process.
 	 * Keys: TS, TID, CMD, KIND (FT_SPAWN_SYSTEM / FT_SPAWN_POPEN),
-	 * for the end also STATUS (system's return value, pclose's status). */
+	 * for the end also STATUS (system's return value, pclose's status)
+	 * and, when the call failed (-1, or a popen that returned NULL),
+	 * ERRNO. */
 	FT_MSG_SHELL_BEGIN = 12,
 	FT_MSG_SHELL_END = 13,
 	/* Events the agent had to drop. Keys: TS, TID, COUNT. Loss always

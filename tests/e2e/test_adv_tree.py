@@ -169,10 +169,12 @@ def test_process_substitution(t):
 def test_fork_failed(t):
     """fork and vfork failing with EAGAIN (RLIMIT_NPROC) leave a mark on
     the process that called them (the agent sent a record; the trace had
-    nothing)."""
+    nothing); so does a popen that fails (the agent sent nothing)."""
     res = t.run([prog("fork_fail")], expect_rc=0)
     tr = res.trace
-    check(res.stdout == b"fork failed: 11\nvfork failed: 11\n", f"stdout {res.stdout!r}")
+    check(res.stdout.startswith(b"fork failed: 11\nvfork failed: 11\npopen failed: "),
+          f"stdout {res.stdout!r}")
+    popen_errno = int(res.stdout.split()[-1])
     ft.assert_count(tr.all(), 1, "processes", tr)
     marks = tr.root().marks(cat="fork", name="fork failed")
     got = sorted(((m.get("args") or {}).get("kind"), (m.get("args") or {}).get("errno"),
@@ -180,6 +182,12 @@ def test_fork_failed(t):
     want = [("fork", 11, "Resource temporarily unavailable"),
             ("vfork", 11, "Resource temporarily unavailable")]
     check(got == want, f"fork failed marks {got}, expected {want}")
+    # A popen that failed is a call that ended at once, with its errno.
+    marks = tr.root().marks(cat="shell", name="popen")
+    ft.assert_count(marks, 1, "popen marks", tr)
+    a = marks[0].get("args") or {}
+    check(a.get("cmd") == "true" and a.get("status") == -1 and a.get("errno") == popen_errno,
+          f"popen mark {a}, expected status -1 and errno {popen_errno}")
 
 
 @test

@@ -2,6 +2,8 @@
  * fork_fail: fork() and vfork() that fail with EAGAIN, as under ulimit -u
  * or a pids cgroup: RLIMIT_NPROC 0 (root is exempt from it, so as root
  * the program first becomes nobody; the agent's channel is open by then).
+ * Then popen() fails the same way (glibc gives ENOMEM; system() returns
+ * the status of a shell that exited 127 instead of failing).
  * Prints "fork failed: ERRNO" for each and exits 0.
  */
 #include <sys/resource.h>
@@ -30,5 +32,8 @@ int main(void)
 	if (pid > 0 || errno != EAGAIN)
 		tp_die("vfork did not fail with EAGAIN");
 	printf("vfork failed: %d\n", errno);
+	if (popen("true", "r") != NULL)
+		tp_die("popen did not fail");
+	printf("popen failed: %d\n", errno);
 	return 0;
 }
