@@ -1127,13 +1127,76 @@ static bool agent_env_load(void)
 }
 
 /* Where spill files go (agent_spill_open): $FORKTRACE_SPILL, else
- * $TMPDIR, copied as the image started. Constructor only. */
+ * $TMPDIR, copied as the image started. The variable itself is kept for
+ * the environments of the images this one starts (agent_env_merge).
+ * Constructor only. */
 static void agent_spill_dir(const char *dir, const char *tmp)
 {
-	if (dir && *dir && strlen(dir) < PATH_MAX)
-		agent_g.spill_dir = agent_arena_join(dir, strlen(dir), "", 0);
-	else if (tmp && *tmp && strlen(tmp) < PATH_MAX - 64)
+	if (dir && *dir && strlen(dir) < PATH_MAX) {
+		agent_g.env_spill = agent_arena_join(FT_ENV_SPILL_DIR "=", sizeof(FT_ENV_SPILL_DIR),
+						     dir, strlen(dir));
+		if (agent_g.env_spill)
+			agent_g.spill_dir = agent_g.env_spill + sizeof(FT_ENV_SPILL_DIR);
+	} else if (tmp && *tmp && strlen(tmp) < PATH_MAX - 64) {
 		agent_g.spill_tmp = agent_arena_join(tmp, strlen(tmp), "", 0);
+	}
+}
+
+/*
+ * The program sees the environment it would see untraced: environ
+ * without FORKTRACE_SOCK, FORKTRACE_SPILL, FORKTRACE_FUNCTIONS, and with
+ * the user's own LD_PRELOAD (forktrace run put the agent in front of it),
+ * or none. The agent keeps them (agent_prepare_env, agent_spill_dir) and
+ * every exec and spawn merges them back (agent_env_merge), whatever
+ * environment the program passes. environ is pointed at a new vector in
+ * the arena (a mapping for more than AGENT_ENVIRON_MAX entries); the
+ * initial one on the stack is left as it is, so that a runtime that reads
+ * it directly and execs with raw system calls (Go) keeps the agent in its
+ * children. Only when forktrace run configured this image: a program
+ * started with the agent in LD_PRELOAD by hand sees what it was given.
+ * Constructor only (before main, single-threaded).
+ */
+static void agent_hide_env(char **envp, const char *preload)
+{
+	size_t n = 0, j = 0, plen = preload ? strlen(preload) : 0;
+	char **v, *user = NULL;
+
+	if (!envp || envp != environ)
+		return; /* changed before us (a preinit function): left alone */
+	while (envp[n])
+		n++;
+	if (n < AGENT_ENVIRON_MAX) {
+		v = (char **)(void *)agent_arena_take((n + 1) * sizeof(char *), true);
+	} else {
+		v = agent_sys_mmap(NULL, (n + 1) * sizeof(char *), PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		v = v == MAP_FAILED ? NULL : v;
+	}
+	if (!v)
+		return;
+	if (preload) {
+		user = agent_arena_take(sizeof(FT_ENV_PRELOAD) + plen + 1, false);
+		if (!user)
+			return;
+		memcpy(user, FT_ENV_PRELOAD "=", sizeof(FT_ENV_PRELOAD));
+		if (!agent_preload_strip(preload, user + sizeof(FT_ENV_PRELOAD)))
+			user = NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char *e = envp[i];
+
+		if (agent_env_is_ours(e))
+			continue;
+		if (e[0] == 'L' && strncmp(e, FT_ENV_PRELOAD "=", sizeof(FT_ENV_PRELOAD)) == 0) {
+			if (user)
+				v[j++] = user;
+			user = NULL; /* the first one counts, as for getenv */
+			continue;
+		}
+		v[j++] = e;
+	}
+	v[j] = NULL;
+	environ = v;
 }
 
 /*
@@ -1239,6 +1302,12 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 		agent_g.exe = agent_arena_join(exe, n > 0 ? (size_t)n : 0, "", 0);
 	}
 	agent_ev_init(env.functions);
+	if (env.functions && strlen(env.functions) < 16)
+		agent_g.env_functions =
+		    agent_arena_join(FT_ENV_FUNCTIONS "=", sizeof(FT_ENV_FUNCTIONS), env.functions,
+				     strlen(env.functions));
+	if (env.sock && *env.sock)
+		agent_hide_env(envp, env.preload);
 	__atomic_store_n(&agent_g.configured, 1, __ATOMIC_RELEASE);
 	agent_open_channel();
 	if (__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED)) {

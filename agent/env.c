@@ -1,7 +1,9 @@
 /*
  * Environment merging for exec and spawn (STYLE "never" rule 7): whatever
- * envp a program passes (its own environ after unsetenv, `env -i`, Python's
- * env={}), the new image gets LD_PRELOAD with this agent and FORKTRACE_SOCK.
+ * envp a program passes (its own environ, which the constructor stripped
+ * of the agent's variables, or after unsetenv, `env -i`, Python's env={}),
+ * the new image gets LD_PRELOAD with this agent, FORKTRACE_SOCK, and
+ * FORKTRACE_SPILL and FORKTRACE_FUNCTIONS when this image had them.
  *
  * Runs in vfork children and after multithreaded forks, so it only reads
  * the strings prepared by the constructor and writes the caller's stack
@@ -20,6 +22,11 @@ static bool agent_env_is(const char *entry, const char *name, size_t n)
 {
 	return entry[0] == name[0] && strncmp(entry, name, n) == 0 && entry[n] == '=';
 }
+
+/* Entries agent_env_merge may add: LD_PRELOAD, FORKTRACE_SOCK,
+ * FORKTRACE_SPILL, FORKTRACE_FUNCTIONS, FORKTRACE_EXEC_TS,
+ * FORKTRACE_TABLE_FD. */
+#define AGENT_ENV_ADDED 6
 
 /* Does an LD_PRELOAD value (space or colon separated) name this agent?
  * Compared by basename: the loader may have resolved a bare name. One
@@ -42,6 +49,49 @@ static bool agent_preload_has_agent(const char *v)
 	}
 }
 
+bool agent_preload_strip(const char *v, char *out)
+{
+	size_t bl = strlen(agent_g.agent_base), len = strlen(v);
+	const char *base = v, *start = v;
+
+	for (const char *p = v;; p++) {
+		if (*p == '/') {
+			base = p + 1;
+		} else if (*p == ' ' || *p == ':' || *p == '\0') {
+			if ((size_t)(p - base) == bl && memcmp(base, agent_g.agent_base, bl) == 0) {
+				/* [start, p) is the agent: drop it with the
+				 * separator after it, else the one before. */
+				size_t from = (size_t)(start - v), to = (size_t)(p - v);
+
+				if (*p)
+					to++;
+				else if (from)
+					from--;
+				else
+					return false;
+				memcpy(out, v, from);
+				memcpy(out + from, v + to, len - to + 1);
+				return true;
+			}
+			if (!*p)
+				break;
+			base = start = p + 1;
+		}
+	}
+	memcpy(out, v, len + 1);
+	return true;
+}
+
+bool agent_env_is_ours(const char *e)
+{
+	return e[0] == 'F' && strncmp(e, "FORKTRACE_", 10) == 0 &&
+	       (agent_env_is(e, FT_ENV_SOCK, sizeof(FT_ENV_SOCK) - 1) ||
+		agent_env_is(e, FT_ENV_SPILL_DIR, sizeof(FT_ENV_SPILL_DIR) - 1) ||
+		agent_env_is(e, FT_ENV_FUNCTIONS, sizeof(FT_ENV_FUNCTIONS) - 1) ||
+		agent_env_is(e, FT_ENV_EXEC_TS, sizeof(FT_ENV_EXEC_TS) - 1) ||
+		agent_env_is(e, FT_ENV_TABLE_FD, sizeof(FT_ENV_TABLE_FD) - 1));
+}
+
 /*
  * extra, if not NULL, is one more "NAME=value" entry for the new image
  * (FORKTRACE_EXEC_TS); the caller keeps it alive until the exec. An entry
@@ -52,7 +102,8 @@ void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra)
 	static char *const empty[] = {NULL};
 	const char *preload = NULL;
 	size_t n = 0, i, j, need, plen = 0;
-	bool has_sock = false, add_preload, fix_preload, table;
+	bool has_sock = false, has_spill = false, has_functions = false, add_preload, fix_preload,
+	     add_spill, add_functions, table;
 	char **out, *pbuf;
 	char *mem;
 
@@ -70,17 +121,26 @@ void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra)
 			preload = envp[n] + sizeof(FT_ENV_PRELOAD);
 		else if (agent_env_is(envp[n], FT_ENV_SOCK, sizeof(FT_ENV_SOCK) - 1))
 			has_sock = true;
+		else if (agent_env_is(envp[n], FT_ENV_SPILL_DIR, sizeof(FT_ENV_SPILL_DIR) - 1))
+			has_spill = true;
+		else if (agent_env_is(envp[n], FT_ENV_FUNCTIONS, sizeof(FT_ENV_FUNCTIONS) - 1))
+			has_functions = true;
 	}
 	add_preload = preload == NULL;
 	fix_preload = preload && !agent_preload_has_agent(preload);
+	/* Where spill files go and whether functions are recorded hold for
+	 * the whole tree, whatever environment a program passes on. */
+	add_spill = agent_g.env_spill && !has_spill;
+	add_functions = agent_g.env_functions && !has_functions;
 	/* Under a seccomp filter: the table's fd goes along (agent_exec). */
 	table = __atomic_load_n(&agent_g.table_keep, __ATOMIC_ACQUIRE) != 0;
-	if (has_sock && !add_preload && !fix_preload && !extra && !table)
+	if (has_sock && !add_preload && !fix_preload && !extra && !add_spill && !add_functions &&
+	    !table)
 		return;
 
-	/* Room for the vector (n entries, up to four added, NULL) and for a
+	/* Room for the vector (n entries, up to six added, NULL) and for a
 	 * rewritten "LD_PRELOAD=<agent> <old>". */
-	need = (n + 5) * sizeof(char *);
+	need = (n + AGENT_ENV_ADDED + 1) * sizeof(char *);
 	if (fix_preload) {
 		plen =
 		    sizeof(FT_ENV_PRELOAD) + strlen(agent_g.agent_path) + 1 + strlen(preload) + 1;
@@ -100,7 +160,7 @@ void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra)
 		e->map = mem;
 	}
 	out = (char **)mem;
-	pbuf = mem + (n + 5) * sizeof(char *);
+	pbuf = mem + (n + AGENT_ENV_ADDED + 1) * sizeof(char *);
 	if (fix_preload) {
 		char *p = pbuf;
 		size_t al = strlen(agent_g.agent_path);
@@ -127,6 +187,10 @@ void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra)
 		out[j++] = agent_g.env_preload;
 	if (!has_sock)
 		out[j++] = agent_g.env_sock;
+	if (add_spill)
+		out[j++] = agent_g.env_spill;
+	if (add_functions)
+		out[j++] = agent_g.env_functions;
 	if (extra && *extra)
 		out[j++] = (char *)extra;
 	if (table)
@@ -280,7 +344,7 @@ void agent_env_take_start(char **envp, struct agent_start_env *e)
 				e->sock = x;
 			else if ((x = AGENT_ENV_VALUE(v, FT_ENV_SPILL_DIR)))
 				e->spill = x;
-			else if ((x = AGENT_ENV_VALUE(v, "FORKTRACE_FUNCTIONS")))
+			else if ((x = AGENT_ENV_VALUE(v, FT_ENV_FUNCTIONS)))
 				e->functions = x;
 		} else if (v[0] == 'L' && (x = AGENT_ENV_VALUE(v, FT_ENV_PRELOAD))) {
 			e->preload = x;

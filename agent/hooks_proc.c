@@ -2,6 +2,7 @@
  * Process-level hooks: fork, the wait family, the exit paths (including
  * return from main, through on_exit), system, popen and pclose.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -294,19 +295,55 @@ void agent_exit_watch(void)
  */
 static const char agent_shell[] = "/bin/sh";
 
+/*
+ * The shell's argv as this libc's own system() and popen() give it:
+ * glibc 2.38 put "--" before the command (a command starting with '-'),
+ * older ones did not. The program may see it (ps, $0 handling), and the
+ * agent spawns the shell itself whenever it merges the environment,
+ * which is every time since the program's environ no longer carries the
+ * agent's variables. Asked once.
+ */
+static void agent_shell_argv(char *argv[5], const char *cmd)
+{
+	static int dashes = -1;
+	int d = __atomic_load_n(&dashes, __ATOMIC_RELAXED);
+
+	if (d < 0) {
+		const char *(*ver)(void) =
+		    (const char *(*)(void))dlsym(RTLD_DEFAULT, "gnu_get_libc_version");
+		const char *v = ver ? ver() : NULL;
+		unsigned major = 0, minor = 0;
+
+		while (v && *v >= '0' && *v <= '9')
+			major = major * 10 + (unsigned)(*v++ - '0');
+		if (v && *v == '.')
+			for (v++; *v >= '0' && *v <= '9'; v++)
+				minor = minor * 10 + (unsigned)(*v - '0');
+		/* Not glibc: POSIX's sh -c -- is the safe reading. */
+		d = !v || major > 2 || (major == 2 && minor >= 38);
+		__atomic_store_n(&dashes, d, __ATOMIC_RELAXED);
+	}
+	argv[0] = (char *)"sh";
+	argv[1] = (char *)"-c";
+	argv[2] = d ? (char *)"--" : (char *)cmd;
+	argv[3] = d ? (char *)cmd : NULL;
+	argv[4] = NULL;
+}
+
 /* system(3) as POSIX describes it: SIGINT/SIGQUIT ignored and SIGCHLD
  * blocked in the caller while the shell runs. */
 static int agent_own_system(const char *cmd, char **envp)
 {
 	agent_posix_spawn_fn spawn = AGENT_REAL(posix_spawn);
 	agent_waitpid_fn wpid = AGENT_REAL(waitpid);
-	char *argv[] = {(char *)"sh", (char *)"-c", (char *)"--", (char *)cmd, NULL};
+	char *argv[5];
 	struct sigaction ign, oint, oquit;
 	sigset_t chld, omask, def;
 	posix_spawnattr_t attr;
 	pid_t pid;
 	int status, ret;
 
+	agent_shell_argv(argv, cmd);
 	memset(&ign, 0, sizeof(ign));
 	ign.sa_handler = SIG_IGN;
 	sigemptyset(&ign.sa_mask);
@@ -449,7 +486,7 @@ static FILE *agent_own_popen(const char *cmd, const char *mode, char **envp, pid
 {
 	agent_posix_spawn_fn spawn = AGENT_REAL(posix_spawn);
 	agent_close_fn cl = AGENT_REAL(close);
-	char *argv[] = {(char *)"sh", (char *)"-c", (char *)"--", (char *)cmd, NULL};
+	char *argv[5];
 	posix_spawn_file_actions_t fa;
 	bool rd, cloexec;
 	int p[2], mine, theirs, ret, i;
@@ -459,6 +496,7 @@ static FILE *agent_own_popen(const char *cmd, const char *mode, char **envp, pid
 		errno = EINVAL;
 		return NULL;
 	}
+	agent_shell_argv(argv, cmd);
 	if (agent_sys_pipe2(p, O_CLOEXEC) < 0)
 		return NULL;
 	mine = rd ? p[0] : p[1];

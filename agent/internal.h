@@ -133,8 +133,12 @@ static inline void *agent_resolve_fast(void **slot, const char *name)
  * the socket's path, and argv with its pointers.
  */
 #define AGENT_ARENA_SIZE                                                                           \
-	(4 * PATH_MAX + 4 * sizeof(((struct sockaddr_un *)0)->sun_path) +                          \
-	 AGENT_ARGV_MAX * sizeof(char *) + AGENT_ARGV_BYTES)
+	(5 * PATH_MAX + 4 * sizeof(((struct sockaddr_un *)0)->sun_path) +                          \
+	 AGENT_ARGV_MAX * sizeof(char *) + AGENT_ARGV_BYTES + AGENT_ENVIRON_MAX * sizeof(char *) + \
+	 64)
+/* The program's environ without the agent's variables (agent_hide_env)
+ * takes this many entries from the arena; a larger one is mapped. */
+#define AGENT_ENVIRON_MAX 512
 
 /* Process-wide state. Written by the constructor and the fork child reset;
  * fd and the counters change under the send lock. The small fields come
@@ -201,6 +205,8 @@ struct agent_state {
 	/* Strings for env merging, prepared with env_ready. */
 	char *env_sock;		 /* FORKTRACE_SOCK=<path> (envp entries are char *) */
 	char *env_preload;	 /* LD_PRELOAD=<original value> */
+	char *env_spill;	 /* FORKTRACE_SPILL=<dir>, or NULL */
+	char *env_functions;	 /* FORKTRACE_FUNCTIONS=<value>, or NULL */
 	const char *agent_path;	 /* this .so, as loaded */
 	const char *agent_base;	 /* basename in agent_path */
 	const char *table_path;	 /* the process table beside the socket, or NULL */
@@ -527,6 +533,15 @@ struct agent_start_env {
  * and removes FORKTRACE_EXEC_TS and FORKTRACE_TABLE_FD from envp, before
  * main (single-threaded). */
 void agent_env_take_start(char **envp, struct agent_start_env *e);
+/* The user's part of an LD_PRELOAD value v: v without its first entry
+ * that names this agent, and one separator beside it, into out
+ * (strlen(v) + 1 bytes). Returns false when nothing remains of the
+ * user's (v named the agent only): then the program had no LD_PRELOAD. */
+bool agent_preload_strip(const char *v, char *out);
+/* Is envp entry e one of the agent's own variables (FORKTRACE_SOCK,
+ * FORKTRACE_SPILL, FORKTRACE_FUNCTIONS, FORKTRACE_EXEC_TS), which the
+ * program does not see and every exec and spawn gets back? */
+bool agent_env_is_ours(const char *e);
 /* Release what agent_env_merge mapped. Preserves errno. */
 void agent_env_release(struct agent_env *e);
 

@@ -452,36 +452,45 @@ static void remove_socket_dir(run_state *rs)
 }
 
 /* environ with LD_PRELOAD (our agent first) and FORKTRACE_SOCK set.
- * Returns a malloc'd array whose last two strings are malloc'd too (the
+ * LD_PRELOAD stays where the user's was (the agent gives the program back
+ * the part after "<agent>:", an empty one too, so that it sees the
+ * environment it would untraced, in the same order). Returns a malloc'd
+ * array whose LD_PRELOAD and FORKTRACE_SOCK strings are malloc'd too (the
  * others borrow environ's); release it with child_env_free. */
 static char **child_env(const char *agent, const char *sock)
 {
-	size_t n = 0;
+	size_t n = 0, k = 0;
 	const char *old_preload = getenv("LD_PRELOAD");
+	char *preload = NULL, *sockvar = NULL;
 
 	while (environ[n])
 		n++;
 	char **env = calloc(n + 3, sizeof(*env));
-	if (!env)
-		return NULL;
-	size_t k = 0;
+	if (!env || asprintf(&preload, "LD_PRELOAD=%s%s%s", agent, old_preload ? ":" : "",
+			     old_preload ? old_preload : "") < 0)
+		goto fail;
+	if (asprintf(&sockvar, "%s=%s", FT_ENV_SOCK, sock) < 0) {
+		free(preload);
+		goto fail;
+	}
 	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(environ[i], "LD_PRELOAD=", 11)) {
+			if (preload)
+				env[k++] = preload;
+			preload = NULL;
+			continue;
+		}
 		/* A FORKTRACE_EXEC_TS here is stale or forged: it is for the
 		 * image an agent execs, never for COMMAND. */
-		if (!strncmp(environ[i], "LD_PRELOAD=", 11) ||
-		    !strncmp(environ[i], FT_ENV_SOCK "=", sizeof(FT_ENV_SOCK)) ||
+		if (!strncmp(environ[i], FT_ENV_SOCK "=", sizeof(FT_ENV_SOCK)) ||
 		    !strncmp(environ[i], FT_ENV_EXEC_TS "=", sizeof(FT_ENV_EXEC_TS)))
 			continue;
 		env[k++] = environ[i];
 	}
-	if (asprintf(&env[k], "LD_PRELOAD=%s%s%s", agent, old_preload && *old_preload ? ":" : "",
-		     old_preload ? old_preload : "") < 0)
-		goto fail;
-	if (asprintf(&env[k + 1], "%s=%s", FT_ENV_SOCK, sock) < 0) {
-		free(env[k]);
-		goto fail;
-	}
-	env[k + 2] = NULL;
+	if (preload)
+		env[k++] = preload;
+	env[k++] = sockvar;
+	env[k] = NULL;
 	return env;
 
 fail:
@@ -491,14 +500,12 @@ fail:
 
 static void child_env_free(char **env)
 {
-	size_t n = 0;
-
 	if (!env)
 		return;
-	while (env[n])
-		n++;
-	free(env[n - 1]);
-	free(env[n - 2]);
+	for (size_t i = 0; env[i]; i++)
+		if (!strncmp(env[i], "LD_PRELOAD=", 11) ||
+		    !strncmp(env[i], FT_ENV_SOCK "=", sizeof(FT_ENV_SOCK)))
+			free(env[i]);
 	free(env);
 }
 

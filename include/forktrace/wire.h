@@ -60,6 +60,8 @@
 #define FT_ENV_SOCK "FORKTRACE_SOCK"       /* path of the collector's socket */
 #define FT_ENV_SPILL_DIR "FORKTRACE_SPILL" /* where spill files go if no collector */
 #define FT_ENV_PRELOAD "LD_PRELOAD"
+/* "0": the agents record no function calls (forktrace run --no-functions). */
+#define FT_ENV_FUNCTIONS "FORKTRACE_FUNCTIONS"
 /* Set by an exec'ing fork or vfork child and by posix_spawn for the new
  * image only: "<ns>:<ticks>:<boot_before>:<P|C><pid>:[<slot>:]<exe>", the
  * time of the exec or spawn (monotonic ns), the start time in clock ticks

@@ -329,11 +329,13 @@ def pkg(prefix_pc, *args):
 
 
 def ld_preload_seen(forktrace, cwd, env):
-    """The first LD_PRELOAD entry a command run by forktrace sees."""
+    """The first LD_PRELOAD entry a command run by forktrace is started
+    with (its initial environment: the agent hides it from the program)."""
     rc, out, err = run([forktrace, "run", "-q", "-o", "preload.json", "--",
-                        "/bin/sh", "-c", 'printf "%s" "$LD_PRELOAD"'], cwd=cwd, env=env)
+                        "/bin/sh", "-c", "tr '\\0' '\\n' < /proc/$$/environ | "
+                        "sed -n 's/^LD_PRELOAD=//p'"], cwd=cwd, env=env)
     check(rc == 0, f"{forktrace} run exited {rc}\n  stderr: {err[-3000:]}")
-    return re.split(r"[ :]", out)[0]
+    return re.split(r"[ :]", out.strip())[0]
 
 
 @test

@@ -8,10 +8,21 @@ import socket
 import struct
 import subprocess
 
+
+def agent_var(name):
+    """A variable of the agent's: it hides them from os.environ (the
+    program sees the environment it would untraced); the process's
+    initial environment still has them."""
+    with open("/proc/self/environ", "rb") as f:
+        for e in f.read().split(b"\0"):
+            if e.startswith(name.encode() + b"="):
+                return e.split(b"=", 1)[1].decode()
+    raise KeyError(name)
+
 for _ in range(3):
     subprocess.run(["/bin/true"], check=True)
 
-path = os.environ["FORKTRACE_SOCK"]
+path = agent_var("FORKTRACE_SOCK")
 payloads = [
     b"GET / HTTP/1.0\r\n\r\n",
     b"FT\x01\x01" + struct.pack("<I", 0x7FFFFFFF),

@@ -17,11 +17,22 @@ def frame(mtype, payload):
     return b"FT\x01" + bytes([mtype]) + struct.pack("<I", len(payload)) + payload
 
 
+
+def agent_var(name):
+    """A variable of the agent's: it hides them from os.environ (the
+    program sees the environment it would untraced); the process's
+    initial environment still has them."""
+    with open("/proc/self/environ", "rb") as f:
+        for e in f.read().split(b"\0"):
+            if e.startswith(name.encode() + b"="):
+                return e.split(b"=", 1)[1].decode()
+    raise KeyError(name)
+
 with open("/proc/self/stat") as f:
     ticks = int(f.read().rsplit(")", 1)[1].split()[19])
 pid = os.getpid()
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.connect(os.environ["FORKTRACE_SOCK"])
+s.connect(agent_var("FORKTRACE_SOCK"))
 ts = 1
 data = frame(1, mp_map([(1, ts), (2, pid), (3, pid), (4, os.getppid()), (11, ticks),
                         (20, 0x4)]))

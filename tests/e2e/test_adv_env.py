@@ -155,5 +155,98 @@ def test_raw_clone_vm(t):
     ft.assert_count(tr.all(), 2, "processes", tr)
 
 
+LIBM = "/lib/x86_64-linux-gnu/libm.so.6"
+
+
+def env_cases():
+    """Commands that print the environment a program sees, several ways:
+    (name, argv, extra environment variables)."""
+    py = ("import os, subprocess, sys\n"
+          "sys.stdout.write('os.environ: %r\\n' % sorted(os.environ.items()))\n"
+          "sys.stdout.flush()\n"
+          "subprocess.run(['/usr/bin/env'], env={})\n"
+          "subprocess.run(['/usr/bin/env'], env={'B': '2', 'LD_PRELOAD': ''})\n"
+          "pid = os.posix_spawn('/usr/bin/env', ['env'], {'A': '1'})\n"
+          "os.waitpid(pid, 0)\n"
+          "subprocess.run(['/usr/bin/env'])\n"
+          "os.system('/usr/bin/env; tr \"\\\\0\" \" \" < /proc/$$/cmdline; echo')\n"
+          "sys.stdout.write(os.popen('/usr/bin/env').read())\n")
+    return [
+        ("inherited", ["/usr/bin/env"], {}),
+        ("env_i", ["env", "-i", "/usr/bin/env"], {}),
+        ("env_i_var", ["env", "-i", "X=1", "/usr/bin/env"], {}),
+        ("python", [ft.PYTHON, "-c", py], {}),
+        ("user_preload", ["/bin/sh", "-c", "/usr/bin/env; echo \"sh sees [$LD_PRELOAD]\""],
+         {"LD_PRELOAD": LIBM}),
+        ("empty_preload", ["/bin/sh", "-c", "echo \"${LD_PRELOAD+set} [$LD_PRELOAD]\"; env"],
+         {"LD_PRELOAD": ""}),
+        ("own_preload", ["/bin/sh", "-c", f"LD_PRELOAD={LIBM} /usr/bin/env"], {}),
+        ("unset_exec", ["/bin/bash", "-c", "unset PATH HOME; export Y=2; /usr/bin/env"], {}),
+    ]
+
+
+@test
+def test_env_as_untraced(t):
+    """Every program sees the environment it would see untraced: no
+    LD_PRELOAD, FORKTRACE_SOCK or FORKTRACE_SPILL of the agent's, the
+    user's own LD_PRELOAD as it was (set, empty or unset), in every shape
+    of environment a program passes on (inherited, env -i, a custom one,
+    Python's env={} and posix_spawn with a dict). Before, `env -i env`
+    printed LD_PRELOAD and FORKTRACE_SOCK under forktrace and nothing
+    untraced. The agent must still be in every process."""
+    if not os.path.exists(LIBM):
+        raise ft.Skip(f"{LIBM} is missing")
+    for name, cmd, extra in env_cases():
+        env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD",)}
+        env.update(extra)
+        sub = t.subdir(name)  # one directory: $PWD is part of it
+        urc, uout, uerr = t.untraced(cmd, sub, env=env)
+        res = t.run(cmd, cwd=sub, env=env, expect_rc=urc)
+        check(res.stdout == uout, f"{name}: the environment differs:\n  untraced "
+              f"{uout.decode(errors='replace')}\n  traced   {res.stdout.decode(errors='replace')}")
+        check(b"FORKTRACE_" not in res.stdout and b"libforktrace" not in res.stdout,
+              f"{name}: the agent's variables show: {res.stdout!r}")
+        tr = res.trace
+        for p in tr.all():
+            ft.assert_instrumented(p, True, tr)
+        envs = tr.find(name="env")
+        check(envs, f"{name}: no env process in the trace\n{tr.dump()}")
+
+
+@test
+def test_env_spill_kept(t):
+    """A program that clears its environment still spills where forktrace
+    said (FORKTRACE_SPILL travels like LD_PRELOAD): its child's agent,
+    with the collector gone, writes to OUTPUT.spill, where `forktrace
+    combine` is told to look, not to /tmp."""
+    tmp = t.subdir("tmpdir")
+    # Without the process table every image connects, and spills when
+    # that fails.
+    env = dict(os.environ, TMPDIR=tmp, FORKTRACE_TABLE_SLOTS="0")
+    # The child waits for forktrace to be gone: killing forktrace is the
+    # only way to make an agent spill.
+    script = ("import os, signal, subprocess, time\n"
+              "col = os.getppid()\n"
+              "os.kill(col, signal.SIGKILL)\n"
+              "def alive():\n"
+              "    try:\n"
+              "        with open(f'/proc/{col}/stat') as f:\n"
+              "            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'\n"
+              "    except OSError:\n"
+              "        return False\n"
+              "while alive(): time.sleep(0.01)\n"
+              "p = subprocess.Popen(['/bin/sh', '-c', 'exit 0'], env={})\n"
+              "p.wait()\n"
+              "print(p.pid)\n")
+    res = t.forktrace(t.run_args([ft.PYTHON, "-c", script], out="trace.json"), env=env)
+    check(res.rc != 0, f"forktrace was not killed: {res.describe()}")
+    pid = res.stdout.decode().strip()
+    check(pid.isdigit(), f"the child's pid was not printed: {res.stdout!r}\n  {res.describe()}")
+    d = t.path("trace.json.spill")
+    spills = os.listdir(d) if os.path.isdir(d) else []
+    check(any(f.startswith(pid + "-") and f.endswith(".ftspill") for f in spills),
+          f"no spill file of the child {pid} in trace.json.spill: {spills}")
+
+
 if __name__ == "__main__":
     ft.main()
