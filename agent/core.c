@@ -448,13 +448,22 @@ bool agent_may_connect(void)
 {
 	long mode;
 
-	if (agent_g.seccomp)
+	if (__atomic_load_n(&agent_g.seccomp, __ATOMIC_RELAXED))
 		return false;
 	mode = agent_syscall(SYS_prctl, PR_GET_SECCOMP, 0, 0, 0, 0);
 	if (mode == 0 || mode == -EINVAL)
 		return true;
-	agent_g.seccomp = 1;
+	agent_seccomp_seen();
 	return false;
+}
+
+/* A filter may also refuse, or kill for, the clock system calls that
+ * spare a short image the vDSO's page faults (agent_clock_ns): the vDSO
+ * from now on, which makes none. */
+void agent_seccomp_seen(void)
+{
+	__atomic_store_n(&agent_g.seccomp, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&agent_g.clock_reads, AGENT_CLOCK_SYSCALLS, __ATOMIC_RELAXED);
 }
 
 /* Connect to the collector and move the socket high, out of the way of

@@ -87,6 +87,28 @@ static const char *agent_exec_handover(char *buf, uint64_t ns, uint64_t ticks,
 }
 
 /*
+ * Under a seccomp filter the new image may not open the table: it
+ * inherits our fd on it (agent_env_merge names it in FORKTRACE_TABLE_FD).
+ * Returns the fd made inheritable for the exec or spawn, or -1 (no
+ * filter, nothing to do). Signal-safe.
+ */
+static int agent_table_fd_pass(void)
+{
+	int fd = agent_g.table_keep ? agent_table_kept_fd() : -1;
+
+	if (fd >= 0)
+		agent_syscall(SYS_fcntl, fd, F_SETFD, 0);
+	return fd;
+}
+
+/* After the exec failed, or the spawn: close-on-exec again. */
+static void agent_table_fd_unpass(int fd)
+{
+	if (fd >= 0)
+		agent_syscall(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
+}
+
+/*
  * The common exec path. dirfd/flags only for execveat, fd (in dirfd) and
  * fdpath (PATH_MAX bytes, to name the file) only for fexecve: the other
  * calls keep that buffer off their stack, since every stack page a fork
@@ -124,11 +146,7 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 					    false, kind, dirfd, path, flags, true);
 	}
 	agent_env_merge(&env, envp, extra);
-	/* Under a seccomp filter the new image may not open the table: it
-	 * inherits our fd on it (FORKTRACE_TABLE_FD). */
-	table_fd = agent_g.table_keep ? agent_table_kept_fd() : -1;
-	if (table_fd >= 0)
-		agent_syscall(SYS_fcntl, table_fd, F_SETFD, 0);
+	table_fd = agent_table_fd_pass();
 	if (kind == FT_EXEC_FEXECVE && record)
 		path = agent_fd_path(dirfd, fdpath, PATH_MAX);
 	if (record)
@@ -168,8 +186,7 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 	err = errno;
 	if (agent_t_in_vfork)
 		agent_vfork_note_fail(err);
-	if (table_fd >= 0)
-		agent_syscall(SYS_fcntl, table_fd, F_SETFD, FD_CLOEXEC);
+	agent_table_fd_unpass(table_fd);
 	agent_env_release(&env);
 	if ((record || extra) && !agent_bypass())
 		AGENT_EMIT(
@@ -327,7 +344,7 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 	const char *extra = NULL;
 	bool record = !agent_bypass();
 	pid_t child = 0;
-	int ret, err;
+	int ret, err, table_fd;
 
 	if (!f)
 		return ENOSYS;
@@ -348,8 +365,10 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 					    path, 0, fa == NULL);
 	}
 	agent_env_merge(&env, envp, extra);
+	table_fd = agent_table_fd_pass();
 	ret = f(&child, path, fa, attr, argv, env.envp);
 	err = errno;
+	agent_table_fd_unpass(table_fd);
 	agent_env_release(&env);
 	if (ret == 0 && pid)
 		*pid = child;

@@ -239,7 +239,7 @@ static int agent_prctl_seccomp(agent_prctl_fn f, unsigned long mode, unsigned lo
 	ret = f(PR_SET_SECCOMP, mode, a3, a4, a5);
 	err = errno;
 	if (ret == 0 && mode == SECCOMP_MODE_FILTER)
-		__atomic_store_n(&agent_g.seccomp, 1, __ATOMIC_RELAXED);
+		agent_seccomp_seen();
 	if (ret != 0 && was) {
 		__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
 		agent_signals_install();
@@ -269,7 +269,7 @@ AGENT_EXPORT int seccomp_load(void *ctx)
 		agent_table_keep();
 	ret = f(ctx);
 	if (ret == 0 && !agent_t_in_vfork)
-		__atomic_store_n(&agent_g.seccomp, 1, __ATOMIC_RELAXED);
+		agent_seccomp_seen();
 	return ret;
 }
 

@@ -350,6 +350,9 @@ void agent_await_ack(void);
  * under a seccomp filter that might kill it for that? Asks the kernel
  * until a filter is seen (one prctl). Signal-safe. */
 bool agent_may_connect(void);
+/* A seccomp filter is in force (a hook installed it, or an image of a
+ * filtered process handed over the table's fd). Signal-safe. */
+void agent_seccomp_seen(void);
 /* Must a frame of n bytes be made shorter (a prefix of its argv) to go
  * anywhere: this image writes in the table, the frame would not fit a
  * slot, and a seccomp filter forbids the connection it would need?

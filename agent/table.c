@@ -178,6 +178,8 @@ void agent_table_take_fd(const char *v)
 		return;
 	agent_syscall(SYS_fcntl, (int)fd, F_SETFD, FD_CLOEXEC);
 	agent_table_keep_fd((int)fd, &st);
+	/* Only a filtered image hands the fd over: filters are inherited. */
+	agent_seccomp_seen();
 }
 
 /* Takes the next slot, if the collector has allocated it. Never takes one

@@ -8,8 +8,8 @@
  * sandbox: starts two children that each install a seccomp filter under
  *   which socket, connect, mkdir(at) and open(at) other than for reading
  *   fail with ENOSYS (as man-db's sandbox does), close every fd above 2,
- *   then fork a child that exits 5 and one that execs /bin/true; each
- *   waits and exits 6.
+ *   then fork a child that exits 5, one that execs /bin/true, and
+ *   posix_spawn /bin/true; each waits and exits 6.
  * libseccomp: the same, with the filter made and loaded by libseccomp
  *   (exits 77 when built without it).
  * killsock N: installs a seccomp filter that kills the process on
@@ -31,6 +31,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/prctl.h>
@@ -61,6 +62,19 @@ static pid_t run_true(void)
 	if (pid == 0) {
 		execl("/bin/true", "true", (char *)NULL);
 		_exit(TP_FAIL);
+	}
+	return pid;
+}
+
+static pid_t spawn_true(void)
+{
+	char *argv[] = {"true", NULL};
+	pid_t pid;
+	int err = posix_spawn(&pid, "/bin/true", NULL, NULL, argv, environ);
+
+	if (err) {
+		errno = err;
+		tp_die("posix_spawn");
 	}
 	return pid;
 }
@@ -228,6 +242,7 @@ static int sandbox(bool libseccomp)
 				_exit(5);
 			wait_code(q, 5);
 			wait_code(run_true(), 0);
+			wait_code(spawn_true(), 0);
 			_exit(6);
 		}
 	}
