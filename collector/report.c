@@ -166,7 +166,7 @@ bool out_path_in_place(const char *path)
 
 static int open_fail(out_file *rf, const char *what, int err, const char *why)
 {
-	fprintf(stderr, "forktrace: cannot write the %s to '%s': %s\n", what, rf->path,
+	fprintf(stderr, "forktrace: cannot write the %s to '%s': %s\n", what, cli_esc(rf->path),
 		why != NULL ? why : strerror(-err));
 	out_file_abort(rf);
 	return err;
@@ -350,20 +350,20 @@ int out_check_paths(const char *sub, const char *const *outs, size_t nout,
 			if (same_file(&o, &x))
 				return cli_usage_error(sub, "'%s' and '%s' are the same file: one "
 							    "output would overwrite the other",
-						       outs[j], outs[i]);
+						       cli_esc(outs[j]), cli_esc(outs[i]));
 		}
 		for (size_t j = 0; j < nin; j++) {
 			id_of(ins[j], true, &x);
 			if (same_file(&o, &x))
 				return cli_usage_error(sub, "the output '%s' is the input '%s': "
 							    "writing it would destroy what is read",
-						       outs[i], ins[j]);
+						       cli_esc(outs[i]), cli_esc(ins[j]));
 			if (o.exists && !o.chr && x.ok && x.dir && o.pdev == x.dev &&
 			    o.pino == x.ino && combine_dir_takes(o.path, o.name))
 				return cli_usage_error(sub, "the output '%s' is in the input "
 							    "directory '%s', which would read it as "
 							    "an input; write it elsewhere",
-						       outs[i], ins[j]);
+						       cli_esc(outs[i]), cli_esc(ins[j]));
 		}
 	}
 	return 0;
@@ -595,7 +595,8 @@ void out_file_abort(out_file *rf)
 		close(rf->fd);
 	rf->fd = -1;
 	if (rf->kept[0] != '\0')
-		fprintf(stderr, "forktrace: the complete %s is in '%s'\n", rf->what, rf->kept);
+		fprintf(stderr, "forktrace: the complete %s is in '%s'\n", rf->what,
+			cli_esc(rf->kept));
 	else if (rf->tmpname[0] != '\0')
 		unlinkat(rf->dirfd, rf->tmpname, 0);
 	if (rf->dirfd >= 0)
@@ -611,7 +612,7 @@ void out_spool_error(int err)
 	const char *dir = getenv("TMPDIR");
 
 	fprintf(stderr, "forktrace: cannot write the temporary file of the inputs' top-level "
-			"keys in %s: %s\n", dir != NULL && *dir != '\0' ? dir : "/tmp",
+			"keys in %s: %s\n", cli_esc(dir != NULL && *dir != '\0' ? dir : "/tmp"),
 		strerror(-err));
 }
 

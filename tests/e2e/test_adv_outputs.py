@@ -308,6 +308,14 @@ def test_output_dir_moved(t):
     check_trace_file(kept, "moved directory")
     check(sorted(os.listdir(t.path("d2"))) == ["t.json"],
           f"other files in d2: {os.listdir(t.path('d2'))}")
+    # A name the program chose is told escaped: it cannot retitle the
+    # terminal or forge a line.
+    t.subdir("f")
+    evil = "f\x1b]0;owned\x07\nforktrace: fake"
+    res = t.forktrace(["run", "-o", "f/t.json", "--", "mv", "f", evil])
+    check(res.rc == 1 and "\x1b" not in res.err and "\nforktrace: fake" not in res.err,
+          f"the moved directory's name is printed raw\n  {res.describe()}")
+    check_trace_file(t.path(evil, "t.json"), "moved directory, odd name")
     # Renamed and made again: the trace goes where -o named it.
     t.subdir("e")
     res = t.forktrace(["run", "-o", "e/t.json", "--", "sh", "-c", "mv e e2 && mkdir e"])
