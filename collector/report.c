@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +214,10 @@ int out_file_open(out_file *rf, const char *path, const char *what, bool seekabl
 	const char *slash;
 	int err, sfd;
 
+	/* A file past RLIMIT_FSIZE is an error (EFBIG) naming it, not the
+	 * end of forktrace by SIGXFSZ with the output lost. (run has done
+	 * this already, keeping COMMAND's disposition: rsig_setup.) */
+	signal(SIGXFSZ, SIG_IGN);
 	memset(rf, 0, sizeof(*rf));
 	rf->path = path;
 	rf->what = what;

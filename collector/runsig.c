@@ -25,7 +25,8 @@
  *
  * Signals forktrace inherited as ignored (nohup, a background job of a
  * non-interactive shell) stay ignored by forktrace and by COMMAND. COMMAND
- * gets forktrace's inherited signal mask and its SIGPIPE disposition.
+ * gets forktrace's inherited signal mask and its SIGPIPE and SIGXFSZ
+ * dispositions.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +61,7 @@ static volatile sig_atomic_t we_stopped_cmd; /* a TSTP of ours stopped COMMAND *
 static char sentinel_status[64];        /* /proc/PID/status of the sentinel */
 static sigset_t orig_mask, handled_set;
 static bool pipe_was_default;
+static bool xfsz_was_default;
 static uv_async_t *volatile notify;
 static int last_sig;
 static pid_t last_sender;
@@ -412,6 +414,8 @@ int rsig_setup(const char *output)
 		sigaddset(&handled_set, handled[i]);
 	if (sigaction(SIGPIPE, NULL, &old) == 0)
 		pipe_was_default = old.sa_handler == SIG_DFL;
+	if (sigaction(SIGXFSZ, NULL, &old) == 0)
+		xfsz_was_default = old.sa_handler == SIG_DFL;
 	sentinel_start();
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
@@ -424,6 +428,9 @@ int rsig_setup(const char *output)
 	}
 	/* Dead connections must not kill forktrace. */
 	signal(SIGPIPE, SIG_IGN);
+	/* Nor a file past RLIMIT_FSIZE (the trace, the --max-memory spill
+	 * file): the write fails with EFBIG instead, an error naming it. */
+	signal(SIGXFSZ, SIG_IGN);
 	/* The handlers must see the signals even if they came blocked. */
 	sigprocmask(SIG_UNBLOCK, &handled_set, NULL);
 	return 0;
@@ -437,6 +444,8 @@ void rsig_spawn_attr(posix_spawnattr_t *attr)
 	sigemptyset(&def);
 	if (pipe_was_default)
 		sigaddset(&def, SIGPIPE);
+	if (xfsz_was_default)
+		sigaddset(&def, SIGXFSZ);
 	posix_spawnattr_setsigmask(attr, &orig_mask);
 	posix_spawnattr_setsigdefault(attr, &def);
 	posix_spawnattr_setflags(attr, flags);

@@ -430,5 +430,50 @@ def test_spill_dir_device_output(t):
           f"no spill files in forktrace.spill/: {os.listdir(t.dir)}")
 
 
+def run_limited(t, fsize, args, env=None):
+    """forktrace args under RLIMIT_FSIZE fsize bytes (prlimit); a Result."""
+    p = subprocess.run(["prlimit", f"--fsize={fsize}:{fsize}", ft.forktrace_bin()] + args,
+                       cwd=t.dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       stdin=subprocess.DEVNULL, timeout=30)
+    return ft.Result(p.args, p.returncode, p.stdout, p.stderr, 0, t.dir, None, None)
+
+
+@test
+def test_file_size_limit(t):
+    """An output past RLIMIT_FSIZE: exit 1 and EFBIG naming the file (it
+    was death by SIGXFSZ, exit 153, the trace lost). COMMAND keeps the
+    default SIGXFSZ: it dies of it as it would untraced."""
+    efbig = os.strerror(27)  # "File too large"
+    src = t.run(loop_cmd(30), out="src.json", expect_rc=0).out_path
+    cases = [
+        (["run", "-o", "t.json", "--"] + loop_cmd(30), "t.json"),
+        (["run", "-o", "t.json.gz", "--level", "1", "--"] + loop_cmd(200), "t.json.gz"),
+        (["run", "-o", "t.h5", "--"] + loop_cmd(30), "t.h5"),
+        (["combine", src, "-o", "c.json"], "c.json"),
+        (["report", src, "-o", "r.html"], "r.html"),
+    ]
+    for args, out in cases:
+        res = run_limited(t, 8192, args)
+        check(res.rc == 1 and out in res.err and efbig in res.err,
+              f"{' '.join(args)}: exit {res.rc}, expected 1 and {efbig!r}\n  {res.describe()}")
+        check(not os.path.exists(t.path(out)), f"{out} was written in part")
+        no_temporaries(t.dir, out)
+    # COMMAND's own write past the limit kills it, as untraced.
+    res = run_limited(t, 8192, ["run", "-o", "big.json", "--", "sh", "-c",
+                                "head -c 100000 /dev/zero > big"])
+    check(res.rc == 128 + signal.SIGXFSZ, f"COMMAND was not killed by SIGXFSZ: exit {res.rc}\n"
+          f"  {res.describe()}")
+    check_trace_file(t.path("big.json"), "COMMAND killed by SIGXFSZ")
+    # The --max-memory spill file past the limit: kept in memory.
+    with small_tmpfs(size="16M") as tmp:
+        env = dict(os.environ, TMPDIR=tmp)
+        cmd = ["sh", "-c", "set -- $(seq -f %030g 1 1000); "
+               "for i in $(seq 20); do /bin/true \"$@\"; done"]
+        res = run_limited(t, 256 * 1024, ["run", "--max-memory", "64K", "-o", "/dev/stdout",
+                                          "--"] + cmd, env=env)
+        check(res.rc == 0 and "cannot spill process data" in res.err and efbig in res.err,
+              f"--max-memory past RLIMIT_FSIZE\n  {res.describe()}")
+
+
 if __name__ == "__main__":
     ft.main()
