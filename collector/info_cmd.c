@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "combine.h"
 #include "internal.h"
+#include "spill.h"
 
 /* Deeper process chains are printed at this indentation. */
 #define MAX_INDENT 32
@@ -27,7 +28,10 @@ static const char info_usage[] =
 	"else as a list - with their threads.\n"
 	"\n"
 	"FILE is Chrome Trace Event JSON, plain or gzip (by content), in object\n"
-	"or array form. It is read in one pass, in a stream.\n"
+	"or array form, a forktrace HDF5 trace, or anything 'forktrace combine'\n"
+	"reads: a directory stands for the trace files in it (each shown), spill\n"
+	"files for the one trace they make, '-' for standard input. A file is\n"
+	"read in one pass, in a stream (a pipe or FIFO too).\n"
 	"\n"
 	"Exit status: 0 when every file was read to its end, 1 when a file is\n"
 	"truncated, damaged or cannot be read, 2 for a usage error.\n"
@@ -150,15 +154,16 @@ static int print_tree(const info_report *r)
 	return 0;
 }
 
-static int show(const char *path)
+/* What path holds; name is what to call it; in_dir as info_read's. */
+static int show(const char *path, bool in_dir, const char *name)
 {
 	info_report r;
 	bool records = false;
 	size_t threads = 0;
-	int err = info_read(path, &r);
+	int err = info_read(path, in_dir, &r);
 
 	if (err < 0) {
-		fprintf(stderr, "forktrace: %s: out of memory\n", cli_esc(path));
+		fprintf(stderr, "forktrace: %s: out of memory\n", cli_esc(name));
 		info_free(&r);
 		return 1;
 	}
@@ -166,7 +171,7 @@ static int show(const char *path)
 		records |= r.procs[i].has_record;
 		threads += r.procs[i].nthreads;
 	}
-	printf("%s: %s", cli_esc(path),
+	printf("%s: %s", cli_esc(name),
 	       r.events == 0 && r.error != NULL ? "unreadable"
 	       : r.hdf5			       ? "forktrace HDF5 trace"
 					       : "Chrome trace JSON");
@@ -209,7 +214,7 @@ static int show(const char *path)
 		for (size_t i = 0; i < r.nprocs; i++)
 			print_process(&r.procs[i], 0);
 	if (r.error != NULL)
-		fprintf(stderr, "forktrace: %s: %s\n", cli_esc(path), cli_esc(r.error));
+		fprintf(stderr, "forktrace: %s: %s\n", cli_esc(name), cli_esc(r.error));
 	err = r.error != NULL || r.utf8_fixed > 0;
 	info_free(&r);
 	return err;
@@ -222,6 +227,10 @@ int info_main(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	int c, code = 0;
+	spill_inputs sp;
+	char **files = NULL;
+	bool *in_dir = NULL;
+	size_t nfiles = 0;
 
 	opterr = 0;
 	optind = 1;
@@ -234,10 +243,28 @@ int info_main(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return cli_usage_error("info", "no trace file given");
-	for (int i = optind; i < argc; i++) {
-		if (i > optind)
-			printf("\n");
-		code |= show(argv[i]);
+	/* The inputs combine and report read, the same way: directories,
+	 * spill files (one trace of them all), "-" for standard input. */
+	if (spill_prepare((const char *const *)argv + optind, (size_t)(argc - optind), &sp) < 0 ||
+	    combine_expand(sp.paths, sp.npaths, &files, &in_dir, &nfiles) < 0) {
+		fprintf(stderr, "forktrace: out of memory\n");
+		spill_release(&sp);
+		return 1;
 	}
+	for (size_t i = 0; i < nfiles; i++) {
+		char spills[64];
+		bool tmp = sp.tmp[0] != '\0' && strcmp(files[i], sp.tmp) == 0;
+
+		snprintf(spills, sizeof(spills), "%zu spill file%s", sp.nspill,
+			 sp.nspill == 1 ? "" : "s");
+		if (i > 0)
+			printf("\n");
+		code |= show(files[i], in_dir[i], tmp ? spills : files[i]);
+		free(files[i]);
+	}
+	free(files);
+	free(in_dir);
+	code |= sp.problems > 0;
+	spill_release(&sp);
 	return code;
 }

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "combine.h"
 #include "internal.h"
+#include "spill.h"
 
 static const char report_usage[] =
 	"Usage: forktrace report [OPTIONS] TRACE... -o REPORT.html\n"
@@ -22,8 +23,9 @@ static const char report_usage[] =
 	"\n"
 	"TRACE is anything 'forktrace combine' reads: traces written by\n"
 	"'forktrace run' (.json, .json.gz), Chrome trace event files of other\n"
-	"tools (VizTracer, per-rank MPI traces), or directories of them. Several\n"
-	"inputs are combined first, as 'forktrace combine' does.\n"
+	"tools (VizTracer, per-rank MPI traces), directories of them, agents'\n"
+	"spill files, '-' for standard input. Several inputs are combined\n"
+	"first, as 'forktrace combine' does.\n"
 	"\n"
 	"The page shows the command, host, start and wall time, process, thread,\n"
 	"event and lost-event counts, the exit status and how many processes\n"
@@ -82,6 +84,7 @@ int report_main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	report_opts ro = { 0 };
+	spill_inputs sp = { 0 };
 	combine_opts co = { 0 };
 	combine_result res = { 0 };
 	out_file rf = { .fd = -1 };
@@ -146,8 +149,10 @@ int report_main(int argc, char **argv)
 		fprintf(stderr, "forktrace: cannot write '%s': %s\n", output, strerror(-err));
 		goto abort_file;
 	}
-	err = combine_files((const char *const *)argv + optind, (size_t)(argc - optind), &co,
-			    sink, &res);
+	/* Agents' spill files become one more input, as in combine. */
+	err = spill_prepare((const char *const *)argv + optind, (size_t)(argc - optind), &sp);
+	if (err == 0)
+		err = combine_files(sp.paths, sp.npaths, &co, sink, &res);
 	sink->free(sink);
 	if (err == 0)
 		err = out_file_commit(&rf);
@@ -169,9 +174,10 @@ int report_main(int argc, char **argv)
 			res.ninputs, res.ninputs == 1 ? "" : "s", (unsigned long long)res.events,
 			(unsigned long long)res.processes, cli_esc(output),
 			(unsigned long long)res.out.bytes);
-	code = res.problems > 0 ? 1 : 0;
+	code = res.problems > 0 || sp.problems > 0 ? 1 : 0;
 free_res:
 	combine_result_free(&res);
+	spill_release(&sp);
 abort_file:
 	out_file_abort(&rf);
 out:

@@ -30,17 +30,23 @@ static bool has_spill_name(const char *name)
 	return fnmatch("*.ftspill", name, 0) == 0;
 }
 
-/* A file that starts like a frame of our protocol. */
+/* A regular file that starts like a frame of our protocol. A stream ("-",
+ * a FIFO, a pipe, a device) is not opened: its reader opens it once, and
+ * what is read here would be lost to it (a FIFO's writer even gone). */
 static bool sniff_spill(const char *path)
 {
 	unsigned char h[3];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	int fd;
 	bool yes;
 
+	if (strcmp(path, "-") == 0 || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return false;
-	yes = read(fd, h, 3) == 3 && h[0] == FT_WIRE_MAGIC0 && h[1] == FT_WIRE_MAGIC1 &&
-	      h[2] == FT_WIRE_VERSION;
+	yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && pread(fd, h, 3, 0) == 3 &&
+	      h[0] == FT_WIRE_MAGIC0 && h[1] == FT_WIRE_MAGIC1 && h[2] == FT_WIRE_VERSION;
 	close(fd);
 	return yes;
 }

@@ -124,24 +124,29 @@ static void pm_free(pidmap *m)
 
 typedef struct pathv {
 	char **v;
+	bool *in_dir; /* v[i] was found in a directory (reader_opts.regular_only) */
 	size_t n, cap;
 } pathv;
 
-static int pathv_add(pathv *pv, char *p)
+static int pathv_add(pathv *pv, char *p, bool in_dir)
 {
 	if (p == NULL)
 		return -ENOMEM;
 	if (pv->n == pv->cap) {
 		size_t c = pv->cap ? pv->cap * 2 : 16;
 		char **nv = realloc(pv->v, c * sizeof(*nv));
+		bool *nd = nv != NULL ? realloc(pv->in_dir, c * sizeof(*nd)) : NULL;
 
-		if (nv == NULL) {
+		if (nv != NULL)
+			pv->v = nv;
+		if (nd == NULL) {
 			free(p);
 			return -ENOMEM;
 		}
-		pv->v = nv;
+		pv->in_dir = nd;
 		pv->cap = c;
 	}
+	pv->in_dir[pv->n] = in_dir;
 	pv->v[pv->n++] = p;
 	return 0;
 }
@@ -153,24 +158,27 @@ static int cmp_names(const void *a, const void *b)
 }
 
 /* Whether a directory entry is a trace file to combine: by its name, or
- * else by its first bytes. */
-static bool is_trace_file(const char *path, const char *name)
+ * else by its first bytes. An entry named like a trace that is not a
+ * regular file (a FIFO, a device) is taken too: its reading says that it
+ * was not read. Other entries that are no regular files are left alone. */
+static bool is_trace_file(const char *path, const char *name, bool regular)
 {
 	if (name[0] == '.')
 		return false;
 	if (fnmatch("*.json", name, 0) == 0 || fnmatch("*.gz", name, 0) == 0)
 		return true;
-	return reader_sniff(path);
+	return regular && reader_sniff(path);
 }
 
 bool combine_dir_takes(const char *path, const char *name)
 {
-	return is_trace_file(path, name);
+	return is_trace_file(path, name, true);
 }
 
 /* Adds path, or the trace files of the directory path, to pv. A
  * directory without trace files is added as itself, so that its
- * reading reports the problem. */
+ * reading reports the problem. "-" is standard input, whatever is called
+ * so in the working directory. */
 static int expand(pathv *pv, const char *path)
 {
 	struct stat st;
@@ -179,11 +187,11 @@ static int expand(pathv *pv, const char *path)
 	size_t first = pv->n;
 	int err = 0;
 
-	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
-		return pathv_add(pv, strdup(path));
+	if (strcmp(path, "-") == 0 || stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return pathv_add(pv, strdup(path), false);
 	d = opendir(path);
 	if (d == NULL)
-		return pathv_add(pv, strdup(path));
+		return pathv_add(pv, strdup(path), false);
 	while ((de = readdir(d)) != NULL) {
 		char *full;
 		struct stat fst;
@@ -193,11 +201,12 @@ static int expand(pathv *pv, const char *path)
 			err = -ENOMEM;
 			break;
 		}
-		if (stat(full, &fst) < 0 || !S_ISREG(fst.st_mode) || !is_trace_file(full, de->d_name)) {
+		if (stat(full, &fst) < 0 || S_ISDIR(fst.st_mode) ||
+		    !is_trace_file(full, de->d_name, S_ISREG(fst.st_mode))) {
 			free(full);
 			continue;
 		}
-		err = pathv_add(pv, full);
+		err = pathv_add(pv, full, true);
 		if (err < 0)
 			break;
 	}
@@ -205,8 +214,35 @@ static int expand(pathv *pv, const char *path)
 	if (err < 0)
 		return err;
 	if (pv->n == first)
-		return pathv_add(pv, strdup(path));
+		return pathv_add(pv, strdup(path), false);
 	qsort(pv->v + first, pv->n - first, sizeof(*pv->v), cmp_names);
+	return 0;
+}
+
+static void pathv_free(pathv *pv)
+{
+	for (size_t i = 0; i < pv->n; i++)
+		free(pv->v[i]);
+	free(pv->v);
+	free(pv->in_dir);
+	memset(pv, 0, sizeof(*pv));
+}
+
+int combine_expand(const char *const *paths, size_t npaths, char ***out, bool **in_dir,
+		   size_t *nout)
+{
+	pathv pv = {0};
+	int err = 0;
+
+	for (size_t i = 0; i < npaths && err == 0; i++)
+		err = expand(&pv, paths[i]);
+	if (err < 0) {
+		pathv_free(&pv);
+		return err;
+	}
+	*out = pv.v;
+	*in_dir = pv.in_dir;
+	*nout = pv.n;
 	return 0;
 }
 
@@ -897,11 +933,12 @@ static void fill_input(combine_input *in, const reader_info *inf)
 		in->error = strdup(inf->error);
 }
 
-/* --align's first pass: the shift of every input. */
-static int compute_shifts(combine_result *res, const combine_opts *o)
+/* --align's first pass: the shift of every input. A stream was copied
+ * (spool[i] >= 0), or could not be (spool_err[i] < 0: not read). */
+static int compute_shifts(combine_result *res, const combine_opts *o, const bool *in_dir,
+			  const int *spool, const int *spool_err)
 {
 	reader_info *infos = calloc(res->ninputs, sizeof(*infos));
-	reader_opts ro = {.chunk = o->chunk};
 	bool have_ref = false;
 	int64_t ref_off = 0, target = 0;
 	bool have_target = false;
@@ -909,8 +946,15 @@ static int compute_shifts(combine_result *res, const combine_opts *o)
 
 	if (infos == NULL)
 		return -ENOMEM;
-	for (size_t i = 0; i < res->ninputs && err == 0; i++)
-		err = reader_read(res->inputs[i].path, &ro, NULL, &infos[i]);
+	for (size_t i = 0; i < res->ninputs && err == 0; i++) {
+		reader_opts ro = {.chunk = o->chunk, .regular_only = in_dir[i],
+				  .use_fd = spool[i] >= 0, .fd = spool[i]};
+
+		infos[i].min_ts = INT64_MAX;
+		infos[i].max_ts = INT64_MIN;
+		if (spool_err[i] == 0)
+			err = reader_read(res->inputs[i].path, &ro, NULL, &infos[i]);
+	}
 	if (err < 0)
 		goto out;
 	/* The first input with an anchor is the reference clock. */
@@ -953,6 +997,7 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 	fwd_sink fwd = {.base = {.event = fwd_event}, .c = &c};
 	const char **inputs = NULL, **methods = NULL;
 	int64_t *shifts = NULL;
+	int *spool = NULL, *spool_err = NULL;
 	model_trace *model = NULL;
 	sink_meta meta = {0};
 	int64_t start = INT64_MAX, end = INT64_MIN;
@@ -967,6 +1012,14 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 		err = expand(&pv, paths[i]);
 	if (err < 0)
 		goto fail_paths;
+	spool = calloc(pv.n + 1, sizeof(*spool));
+	spool_err = calloc(pv.n + 1, sizeof(*spool_err));
+	if (spool == NULL || spool_err == NULL) {
+		err = -ENOMEM;
+		goto fail_paths;
+	}
+	for (size_t i = 0; i < pv.n; i++)
+		spool[i] = -1;
 	res->inputs = calloc(pv.n ? pv.n : 1, sizeof(*res->inputs));
 	inputs = calloc(pv.n + 1, sizeof(*inputs));
 	methods = calloc(pv.n + 1, sizeof(*methods));
@@ -986,11 +1039,20 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 		res->inputs[i].path = pv.v[i];
 		pv.v[i] = NULL;
 		inputs[i] = res->inputs[i].path;
-		if (stat(inputs[i], &st) == 0 && S_ISREG(st.st_mode))
+		if (strcmp(inputs[i], "-") != 0 && stat(inputs[i], &st) == 0 && S_ISREG(st.st_mode))
 			c.total += (uint64_t)st.st_size;
+		/* --align reads each input twice; a stream (a pipe, a FIFO,
+		 * stdin) can be read once: it is copied first. */
+		if (o->align && !pv.in_dir[i] && reader_is_stream(inputs[i])) {
+			spool[i] = reader_spool(inputs[i]);
+			if (spool[i] < 0) {
+				spool_err[i] = spool[i];
+				spool[i] = -1;
+			}
+		}
 	}
 	if (o->align) {
-		err = compute_shifts(res, o);
+		err = compute_shifts(res, o, pv.in_dir, spool, spool_err);
 		if (err < 0)
 			goto fail_alloc;
 		for (size_t i = 0; i < pv.n; i++) {
@@ -1035,6 +1097,9 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 		    .id_input = i,
 		    .top_key = on_top_key,
 		    .top_key_ctx = &c.tl,
+		    .regular_only = pv.in_dir[i],
+		    .use_fd = spool[i] >= 0,
+		    .fd = spool[i],
 		};
 		reader_info inf;
 
@@ -1042,7 +1107,16 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 		c.index = i;
 		c.tl.cur = i;
 		pm_clear(&c.file);
-		err = reader_read(in->path, &ro, &fwd.base, &inf);
+		if (spool_err[i] < 0) {
+			memset(&inf, 0, sizeof(inf));
+			inf.min_ts = INT64_MAX;
+			inf.max_ts = INT64_MIN;
+			inf.lost_events = -1;
+			snprintf(inf.error, sizeof(inf.error),
+				 "cannot keep a copy of it for --align: %s", strerror(-spool_err[i]));
+		} else {
+			err = reader_read(in->path, &ro, &fwd.base, &inf);
+		}
 		if (err == 0 && c.err != 0)
 			err = c.err;
 		fill_input(in, &inf);
@@ -1090,9 +1164,12 @@ fail_alloc:
 	free(methods);
 	free(inputs);
 fail_paths:
-	for (size_t i = 0; i < pv.n; i++)
-		free(pv.v[i]);
-	free(pv.v);
+	for (size_t i = 0; spool != NULL && i < pv.n; i++)
+		if (spool[i] >= 0)
+			close(spool[i]);
+	free(spool);
+	free(spool_err);
+	pathv_free(&pv);
 	pm_free(&c.claimed);
 	pm_free(&c.file);
 	return err;

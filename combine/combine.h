@@ -112,6 +112,17 @@ typedef struct combine_result {
 int combine_files(const char *const *paths, size_t npaths, const combine_opts *o,
 		  trace_sink *sink, combine_result *res);
 
+/*
+ * The inputs paths[0..npaths) stand for, as combine_files reads them:
+ * each directory replaced by its trace files in name order (or by itself
+ * when it has none), "-" (standard input) and other paths as they are.
+ * *out (an array of *nout strings), its strings and *in_dir (for each,
+ * whether it was found in a directory) are the caller's to free.
+ * Returns 0 or -ENOMEM.
+ */
+int combine_expand(const char *const *paths, size_t npaths, char ***out, bool **in_dir,
+		   size_t *nout);
+
 /* Releases what res owns; NULL or a zeroed result is fine. */
 void combine_result_free(combine_result *res);
 
@@ -159,8 +170,10 @@ typedef struct info_report {
 } info_report;
 
 /* Reads the trace at path and fills *rep (release with info_free).
- * Returns 0 (problems of the file are in rep->error) or -ENOMEM. */
-int info_read(const char *path, info_report *rep);
+ * in_dir: path was found in a directory (combine_expand): only a regular
+ * file is read. Returns 0 (problems of the file are in rep->error) or
+ * -ENOMEM. */
+int info_read(const char *path, bool in_dir, info_report *rep);
 void info_free(info_report *rep);
 
 #endif /* FT_COMBINE_COMBINE_H */

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "h5_module.h"
@@ -70,10 +71,22 @@ int reader_h5_is(const char *path)
 {
 	char buf[8];
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	int fd;
 
+	/* Not a stream: a FIFO would wait here for its writer, and what is
+	 * read here would be lost to its reader. */
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
 	n = pread(fd, buf, sizeof(buf), 0);
 	if (n < 0) {
 		n = -errno;

@@ -197,9 +197,10 @@ static int info_event(trace_sink *base, const sink_event *e)
 	return s->err;
 }
 
-int info_read(const char *path, info_report *rep)
+int info_read(const char *path, bool in_dir, info_report *rep)
 {
 	info_sink s = {.base = {.event = info_event}, .rep = rep};
+	reader_opts ro = {.regular_only = in_dir};
 	reader_info inf;
 	int err;
 
@@ -207,7 +208,7 @@ int info_read(const char *path, info_report *rep)
 	rep->path = strdup(path);
 	if (rep->path == NULL)
 		return -ENOMEM;
-	err = reader_read(path, NULL, &s.base, &inf);
+	err = reader_read(path, &ro, &s.base, &inf);
 	free(s.tmp);
 	if (err < 0)
 		return err;

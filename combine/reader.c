@@ -13,17 +13,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zlib.h>
 
+#include "forktrace/wire.h"
 #include "h5.h"
 #include "jsonr.h"
 #include "reader.h"
+#include "regfile.h"
 
 /* Compressed bytes read at a time. */
 #define READER_ZIN (256u * 1024u)
@@ -1220,10 +1224,19 @@ static void reader_release(reader *r)
 	free(r->strpids);
 }
 
-int reader_read_fd(int fd, const reader_opts *o, trace_sink *sink, reader_info *info)
+/* The bytes that tell an input's kind, read before its reader starts. */
+#define HEAD_MAX 8
+
+/*
+ * reader_read_fd, where the first nhead bytes of the input were already
+ * read from fd into head (a stream, which cannot be read again).
+ */
+static int read_fd_head(int fd, const unsigned char *head, size_t nhead, const reader_opts *o,
+			trace_sink *sink, reader_info *info)
 {
 	static const reader_opts none;
 	reader r = {.fd = fd, .o = o != NULL ? o : &none, .sink = sink, .inf = info};
+	size_t first;
 	ssize_t k;
 	int c, st = 0, err = 0;
 
@@ -1236,7 +1249,8 @@ int reader_read_fd(int fd, const reader_opts *o, trace_sink *sink, reader_info *
 	r.cap = r.chunk;
 	r.zin_cap = r.chunk < READER_ZIN ? r.chunk : READER_ZIN;
 	r.buf = malloc(r.cap + JSONR_PAD);
-	r.zin = malloc(r.zin_cap > 2 ? r.zin_cap : 2);
+	first = r.zin_cap > HEAD_MAX ? r.zin_cap : HEAD_MAX;
+	r.zin = malloc(first);
 	if (r.buf == NULL || r.zin == NULL) {
 		err = -ENOMEM;
 		goto out;
@@ -1244,11 +1258,14 @@ int reader_read_fd(int fd, const reader_opts *o, trace_sink *sink, reader_info *
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 
 	/* gzip by content: the first two bytes. */
-	k = read_full(fd, r.zin, r.zin_cap > 2 ? r.zin_cap : 2);
+	if (nhead > 0)
+		memcpy(r.zin, head, nhead);
+	k = read_full(fd, r.zin + nhead, first - nhead);
 	if (k < 0) {
 		set_error(&r, 0, "read error: %s", strerror((int)-k));
 		goto out;
 	}
+	k += (ssize_t)nhead;
 	info->file_bytes = (uint64_t)k;
 	if (k >= 2 && r.zin[0] == 0x1f && r.zin[1] == 0x8b) {
 		r.gz = true;
@@ -1273,7 +1290,7 @@ int reader_read_fd(int fd, const reader_opts *o, trace_sink *sink, reader_info *
 		}
 		memcpy(r.buf, r.zin, (size_t)k);
 		r.len = (size_t)k;
-		if ((size_t)k < (r.zin_cap > 2 ? r.zin_cap : 2))
+		if ((size_t)k < first)
 			r.eof = true;
 		memset(r.buf + r.len, 0, JSONR_PAD);
 		info->bytes = r.len;
@@ -1311,6 +1328,11 @@ out:
 		err = r.sink_err;
 	reader_release(&r);
 	return err;
+}
+
+int reader_read_fd(int fd, const reader_opts *o, trace_sink *sink, reader_info *info)
+{
+	return read_fd_head(fd, NULL, 0, o, sink, info);
 }
 
 /*
@@ -1365,45 +1387,211 @@ fail_meta:
 	return err;
 }
 
+static const unsigned char h5_signature[HEAD_MAX] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+
+static void info_problem(reader_info *info, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* An input that could not be read at all: info says why. */
+static void info_problem(reader_info *info, const char *fmt, ...)
+{
+	va_list ap;
+
+	memset(info, 0, sizeof(*info));
+	info->min_ts = INT64_MAX;
+	info->max_ts = INT64_MIN;
+	info->lost_events = -1;
+	va_start(ap, fmt);
+	vsnprintf(info->error, sizeof(info->error), fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Opens what path names: "-" is standard input; a path found in a
+ * directory must lead to a regular file; one the user named is opened as
+ * it is (a FIFO waits for its writer, as cat(1) does). Returns an fd or a
+ * negative errno.
+ */
+static int open_input(const char *path, const reader_opts *o)
+{
+	int fd;
+
+	if (o->use_fd) {
+		fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 0);
+		if (fd >= 0 && lseek(fd, 0, SEEK_SET) < 0) {
+			close(fd);
+			return -errno;
+		}
+		return fd < 0 ? -errno : fd;
+	}
+	if (strcmp(path, "-") == 0) {
+		fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0);
+		return fd < 0 ? -errno : fd;
+	}
+	if (o->regular_only)
+		return regfile_open(path);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Copies head and the rest of fd into a temporary file in $TMPDIR (else
+ * /tmp): unlinked, or when named != NULL (PATH_MAX bytes) a new file whose
+ * name is put there, for the caller to remove (HDF5 opens files by a name
+ * it resolves, which an unlinked file does not have). Returns its fd at
+ * offset 0, or a negative errno. */
+static int spool_fd(int fd, const unsigned char *head, size_t nhead, char *named)
+{
+	const char *tmpdir = getenv("TMPDIR");
+	char *buf = malloc(READER_ZIN);
+	int out, err = 0;
+	ssize_t k = (ssize_t)nhead;
+
+	if (buf == NULL)
+		return -ENOMEM;
+	if (tmpdir == NULL || *tmpdir == '\0')
+		tmpdir = "/tmp";
+	if (named == NULL) {
+		out = open(tmpdir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	} else if (snprintf(named, PATH_MAX, "%s/forktrace-input-XXXXXX", tmpdir) >= PATH_MAX) {
+		out = -1;
+		errno = ENAMETOOLONG;
+	} else {
+		out = mkostemp(named, O_CLOEXEC);
+	}
+	if (out < 0) {
+		free(buf);
+		return -errno;
+	}
+	memcpy(buf, head, nhead);
+	for (;;) {
+		for (ssize_t done = 0; done < k;) {
+			ssize_t w = write(out, buf + done, (size_t)(k - done));
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				err = -errno;
+				goto out;
+			}
+			done += w;
+		}
+		k = read_full(fd, buf, READER_ZIN);
+		if (k <= 0) {
+			err = (int)k;
+			break;
+		}
+	}
+	if (err == 0 && lseek(out, 0, SEEK_SET) < 0)
+		err = -errno;
+out:
+	free(buf);
+	if (err < 0) {
+		close(out);
+		if (named != NULL)
+			unlink(named);
+		return err;
+	}
+	return out;
+}
+
+bool reader_is_stream(const char *path)
+{
+	struct stat st;
+
+	return strcmp(path, "-") == 0 ||
+	       (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode));
+}
+
+int reader_spool(const char *path)
+{
+	static const reader_opts none;
+	int fd = open_input(path, &none), out;
+
+	if (fd < 0)
+		return fd;
+	out = spool_fd(fd, NULL, 0, NULL);
+	close(fd);
+	return out;
+}
+
 int reader_read(const char *path, const reader_opts *o, trace_sink *sink, reader_info *info)
 {
-	bool h5 = reader_h5_is(path) == 1;
-	int fd, err;
+	static const reader_opts none;
+	unsigned char head[HEAD_MAX];
+	struct stat st;
+	ssize_t n;
+	bool h5 = false;
+	int fd, h5fd = -1, err;
 
-	if (h5) {
-		fd = h5_as_json(path);
-		if (fd < 0) {
-			memset(info, 0, sizeof(*info));
-			info->min_ts = INT64_MAX;
-			info->max_ts = INT64_MIN;
-			info->lost_events = -1;
-			snprintf(info->error, sizeof(info->error),
-				 "not a readable forktrace HDF5 trace: %s", strerror(-fd));
-			return fd == -ENOMEM ? fd : 0;
-		}
-	} else {
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-	}
+	if (o == NULL)
+		o = &none;
+	fd = open_input(path, o);
 	if (fd < 0) {
-		int e = errno;
-
-		memset(info, 0, sizeof(*info));
-		info->min_ts = INT64_MAX;
-		info->max_ts = INT64_MIN;
-		info->lost_events = -1;
-		snprintf(info->error, sizeof(info->error), "cannot open: %s", strerror(e));
+		if (fd == -EINVAL && o->regular_only)
+			info_problem(info, "not a regular file (a FIFO, a device or a socket); "
+					   "not read");
+		else
+			info_problem(info, "cannot open: %s", strerror(-fd));
 		return 0;
 	}
-	err = reader_read_fd(fd, o, sink, info);
-	info->hdf5 = h5;
+	if (fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
+		n = S_ISREG(st.st_mode) ? pread(fd, head, sizeof(head), 0) : 0;
+		if (n == (ssize_t)sizeof(head) && !memcmp(head, h5_signature, sizeof(head))) {
+			/* HDF5 opens by name: this one is the file already open. */
+			char proc[48];
+
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+			h5 = true;
+			h5fd = h5_as_json(proc);
+		} else {
+			err = reader_read_fd(fd, o, sink, info);
+			close(fd);
+			return err;
+		}
+	} else {
+		/* A stream: its first bytes are read once, here. */
+		n = read_full(fd, head, sizeof(head));
+		if (n == (ssize_t)sizeof(head) && !memcmp(head, h5_signature, sizeof(head))) {
+			char tmp[PATH_MAX];
+			int copy = spool_fd(fd, head, (size_t)n, tmp);
+
+			h5 = true;
+			h5fd = copy < 0 ? copy : h5_as_json(tmp);
+			if (copy >= 0) {
+				close(copy);
+				unlink(tmp);
+			}
+		} else if (n >= 3 && head[0] == FT_WIRE_MAGIC0 && head[1] == FT_WIRE_MAGIC1 &&
+			   head[2] == FT_WIRE_VERSION) {
+			close(fd);
+			info_problem(info, "a forktrace spill file in a pipe or FIFO: combine reads "
+					   "spill files from regular files only (save it first)");
+			return 0;
+		} else if (n < 0) {
+			close(fd);
+			info_problem(info, "read error: %s", strerror((int)-n));
+			return 0;
+		} else {
+			err = read_fd_head(fd, head, (size_t)n, o, sink, info);
+			close(fd);
+			return err;
+		}
+	}
 	close(fd);
+	if (h5fd < 0) {
+		info_problem(info, "not a readable forktrace HDF5 trace: %s", strerror(-h5fd));
+		return h5fd == -ENOMEM ? h5fd : 0;
+	}
+	err = reader_read_fd(h5fd, o, sink, info);
+	info->hdf5 = h5;
+	close(h5fd);
 	return err;
 }
 
 bool reader_sniff(const char *path)
 {
 	unsigned char b[64];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = regfile_open(path);
 	ssize_t n;
 
 	if (fd < 0)

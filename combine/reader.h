@@ -79,6 +79,14 @@ typedef struct reader_opts {
 	 */
 	int (*top_key)(void *ctx, jsonw_sv key, bool in_other_data, jsonw_sv value);
 	void *top_key_ctx;
+	/* reader_read only. regular_only: the path was found in a directory,
+	 * not named by the user: it is read only if it is a regular file
+	 * (regfile.h; a FIFO there would block forever). use_fd: read fd
+	 * (borrowed, a regular file, from its start) instead of opening the
+	 * path: the copy of a stream that must be read twice (reader_spool). */
+	bool regular_only;
+	bool use_fd;
+	int fd;
 } reader_opts;
 
 /* Flow and async ids of input k (reader_opts.remap_ids): integers and
@@ -124,12 +132,31 @@ typedef struct reader_info {
  */
 int reader_read_fd(int fd, const reader_opts *o, trace_sink *sink, reader_info *info);
 
-/* reader_read_fd on the file at path; a file that cannot be opened is an
- * input problem (info->error), not a return code. */
+/*
+ * reader_read_fd on what path names, opened once: "-" is standard input;
+ * a FIFO, a pipe (/dev/stdin) or a device is read as a stream, from the
+ * bytes read to tell its kind on. An HDF5 trace is read through its JSON
+ * form (from a stream: after a copy into an unlinked temporary file, as
+ * HDF5 seeks). A file that cannot be opened is an input problem
+ * (info->error), not a return code.
+ */
 int reader_read(const char *path, const reader_opts *o, trace_sink *sink, reader_info *info);
 
+/* Whether path is read as a stream ("-", a FIFO, a pipe, a device): it
+ * can be read only once. */
+bool reader_is_stream(const char *path);
+
+/*
+ * Copies the stream path names into an unlinked temporary file (in
+ * $TMPDIR, else /tmp), for a reader that must read it twice (--align):
+ * returns its fd (the caller owns it; pass it as reader_opts.fd) or a
+ * negative errno.
+ */
+int reader_spool(const char *path);
+
 /* Whether the first bytes of a file look like a trace (gzip magic, or '{'
- * or '[' after whitespace). For picking files in a directory. */
+ * or '[' after whitespace). For picking files in a directory: only a
+ * regular file is opened. */
 bool reader_sniff(const char *path);
 
 #endif /* FT_COMBINE_READER_H */

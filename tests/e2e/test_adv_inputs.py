@@ -130,6 +130,125 @@ def control_bytes_in_names(t):
         check_printable(f"forktrace {args[0]}'s messages", r.stdout + r.stderr)
 
 
+def good_trace(t):
+    """A small real trace (a shell running ls): its path and event count."""
+    res = t.run(["/bin/sh", "-c", "ls >/dev/null; true"], out="good.json", expect_rc=0)
+    return res.out_path, len(res.trace.events)
+
+
+def raw_forktrace(t, args, data=None, timeout=15):
+    """forktrace with stdin a pipe that carries data (bytes; None: no
+    stdin): (rc, stdout, stderr as text). Fails on a timeout (a hang)."""
+    try:
+        p = subprocess.run([ft.forktrace_bin()] + args, cwd=t.dir, input=data,
+                           stdin=None if data is not None else subprocess.DEVNULL,
+                           capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        ft.fail(f"forktrace {' '.join(args)} did not finish within {timeout} s (hung)")
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def fifo_writer(path, data):
+    """Writes data into the FIFO path from a thread (blocks until a reader
+    opens it); returns the thread."""
+    import threading
+
+    def write():
+        try:
+            with open(path, "wb") as f:
+                f.write(data)
+        except BrokenPipeError:
+            pass
+    th = threading.Thread(target=write, daemon=True)
+    th.start()
+    return th
+
+
+def check_events(path, n, what):
+    tr = ft.load_json(path)
+    got = len(tr["traceEvents"])
+    check(got == n, f"{what}: {got} events in {path}, the input has {n}")
+
+
+@test
+def fifo_and_stdin_inputs(t):
+    """combine, info and report read a FIFO, a pipe on /dev/stdin and '-'
+    (stdin), plain, gzip and HDF5, also with --align (which reads its
+    inputs twice). Before: combine on a FIFO hung forever (the spill-file
+    sniffing opened it, read and dropped its first bytes, and the reader
+    opened it again) and combine /dev/stdin lost the first 3 bytes."""
+    import gzip
+    good, n = good_trace(t)
+    with open(good, "rb") as f:
+        data = f.read()
+    fifo = t.path("p")
+    os.mkfifo(fifo)
+    th = fifo_writer(fifo, data)
+    rc, out, err = raw_forktrace(t, ["combine", "p", "-o", "fifo.json"])
+    th.join(5)
+    check(rc == 0, f"combine of a FIFO: exit {rc}: {err}")
+    check_events(t.path("fifo.json"), n, "combine of a FIFO")
+    for name, args, feed in (
+            ("/dev/stdin", ["combine", "/dev/stdin", "-o", "stdin.json"], data),
+            ("- (gzip)", ["combine", "-", "-o", "stdin.json"], gzip.compress(data)),
+            ("-, --align", ["combine", "--align", "-", "good.json", "-o", "stdin.json"], data)):
+        rc, out, err = raw_forktrace(t, args, feed)
+        check(rc == 0, f"combine {name}: exit {rc}: {err}")
+        if "--align" in args:
+            check_events(t.path("stdin.json"), 2 * n + 4, f"combine {name}")
+        else:
+            check_events(t.path("stdin.json"), n, f"combine {name}")
+    th = fifo_writer(fifo, data)
+    rc, out, err = raw_forktrace(t, ["combine", "--align", "p", "good.json", "-o", "al.json"])
+    th.join(5)
+    check(rc == 0, f"combine --align of a FIFO: exit {rc}: {err}")
+    check_events(t.path("al.json"), 2 * n + 4, "combine --align of a FIFO")
+    rc, out, err = raw_forktrace(t, ["info", "-"], gzip.compress(data))
+    check(rc == 0 and "gzip" in out and "sh [exit 0]" in out, f"info -: exit {rc}: {out}{err}")
+    rc, out, err = raw_forktrace(t, ["report", "-", "-o", "r.html"], data)
+    check(rc == 0 and os.path.getsize(t.path("r.html")) > 1000, f"report -: exit {rc}: {err}")
+    # A device: read as a stream, refused at its first byte.
+    rc, out, err = raw_forktrace(t, ["combine", "/dev/zero", "good.json", "-o", "dev.json"])
+    check(rc == 1 and "/dev/zero" in err and "expected '{' or '['" in err,
+          f"combine /dev/zero: exit {rc}: {err}")
+    check_events(t.path("dev.json"), n, "combine /dev/zero good.json")
+    # HDF5 through a pipe: copied to a temporary file (HDF5 seeks).
+    res = t.forktrace(ft.Context.run_args(["/bin/true"], out="good.h5"))
+    if res.rc == 0:
+        with open(t.path("good.h5"), "rb") as f:
+            h5 = f.read()
+        rc, out, err = raw_forktrace(t, ["info", "-"], h5)
+        check(rc == 0 and "forktrace HDF5 trace" in out, f"info - of HDF5: exit {rc}: {out}{err}")
+        rc, out, err = raw_forktrace(t, ["combine", "-", "-o", "h5.json"], h5)
+        check(rc == 0, f"combine - of HDF5: exit {rc}: {err}")
+        left = [f for f in os.listdir(os.environ.get("TMPDIR") or "/tmp")
+                if f.startswith("forktrace-input-")]
+        check(not left, f"temporary copies left behind: {left}")
+
+
+@test
+def info_directory(t):
+    """forktrace info DIR shows every trace in DIR, as combine DIR reads
+    them (before: 'read error: Is a directory'); a FIFO named like a trace
+    in it is said not to be read, and nothing waits for a writer; spill
+    files in it are shown as the trace they make."""
+    good, n = good_trace(t)
+    d = t.subdir("d")
+    shutil.copy(good, os.path.join(d, "a.json"))
+    shutil.copy(good, os.path.join(d, "b.json"))
+    os.mkfifo(os.path.join(d, "c.json"))
+    os.symlink("/dev/zero", os.path.join(d, "e.gz"))
+    rc, out, err = raw_forktrace(t, ["info", "d"])
+    check(rc == 1, f"info d: exit {rc}, expected 1 (c.json and e.gz are not read)\n{out}{err}")
+    check(out.count("sh [exit 0]") == 2, f"info d does not show a.json and b.json: {out}")
+    check("d/a.json:" in out and "d/b.json:" in out, f"info d does not name the files: {out}")
+    for name in ("c.json", "e.gz"):
+        check(f"d/{name}: not a regular file" in err, f"nothing said of d/{name}: {err}")
+    rc, out, err = raw_forktrace(t, ["combine", "d", "-o", "all.json"])
+    check(rc == 1, f"combine d: exit {rc}\n{err}")
+    check_events(t.path("all.json"), 2 * n + 4, "combine d")
+
+
 def frame(mtype, fields):
     """One wire frame (include/forktrace/wire.h) of msgpack map fields."""
     import msgpack
