@@ -568,7 +568,7 @@ static int agent_connect_hello(uint32_t flags)
 	if (agent_g.addr.sun_path[0] == '\0')
 		return -ENOENT;
 	err = agent_connect();
-	return err < 0 ? err : agent_send_hello(flags);
+	return err < 0 ? err : agent_send_hello(flags | (agent_g.ack_wait ? FT_HELLO_ACK : 0));
 }
 
 bool agent_frame_needs_cut(ssize_t n)

@@ -33,6 +33,8 @@ static void agent_on_fatal(int sig, siginfo_t *si, void *uctx)
 			agent_write_locked(agent_buf, enc_signal(agent_buf, AGENT_BUF_SIZE,
 								 agent_now(), agent_tid(), sig));
 			agent_unlock();
+			/* The process ends next, as after exit. */
+			agent_await_ack();
 		} else {
 			agent_count_lost();
 		}

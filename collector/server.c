@@ -207,15 +207,16 @@ static const char *hello_refused(srv_conn *c, const wire_msg *m)
 
 /*
  * The agent of a process of another uid, or in a pid namespace of its
- * own, waits before its process ends for one byte saying that its HELLO
- * was checked: the checks read /proc, which a process gone (and reaped)
- * no longer has. The socket's buffer is empty, so the send never blocks.
+ * own, asks (FT_HELLO_ACK) for one byte saying that its HELLO was
+ * checked, and waits for it before its process ends: the checks read
+ * /proc, which a process gone (and reaped) no longer has. The socket's
+ * buffer is empty, so the send never blocks.
  */
 static void conn_ack_hello(srv_conn *c, const wire_msg *m)
 {
 	uv_os_fd_t fd;
 
-	if (c->acked || (c->peer_uid == c->s->uid && m->pid == c->peer_pid))
+	if (c->acked || !(m->flags & FT_HELLO_ACK))
 		return;
 	c->acked = true;
 	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 &&

@@ -17,10 +17,11 @@
  * its pid in its own pid namespace (the last of its NSpid). Both read
  * /proc, which a process that ended and was reaped no longer has: so
  * when the collector is of another uid than the agent, or outside its pid
- * namespace (the listener's SO_PEERCRED pid is 0), the collector writes
- * one byte on the connection once it has checked the HELLO, and the agent
- * waits for it (at most a second) before its process ends. Nothing else
- * ever travels from the collector to the agent.
+ * namespace (the listener's SO_PEERCRED pid is 0), the agent sets
+ * FT_HELLO_ACK in its HELLO, the collector writes one byte on the
+ * connection once it has checked that HELLO, and the agent waits for it
+ * (at most a second) before its process ends. Nothing else ever travels
+ * from the collector to the agent.
  *
  * Frame: an 8-byte header followed by a msgpack payload.
  *
@@ -234,6 +235,10 @@ enum ft_exec_kind {
  * connects): not a new image. Without it, a second HELLO of a known
  * process means the process exec'd. */
 #define FT_HELLO_RESUMED 0x4u
+/* On a connection: the agent waits, before its process ends, for the one
+ * byte with which the collector says it checked this HELLO (see "Who may
+ * connect" above). */
+#define FT_HELLO_ACK 0x8u
 
 /*
  * The process table.

@@ -35,6 +35,10 @@ def test_setuid_drop(t):
     spill, their own children were missing, and the summary said 0 lost."""
     need_root()
     res = t.run_compare([prog("restricted"), "drop", str(NOBODY)])
+    # Each image of nobody waits at its end for the collector's word that
+    # its HELLO was checked (FT_HELLO_ACK), a second at most: four of
+    # them in turn would take four seconds if the word never came.
+    check(res.elapsed < 3.5, f"the run took {res.elapsed:.1f} s")
     tr = res.trace
     root = tr.root()
     leaves = tr.find(argv=["restricted", "leaf"])
