@@ -224,6 +224,8 @@ int out_file_open(out_file *rf, const char *path, const char *what, bool seekabl
 	rf->fd = -1;
 	rf->dirfd = -1;
 	rf->open = true;
+	if (*path == '\0')
+		return open_fail(rf, what, -ENOENT, NULL);
 	err = resolve_link(path, target, sizeof(target));
 	if (err < 0)
 		return open_fail(rf, what, err,

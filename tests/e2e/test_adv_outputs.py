@@ -229,6 +229,12 @@ def test_symlink_output(t):
     check_trace_file(t.path("sub", "new.json"), "combine -o new-link.json")
     no_temporaries(t.dir, "symlinks")
     no_temporaries(sub, "symlinks")
+    # An empty name is no file: refused before the command runs (it ran,
+    # and the trace was then lost at the rename).
+    marker = t.path("ran")
+    res = t.forktrace(["run", "-o", "", "--", "touch", marker])
+    check(res.rc == 1 and not os.path.exists(marker), f"-o '': {res.describe()}")
+    no_temporaries(t.dir, "-o ''")
 
     if os.geteuid() != 0:
         return
