@@ -617,12 +617,14 @@ static void agent_open_channel(void)
 	int err = n > 0 ? agent_table_start(hello, (size_t)n) : -ENOENT;
 
 	if (err == 0) {
+		agent_g.introduced = 1;
 		__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	/* Under a seccomp filter, a HELLO too long for a slot goes there with
 	 * a shorter argv rather than on a connection. */
 	if (err == -E2BIG && !agent_may_connect() && agent_table_start_short() == 0) {
+		agent_g.introduced = 1;
 		__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
 		return;
 	}
@@ -630,23 +632,75 @@ static void agent_open_channel(void)
 		agent_on_collector_gone();
 		return;
 	}
+	agent_g.introduced = 1;
 	__atomic_store_n(&agent_g.active, 1, __ATOMIC_RELAXED);
 }
 
 /*
+ * Opens the spill directory path (made 0700 when missing), refusing a
+ * symbolic link (O_NOFOLLOW) and a directory that is not this process's
+ * user's alone (checked on the opened directory, so it cannot be
+ * swapped in between): another user's directory, made in advance in
+ * /tmp, would get our trace, could delete it, or slip forged spill files
+ * in beside ours. A directory made here gets the link to the run's
+ * process table (include/forktrace/wire.h, "Liveness"), from which
+ * `forktrace combine` salvages the images that wrote there. Returns the
+ * directory's fd or -errno (-EPERM: refused). Signal-safe.
+ */
+static int agent_spill_dir_open(const char *path)
+{
+	struct stat st;
+	bool made;
+	int dfd;
+
+	made = agent_sys_mkdir(path, 0700) == 0;
+	if (!made && errno != EEXIST)
+		return -errno;
+	dfd = agent_sys_open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (dfd < 0)
+		return errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno;
+	if (agent_sys_fstat(dfd, &st) < 0 || st.st_uid != agent_sys_geteuid() ||
+	    (st.st_mode & 077)) {
+		agent_sys_close(dfd);
+		return -EPERM;
+	}
+	if (made && agent_g.spill_dir && agent_g.table_path)
+		(void)agent_sys_symlinkat(agent_g.table_path, dfd, FT_TABLE_NAME);
+	return dfd;
+}
+
+/* The one line about a spill directory the agent will not use. */
+static void agent_spill_refused(const char *path)
+{
+	char msg[200];
+	size_t n = strlen(path);
+	static const char tail[] = ": a symbolic link, or not a private directory of this "
+				   "user; nothing is spilled there";
+
+	if (n > sizeof(msg) - sizeof(tail))
+		n = sizeof(msg) - sizeof(tail);
+	memcpy(msg, path, n);
+	memcpy(msg + n, tail, sizeof(tail));
+	agent_fail(msg);
+}
+
+/*
  * Opens this image's spill file, SPILL_DIR/<pid>-<start ticks>-<ns>.ftspill
- * (created 0600, the directory 0700 if missing), moves it high like the
- * socket, and writes HELLO into it: the file then holds the frames the
- * connection would have carried, and `forktrace combine` reads it.
- * Returns 0 or -errno. Signal-safe (no stdio, no malloc).
+ * (created 0600 with O_EXCL and O_NOFOLLOW, relative to the checked
+ * directory), moves it high like the socket, and writes HELLO into it:
+ * the file then holds the frames the connection would have carried, and
+ * `forktrace combine` reads it. An image that spoke before (in a table
+ * slot, on a connection) says so (FT_HELLO_RESUMED): its spill file goes
+ * on from there. Returns 0 or -errno. Signal-safe (no stdio, no malloc).
  */
 static int agent_spill_open(void)
 {
 	char path[PATH_MAX + 80];
+	char name[80];
 	const char *dir = agent_g.spill_dir;
 	size_t n;
 	char *p;
-	int fd, hi;
+	int fd, hi, dfd;
 
 	/* $FORKTRACE_SPILL, else <$TMPDIR or /tmp>/forktrace-spill-<uid>: made
 	 * here, not in every image's constructor. */
@@ -660,17 +714,20 @@ static int agent_spill_open(void)
 		n = (size_t)(p - path);
 	}
 	path[n] = '\0';
-	if (agent_sys_mkdir(path, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	p = path + n;
-	*p++ = '/';
-	p = agent_utoa(p, (uint64_t)agent_g.pid);
+	dfd = agent_spill_dir_open(path);
+	if (dfd == -EPERM)
+		agent_spill_refused(path);
+	if (dfd < 0)
+		return dfd;
+	p = agent_utoa(name, (uint64_t)agent_g.pid);
 	*p++ = '-';
 	p = agent_utoa(p, agent_g.start_ticks);
 	*p++ = '-';
 	p = agent_utoa(p, agent_now());
 	memcpy(p, ".ftspill", sizeof(".ftspill"));
-	fd = agent_sys_open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+	fd = agent_sys_openat(dfd, name,
+			      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
+	agent_sys_close(dfd);
 	if (fd < 0)
 		return -errno;
 	hi = agent_sys_fcntl(fd, F_DUPFD_CLOEXEC, AGENT_FD_MIN);
@@ -682,12 +739,13 @@ static int agent_spill_open(void)
 		agent_sys_close(agent_g.fd);
 	__atomic_store_n(&agent_g.fd, fd, __ATOMIC_RELAXED);
 	agent_g.spilling = 1;
-	if (agent_send_hello(0) < 0) {
+	if (agent_send_hello(agent_g.introduced ? FT_HELLO_RESUMED : 0) < 0) {
 		agent_g.spilling = 0;
 		agent_g.fd = -1;
 		agent_sys_close(fd);
 		return -EIO;
 	}
+	agent_g.introduced = 1;
 	return 0;
 }
 
@@ -851,6 +909,7 @@ void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
 	agent_g.exit_sent = 0;
 	agent_g.reconnected = 0;
 	agent_g.ack_wait = 0;
+	agent_g.introduced = 0;
 	/* Each reset below writes only when there is something to reset:
 	 * every page a fork child writes costs it a copy-on-write fault, and
 	 * most fork children only exec. */

@@ -162,6 +162,7 @@ struct agent_state {
 	int table_keep;	 /* the table's fd + 1, kept under a seccomp filter, or 0 */
 	uint64_t table_dev, table_ino; /* what table_keep must be open on */
 	char env_table[40]; /* "FORKTRACE_TABLE_FD=<fd>" while table_keep */
+	int introduced;	 /* this image's HELLO went to the table or a connection */
 	struct ft_table_slot *table_slot; /* this image's process-table slot, or NULL */
 	struct ft_table_header *table_hdr; /* the table's mapped header, or NULL */
 	struct ft_table_slot *table_inherited; /* a fork child's mapping of its parent's slot */

@@ -182,12 +182,25 @@ void agent_table_take_fd(const char *v)
 	agent_seccomp_seen();
 }
 
+/* Is the collector that reads the table gone? Its liveness word lost
+ * its holder's thread id (include/forktrace/wire.h, "Liveness"). One
+ * load from the header page, which the caller has touched already. */
+static bool agent_table_orphaned(const struct ft_table_header *h)
+{
+	return (__atomic_load_n(&h->alive, __ATOMIC_RELAXED) & FT_TABLE_ALIVE_TID_MASK) == 0;
+}
+
 /* Takes the next slot, if the collector has allocated it. Never takes one
- * it has not: a write there could raise SIGBUS. Returns 0 or -ENOSPC. */
+ * it has not: a write there could raise SIGBUS. Nor one that nobody will
+ * read: the collector died (then the image spills). Returns 0, -ENOSPC
+ * or -EPIPE. */
 static int agent_table_claim(uint32_t *idx)
 {
 	struct ft_table_header *h = agent_g.table_hdr;
 	uint32_t c = __atomic_load_n(&h->claimed, __ATOMIC_RELAXED);
+
+	if (agent_table_orphaned(h))
+		return -EPIPE;
 
 	do {
 		if (c >= __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) ||
@@ -384,8 +397,14 @@ int agent_table_append(const struct iovec *iov, int cnt, size_t n)
 {
 	struct ft_table_slot *s = agent_g.table_slot;
 	uint32_t at = s->committed; /* only this image writes it */
+	const struct ft_table_header *h = agent_g.table_hdr;
 	char *p;
 
+	/* An image that mapped the header checks, at each frame, that the
+	 * collector still reads the table; one handed its slot does not map
+	 * it (what it writes is salvaged from the table after a crash). */
+	if (h && agent_table_orphaned(h))
+		return -EPIPE;
 	if (n > agent_table_room() - at)
 		return -ENOSPC;
 	p = (char *)(s + 1) + at;

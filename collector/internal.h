@@ -186,7 +186,23 @@ typedef struct ptab ptab;
 /* Creates the table beside the socket in sock_dir (or in /dev/shm with a
  * symlink there). NULL when it cannot: every image then connects. */
 ptab *ptab_create(const char *sock_dir, proc_tree *pt);
-/* Removes the file; NULL: no-op. */
+/* The table of a run whose collector died (named by its spill
+ * directory's FT_TABLE_NAME link; fd -1: gone) and its journal (jfd, -1:
+ * none), to read their slots into pt (borrowed) as that collector would
+ * have: read-only, each frame at its own time. Consumes both fds. NULL
+ * with *err set (-EPROTO: not a process table); *bad gets the number of
+ * journal records that were damaged. */
+ptab *ptab_open_salvage(int fd, int jfd, proc_tree *pt, int *err, size_t *bad);
+/* Gives the table a journal (fd, consumed): the frames of each slot it
+ * gives the pages of back are appended there first, so that a crash of
+ * the collector loses none (docs/TRACE_FORMAT.md, "Spill files").
+ * Returns 0 or a negative errno. */
+int ptab_set_journal(ptab *t, int fd);
+/* The table's file (not the link beside the socket), or NULL. */
+const char *ptab_file(const ptab *t);
+/* The latest frame time a salvaged table held (0 before any). */
+int64_t ptab_last_ts(const ptab *t);
+/* Removes the file (not a salvaged one); NULL: no-op. */
 void ptab_free(ptab *t);
 /* Allocates the first full step of slots, once the command has started
  * (ptab_create makes only a few ready). NULL: no-op. */

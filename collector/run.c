@@ -36,6 +36,7 @@
 #include "runsig.h"
 #include "selfpath.h"
 #include "server.h"
+#include "spill.h"
 
 extern char **environ;
 
@@ -88,6 +89,7 @@ typedef struct run_state {
 	int drain_limit_ms;
 	char sock_dir[PATH_MAX];
 	char sock_path[PATH_MAX];
+	char spill_dir[PATH_MAX]; /* OUTPUT.spill, absolute; "" if unknown */
 	out_file out; /* the trace */
 	out_file rep; /* the report, with --report */
 } run_state;
@@ -651,6 +653,23 @@ static void sigchld_cb(uv_signal_t *h, int signum)
 		begin_finish(rs);
 }
 
+/*
+ * One fd per connected image: with the usual soft limit of 1024, a tree
+ * with a thousand live instrumented processes would run the collector
+ * out of fds, and the rest would have to spill. So the collector takes
+ * its hard limit, once COMMAND has started with the soft limit it would
+ * have had without forktrace.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 static int spawn_root(run_state *rs, const char *path, char **env)
 {
 	posix_spawnattr_t attr;
@@ -711,6 +730,26 @@ int run_main(int argc, char **argv)
 	if (rs->o.report && out_file_open(&rs->rep, rs->o.report, "report", false) < 0)
 		goto out_unlink_tmp;
 	rsig_add_temp(rs->rep.tmp, false);
+	/* Should forktrace die, or an agent fail to reach it, the agents
+	 * write what they record next to the trace it would have written:
+	 * OUTPUT.spill/, merged at the end of the run; with an output that
+	 * is no file (stdout, a FIFO, /dev/null: no directory of its own to
+	 * write beside), forktrace.spill/. */
+	{
+		char cwd[PATH_MAX], *dir = NULL;
+		const char *base = rs->out.in_place ? "forktrace" : rs->o.output;
+		int n = base[0] == '/' ? asprintf(&dir, "%s.spill", base)
+			: getcwd(cwd, sizeof(cwd)) ? asprintf(&dir, "%s/%s.spill", cwd, base)
+						   : -1;
+
+		if (n >= 0 && (size_t)n < sizeof(rs->spill_dir)) {
+			snprintf(rs->spill_dir, sizeof(rs->spill_dir), "%s", dir);
+			setenv(FT_ENV_SPILL_DIR, dir, 1);
+		}
+		free(n >= 0 ? dir : NULL);
+		if (rs->spill_dir[0] && spill_run_check(rs->spill_dir) < 0)
+			goto out_unlink_tmp;
+	}
 	if (make_socket_dir(rs) < 0)
 		goto out_unlink_tmp;
 	rsig_add_temp(rs->sock_dir, true);
@@ -729,22 +768,6 @@ int run_main(int argc, char **argv)
 	 * again, for images that lost the variable with a cleared env). */
 	if (rs->o.no_functions)
 		setenv("FORKTRACE_FUNCTIONS", "0", 1);
-	/* Should forktrace die, the agents write what they record next to
-	 * the trace it would have written: OUTPUT.spill/; with an output
-	 * that is no file (stdout, a FIFO, /dev/null: no directory of its
-	 * own to write beside), forktrace.spill/. */
-	{
-		char cwd[PATH_MAX], *dir = NULL;
-		const char *base = rs->out.in_place ? "forktrace" : rs->o.output;
-		int n = base[0] == '/' ? asprintf(&dir, "%s.spill", base)
-			: getcwd(cwd, sizeof(cwd)) ? asprintf(&dir, "%s/%s.spill", cwd, base)
-						   : -1;
-
-		if (n >= 0) {
-			setenv(FT_ENV_SPILL_DIR, dir, 1);
-			free(dir);
-		}
-	}
 	if (model_set_spill(rs->model, rs->sock_dir, rs->o.max_memory) < 0)
 		fprintf(stderr, "forktrace: warning: cannot create a spill file in %s; "
 				"--max-memory is not enforced\n", rs->sock_dir);
@@ -800,6 +823,9 @@ int run_main(int argc, char **argv)
 		rsig_add_temp(file, false);
 		rsig_add_temp(link, false);
 	}
+	/* The spill directory, ready with the table's journal. */
+	if (rs->table && rs->spill_dir[0])
+		spill_run_prepare(rs->spill_dir, rs->table);
 	uv_timer_init(&rs->loop, &rs->table_timer);
 	rs->table_timer.data = rs;
 	if (rs->table) {
@@ -826,6 +852,7 @@ int run_main(int argc, char **argv)
 		code = rc == -ENOENT ? 127 : 126;
 		goto out_loop;
 	}
+	raise_nofile();
 	/* While the command loads. */
 	ptab_fill(rs->table);
 	proc_add_root(rs->tree, rs->root, (const char *const *)rs->o.command, cmd_path, start);
@@ -840,6 +867,11 @@ int run_main(int argc, char **argv)
 	uv_run(&rs->loop, UV_RUN_DEFAULT);
 	progress_clear(rs);
 
+	/* What agents that could not reach us spilled joins the tree, after
+	 * the slots it may continue. */
+	spill_run sr;
+	ptab_read(rs->table);
+	spill_run_merge(&sr, rs->spill_dir[0] ? rs->spill_dir : NULL, rs->tree, rs->table);
 	ptab_finish(rs->table);
 	int64_t end = ft_now_mono_ns();
 	ft_add_clock_pair(rs->model);
@@ -909,11 +941,23 @@ int run_main(int argc, char **argv)
 				"that does not parse (a program wrote over its buffer?); their events "
 				"from there on are missing\n",
 			(unsigned long long)ms.corrupt_chunks);
-	if (!rs->o.quiet && rc == 0)
+	if (!rs->o.quiet && rc == 0 && sr.nread)
+		fprintf(stderr, "forktrace: merged %zu spill file%s of processes that could not "
+				"reach forktrace\n",
+			sr.nread, sr.nread == 1 ? "" : "s");
+	/* Never "0 lost" when something was left out. */
+	if (rc == 0 && sr.unmerged)
+		fprintf(stderr, "forktrace: %llu processes, %llu events, %llu lost and %zu spill "
+				"file%s not merged (kept in %s), trace written to %s\n",
+			(unsigned long long)ms.processes, (unsigned long long)ms.events,
+			(unsigned long long)rs->model->lost_events, sr.unmerged,
+			sr.unmerged == 1 ? "" : "s", sr.dir, rs->o.output);
+	else if (!rs->o.quiet && rc == 0)
 		fprintf(stderr, "forktrace: %llu processes, %llu events, %llu lost, trace written "
 				"to %s\n",
 			(unsigned long long)ms.processes, (unsigned long long)ms.events,
 			(unsigned long long)rs->model->lost_events, rs->o.output);
+	spill_run_finish(&sr, rc == 0);
 
 out_loop:
 	rsig_notify_off();

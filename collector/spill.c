@@ -70,10 +70,29 @@ static int push(char ***v, size_t *n, size_t *cap, char *s)
 	return 0;
 }
 
-/* Applies the frames of one spill file to the tree. Returns 0, or -1
- * after saying what is wrong with the file (what came before the damage
- * is kept). */
-static int read_spill(proc_tree *pt, const char *path, int64_t *last_ts)
+/* Says so when the file open as fd is not the caller's: anyone could
+ * have written it (a forged spill file is merged like a real one). */
+static bool owned_by_caller(const char *path, const struct stat *st)
+{
+	if (st->st_uid == geteuid())
+		return true;
+	fprintf(stderr, "forktrace: warning: %s: owned by uid %u, not by you (uid %u): read "
+			"anyway; another user could have written anything in it\n",
+		path, (unsigned)st->st_uid, (unsigned)geteuid());
+	return false;
+}
+
+/*
+ * Applies the frames of one spill file to the tree: path (shown in
+ * messages) is opened relative to dirfd as name, without following a
+ * symbolic link when nofollow (a file found in a directory: the agents
+ * never make links there). t (NULL: none) is the run's process table:
+ * an image that wrote in a slot first goes on in its spill file. Returns
+ * 0; 1 when it was read but not owned by the caller; or -1 after saying
+ * what is wrong with the file (what came before the damage is kept).
+ */
+static int read_spill(proc_tree *pt, ptab *t, int dirfd, const char *name, const char *path,
+		      bool nofollow, int64_t *last_ts)
 {
 	msgpack_unpacked up;
 	proc_conn conn;
@@ -84,13 +103,23 @@ static int read_spill(proc_tree *pt, const char *path, int64_t *last_ts)
 	wire_frame f;
 	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO must not hang the reader (it is refused below). */
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
 	if (fd < 0 || fstat(fd, &st) < 0) {
-		fprintf(stderr, "forktrace: %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "forktrace: %s: %s\n", path,
+			errno == ELOOP && nofollow ? "a symbolic link, not a spill file; skipped"
+						   : strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;
 	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "forktrace: %s: not a regular file; skipped\n", path);
+		close(fd);
+		return -1;
+	}
+	if (!owned_by_caller(path, &st))
+		rc = 1;
 	if (st.st_size == 0) {
 		fprintf(stderr, "forktrace: %s: empty spill file\n", path);
 		close(fd);
@@ -116,6 +145,8 @@ static int read_spill(proc_tree *pt, const char *path, int64_t *last_ts)
 			rc = -1;
 			break;
 		}
+		if (m.type == FT_MSG_HELLO)
+			ptab_before_hello(t, &m);
 		if (proc_apply(pt, &conn, &m, m.ts) == -EPROTO) {
 			fprintf(stderr, "forktrace: %s: byte %zu: expected a HELLO message first, "
 					"found %s; not a spill file?\n",
@@ -123,6 +154,8 @@ static int read_spill(proc_tree *pt, const char *path, int64_t *last_ts)
 			rc = -1;
 			break;
 		}
+		if (m.type == FT_MSG_HELLO)
+			ptab_after_hello(t, &conn, &m);
 		if (m.ts > *last_ts)
 			*last_ts = m.ts;
 		off += f.size;
@@ -178,10 +211,75 @@ static int write_model(spill_inputs *sp, model_trace *t)
 	return err;
 }
 
+/*
+ * Reads the process table that the spill directory dir's FT_TABLE_NAME
+ * link names (the run's collector died before reading all of it) and the
+ * journal beside it (what that collector had read and freed) into pt.
+ * Returns the table, or NULL after saying why it cannot be read.
+ */
+static ptab *salvage_table(proc_tree *pt, const char *dir, int *problems)
+{
+	char path[PATH_MAX], jpath[PATH_MAX];
+	struct stat st;
+	ptab *t;
+	int fd, jfd, err;
+	size_t bad;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, FT_TABLE_NAME);
+	snprintf(jpath, sizeof(jpath), "%s/%s", dir, SPILL_JOURNAL_NAME);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+		errno = EINVAL;
+	}
+	if (fd < 0 && errno != ENOENT) {
+		fprintf(stderr, "forktrace: %s: %s; skipped\n", path, strerror(errno));
+		(*problems)++;
+	} else if (fd < 0 && faccessat(AT_FDCWD, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		fprintf(stderr, "forktrace: warning: %s: the run's process table is gone: what "
+				"its processes wrote there last is lost\n",
+			path);
+		(*problems)++;
+	} else if (fd >= 0 && !owned_by_caller(path, &st)) {
+		(*problems)++;
+	}
+	jfd = open(jpath, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	if (jfd >= 0 && fstat(jfd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    !owned_by_caller(jpath, &st))
+		(*problems)++;
+	if (fd < 0 && jfd < 0)
+		return NULL;
+	t = ptab_open_salvage(fd, jfd, pt, &err, &bad);
+	if (!t) {
+		fprintf(stderr, "forktrace: %s: %s; skipped\n", fd >= 0 ? path : jpath,
+			err == -EPROTO ? "not a forktrace process table" : strerror(-err));
+		(*problems)++;
+		return NULL;
+	}
+	if (bad) {
+		fprintf(stderr, "forktrace: %s: %zu damaged record%s; the rest is read\n", jpath,
+			bad, bad == 1 ? "" : "s");
+		(*problems)++;
+	}
+	ptab_read(t);
+	return t;
+}
+
+/* A spill file to read: its path, whether it was found in a directory
+ * (then a symbolic link is refused), and the table of its directory. */
+typedef struct spill_file {
+	char *path;
+	bool in_dir;
+	size_t table; /* index in tables + 1, or 0 */
+} spill_file;
+
 int spill_prepare(const char *const *paths, size_t n, spill_inputs *sp)
 {
-	char **spills = NULL;
-	size_t nspills = 0, cap_spills = 0, cap_paths = 0;
+	spill_file *spills = NULL;
+	char **tabdirs = NULL;
+	ptab **tables = NULL;
+	size_t nspills = 0, cap_spills = 0, cap_paths = 0, ntabs = 0, cap_tabs = 0;
 	model_trace *t = NULL;
 	proc_tree *pt = NULL;
 	int64_t last_ts = 0;
@@ -190,7 +288,8 @@ int spill_prepare(const char *const *paths, size_t n, spill_inputs *sp)
 	memset(sp, 0, sizeof(*sp));
 	for (size_t i = 0; i < n && err == 0; i++) {
 		struct stat st;
-		bool others = false, found = false;
+		bool others = false, found = false, table = false;
+		size_t first = nspills;
 		DIR *d;
 		struct dirent *de;
 
@@ -198,40 +297,111 @@ int spill_prepare(const char *const *paths, size_t n, spill_inputs *sp)
 			while ((de = readdir(d)) != NULL && err == 0) {
 				if (de->d_name[0] == '.')
 					continue;
-				if (has_spill_name(de->d_name)) {
+				if (strcmp(de->d_name, FT_TABLE_NAME) == 0 ||
+				    strcmp(de->d_name, SPILL_JOURNAL_NAME) == 0) {
+					table = true;
+				} else if (has_spill_name(de->d_name)) {
 					char *full;
 
 					if (asprintf(&full, "%s/%s", paths[i], de->d_name) < 0)
 						full = NULL;
-					err = push(&spills, &nspills, &cap_spills, full);
+					if (nspills == cap_spills) {
+						size_t nc = cap_spills ? cap_spills * 2 : 16;
+						spill_file *nv = realloc(spills, nc * sizeof(*nv));
+
+						if (!nv) {
+							free(full);
+							err = -ENOMEM;
+							break;
+						}
+						spills = nv;
+						cap_spills = nc;
+					}
+					if (!full) {
+						err = -ENOMEM;
+						break;
+					}
+					spills[nspills++] = (spill_file){full, true, 0};
 					found = true;
 				} else {
 					others = true;
 				}
 			}
 			closedir(d);
-			if (found && !others)
-				continue; /* a spill directory: read here alone */
+			if ((found || table) && !others) {
+				/* A spill directory: read here alone. */
+				if (!(st.st_uid == geteuid() && (st.st_mode & 022) == 0))
+					fprintf(stderr, "forktrace: warning: %s: a spill directory "
+							"that is not yours alone (owner uid %u, mode "
+							"%03o): anyone could have put files in it\n",
+						paths[i], (unsigned)st.st_uid,
+						(unsigned)(st.st_mode & 0777));
+				if (table && err == 0) {
+					char *dup = strdup(paths[i]);
+
+					if (!dup || push(&tabdirs, &ntabs, &cap_tabs, dup) < 0)
+						err = -ENOMEM;
+					for (size_t k = first; k < nspills; k++)
+						spills[k].table = ntabs;
+				}
+				continue;
+			}
+			for (size_t k = first; k < nspills; k++)
+				free(spills[k].path);
+			nspills = first;
 		} else if (has_spill_name(paths[i]) || sniff_spill(paths[i])) {
-			err = push(&spills, &nspills, &cap_spills, strdup(paths[i]));
+			char *dup = strdup(paths[i]);
+
+			if (nspills == cap_spills) {
+				size_t nc = cap_spills ? cap_spills * 2 : 16;
+				spill_file *nv = realloc(spills, nc * sizeof(*nv));
+
+				if (!nv) {
+					free(dup);
+					err = -ENOMEM;
+					break;
+				}
+				spills = nv;
+				cap_spills = nc;
+			}
+			if (!dup) {
+				err = -ENOMEM;
+				break;
+			}
+			spills[nspills++] = (spill_file){dup, false, 0};
 			continue;
 		}
 		if (err == 0)
 			err = push((char ***)&sp->paths, &sp->npaths, &cap_paths, strdup(paths[i]));
 	}
-	if (err < 0 || nspills == 0)
+	if (err < 0 || (nspills == 0 && ntabs == 0))
 		goto out;
 	t = model_new();
 	pt = t ? proc_tree_new(t) : NULL;
-	if (!pt) {
+	tables = ntabs ? calloc(ntabs, sizeof(*tables)) : NULL;
+	if (!pt || (ntabs && !tables)) {
 		err = -ENOMEM;
 		goto out;
 	}
 	t->origin = "forktrace spill files";
-	for (size_t i = 0; i < nspills; i++)
-		if (read_spill(pt, spills[i], &last_ts) < 0)
+	/* The tables first: an image that wrote in a slot and then spilled
+	 * goes on in its spill file (its HELLO names the slot). */
+	for (size_t k = 0; k < ntabs; k++) {
+		tables[k] = salvage_table(pt, tabdirs[k], &sp->problems);
+		if (ptab_last_ts(tables[k]) > last_ts)
+			last_ts = ptab_last_ts(tables[k]);
+	}
+	for (size_t i = 0; i < nspills; i++) {
+		ptab *tab = spills[i].table ? tables[spills[i].table - 1] : NULL;
+
+		if (read_spill(pt, tab, AT_FDCWD, spills[i].path, spills[i].path, spills[i].in_dir,
+			       &last_ts) != 0)
 			sp->problems++;
+	}
+	for (size_t k = 0; k < ntabs; k++)
+		ptab_finish(tables[k]);
 	sp->nspill = nspills;
+	sp->ntables = ntabs;
 	proc_finish(pt, last_ts, true);
 	t->start_ns = -1;
 	t->end_ns = last_ts;
@@ -240,8 +410,15 @@ int spill_prepare(const char *const *paths, size_t n, spill_inputs *sp)
 		err = push((char ***)&sp->paths, &sp->npaths, &cap_paths, strdup(sp->tmp));
 out:
 	for (size_t i = 0; i < nspills; i++)
-		free(spills[i]);
+		free(spills[i].path);
 	free(spills);
+	for (size_t k = 0; k < ntabs; k++) {
+		if (tables)
+			ptab_free(tables[k]);
+		free(tabdirs[k]);
+	}
+	free(tables);
+	free(tabdirs);
 	proc_tree_free(pt);
 	model_free(t);
 	return err;
@@ -255,4 +432,183 @@ void spill_release(spill_inputs *sp)
 	if (sp->tmp[0])
 		unlink(sp->tmp);
 	memset(sp, 0, sizeof(*sp));
+}
+
+/*
+ * The run's spill directory must be the agents' alone: a directory of
+ * someone else, a symbolic link, or one that still holds an earlier
+ * run's spill files (which this run's end would merge as its own, or
+ * lose) stops the run before COMMAND starts. A directory left with only
+ * the link to a table that is gone holds nothing: it is removed.
+ */
+int spill_run_check(const char *dir)
+{
+	struct stat st;
+	struct dirent *de;
+	bool leftover = false, dead_link = false;
+	DIR *d;
+	int fd;
+
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0) {
+		fprintf(stderr, "forktrace: %s: %s; the agents spill there should forktrace die: "
+				"remove it or choose another output\n",
+			dir, errno == ELOOP || errno == ENOTDIR ? "exists and is not a directory"
+								: strerror(errno));
+		return -EEXIST;
+	}
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		fprintf(stderr, "forktrace: %s: not a private directory of yours (owner uid %u, "
+				"mode %03o); the agents spill there should forktrace die: remove it "
+				"or choose another output\n",
+			dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+		close(fd);
+		return -EPERM;
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (strcmp(de->d_name, FT_TABLE_NAME) == 0 &&
+		    faccessat(dirfd(d), FT_TABLE_NAME, F_OK, 0) < 0 && errno == ENOENT)
+			dead_link = true;
+		else
+			leftover = true;
+	}
+	if (!leftover && dead_link)
+		unlinkat(dirfd(d), FT_TABLE_NAME, 0);
+	closedir(d);
+	if (leftover) {
+		fprintf(stderr, "forktrace: %s holds what the processes of an earlier run wrote "
+				"after its forktrace died: get that trace back first with 'forktrace "
+				"combine %s -o TRACE', or remove it\n",
+			dir, dir);
+		return -EEXIST;
+	}
+	rmdir(dir);
+	return 0;
+}
+
+int spill_run_prepare(const char *dir, ptab *t)
+{
+	struct stat st;
+	int dfd, jfd;
+
+	if (!t || mkdir(dir, 0700) < 0)
+		return -errno;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	/* Made just now, but the name could have been swapped since. */
+	if (fstat(dfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		close(dfd);
+		return -EPERM;
+	}
+	if (symlinkat(ptab_file(t), dfd, FT_TABLE_NAME) < 0) {
+		close(dfd);
+		return -errno;
+	}
+	jfd = openat(dfd, SPILL_JOURNAL_NAME,
+		     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
+	close(dfd);
+	if (jfd < 0)
+		return -errno;
+	return ptab_set_journal(t, jfd);
+}
+
+static void spill_run_add(spill_run *sr, const char *name)
+{
+	char *dup = strdup(name);
+
+	if (!dup || push(&sr->merged, &sr->nmerged, &sr->cap, dup) < 0)
+		sr->keep = true; /* cannot remember it: it stays */
+}
+
+void spill_run_merge(spill_run *sr, const char *dir, proc_tree *pt, ptab *t)
+{
+	struct stat st;
+	struct dirent *de;
+	int64_t last_ts = 0;
+	DIR *d;
+	int fd;
+
+	memset(sr, 0, sizeof(*sr));
+	sr->dirfd = -1;
+	if (!dir)
+		return;
+	snprintf(sr->dir, sizeof(sr->dir), "%s", dir);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ENOENT) {
+			fprintf(stderr, "forktrace: warning: %s: %s; its spill files, if any, are "
+					"not merged\n", dir, strerror(errno));
+			sr->unmerged++;
+		}
+		return;
+	}
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		fprintf(stderr, "forktrace: warning: %s: not a private directory of yours (owner "
+				"uid %u, mode %03o); its spill files are not merged\n",
+			dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+		close(fd);
+		sr->unmerged++;
+		return;
+	}
+	sr->dirfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		char path[PATH_MAX + 256];
+		int rc;
+
+		if (strcmp(de->d_name, FT_TABLE_NAME) == 0 ||
+		    strcmp(de->d_name, SPILL_JOURNAL_NAME) == 0)
+			continue;
+		if (!has_spill_name(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		rc = read_spill(pt, t, dirfd(d), de->d_name, path, true, &last_ts);
+		if (rc < 0) {
+			sr->unmerged++;
+			continue;
+		}
+		sr->nread++;
+		if (rc == 0)
+			spill_run_add(sr, de->d_name);
+		else
+			sr->keep = true;
+	}
+	closedir(d);
+}
+
+void spill_run_finish(spill_run *sr, bool written)
+{
+	if (sr->dirfd < 0)
+		return;
+	/* In the trace now. Without a trace, they are all there is. */
+	for (size_t i = 0; written && i < sr->nmerged; i++)
+		unlinkat(sr->dirfd, sr->merged[i], 0);
+	if (written) {
+		unlinkat(sr->dirfd, FT_TABLE_NAME, 0);
+		unlinkat(sr->dirfd, SPILL_JOURNAL_NAME, 0);
+	}
+	if (written && !sr->unmerged && !sr->keep && rmdir(sr->dir) < 0 && errno == ENOTEMPTY)
+		fprintf(stderr, "forktrace: warning: %s: files written there after the run ended "
+				"are left there\n", sr->dir);
+	for (size_t i = 0; i < sr->nmerged; i++)
+		free(sr->merged[i]);
+	free(sr->merged);
+	close(sr->dirfd);
+	sr->dirfd = -1;
+	sr->merged = NULL;
+	sr->nmerged = 0;
 }

@@ -6,20 +6,29 @@
 #define FT_COLLECTOR_SPILL_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
+
+#include "internal.h"
+
+/* Beside the table link in a spill directory: the slots the collector
+ * had read and freed (ptab_set_journal). */
+#define SPILL_JOURNAL_NAME "table.journal"
 
 typedef struct spill_inputs {
 	const char **paths; /* the inputs for combine_files (owned) */
 	size_t npaths;
 	char tmp[PATH_MAX]; /* the spill files' trace, "" when none */
 	size_t nspill;      /* spill files read */
+	size_t ntables;     /* process tables of crashed runs read */
 	int problems;       /* spill files that were damaged or unreadable */
 } spill_inputs;
 
 /*
  * Sorts paths[0..n) (borrowed) into spill files (named *.ftspill, or
  * starting with a forktrace frame; directories whose files are all spill
- * files) and other inputs. The spill files are read into one trace, the
+ * files, and the FT_TABLE_NAME link to the process table of the run
+ * whose collector died) and other inputs. The spill files are read into one trace, the
  * way the collector reads connections, and written to a temporary JSON
  * file that takes their place among the inputs. What is wrong with a
  * spill file is printed, naming the file and the byte offset; the rest
@@ -30,5 +39,38 @@ int spill_prepare(const char *const *paths, size_t n, spill_inputs *sp);
 
 /* Frees sp and removes the temporary file. */
 void spill_release(spill_inputs *sp);
+
+/*
+ * The spill directory of `forktrace run` (OUTPUT.spill/): where agents
+ * that could not reach the collector wrote, even while it ran (it had no
+ * fd left for one more connection; a sandbox refused the socket).
+ */
+typedef struct spill_run {
+	char dir[PATH_MAX];
+	int dirfd;         /* -1: nothing to clean */
+	char **merged;     /* names of the files merged (owned) */
+	size_t nmerged, cap;
+	size_t nread;      /* spill files merged */
+	size_t unmerged;   /* spill files (or the directory) that could not be */
+	bool keep;         /* a file was merged but stays (not the caller's) */
+} spill_run;
+
+/* Before COMMAND starts: dir (borrowed) must be missing, or an empty
+ * private directory of the caller. Prints why not and returns a
+ * negative errno. */
+int spill_run_check(const char *dir);
+/* Once the table exists, before COMMAND starts: makes dir (borrowed;
+ * checked by spill_run_check) with the link to t's file and the journal
+ * of t, so that a crash of the collector loses nothing the agents wrote
+ * in the table. Returns 0 or a negative errno (then the run goes on
+ * without: recovery after a crash has only what comes after it). */
+int spill_run_prepare(const char *dir, ptab *t);
+/* After the tree ended, before the table's last read (ptab_finish):
+ * applies every spill file in dir (borrowed; NULL: none) to pt (t: the
+ * run's table, or NULL), saying what could not be read; fills sr. */
+void spill_run_merge(spill_run *sr, const char *dir, proc_tree *pt, ptab *t);
+/* Once the trace is written (or not): the merged files, the table link
+ * and the empty directory are removed when written; frees sr. */
+void spill_run_finish(spill_run *sr, bool written);
 
 #endif

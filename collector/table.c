@@ -21,6 +21,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/magic.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,16 @@
  * runs. */
 #define PTAB_FIRST 64u
 #define PTAB_DEFAULT_CAPACITY (1u << 20)
+
+/* The liveness mutex lies over the header's `alive` and `reserved`, its
+ * lock word first (include/forktrace/wire.h, "Liveness"). */
+_Static_assert(offsetof(struct ft_table_header, alive) % _Alignof(pthread_mutex_t) == 0,
+	       "the liveness mutex must be aligned");
+_Static_assert(offsetof(struct ft_table_header, alive) + sizeof(pthread_mutex_t) <=
+		       sizeof(struct ft_table_header),
+	       "the liveness mutex must fit the header");
+_Static_assert(offsetof(pthread_mutex_t, __data.__lock) == 0,
+	       "the agents read the mutex's lock word at `alive`");
 
 typedef struct ptab_entry {
 	proc_conn pc;
@@ -68,12 +80,35 @@ struct ptab {
 	char link[PATH_MAX];  /* symlink beside the socket, or "" */
 	char shmdir[64];      /* its private tmpfs directory, or "" */
 	bool warned;
+	bool alive_held; /* the liveness mutex is ours (see hold_alive) */
+	/* A table read after its run (ptab_open_salvage): never written,
+	 * frames applied at their own times. */
+	bool salvage;
+	int64_t last_ts; /* the latest frame time seen (salvage) */
+	/* The journal (ptab_set_journal): what retired slots held, written
+	 * before their pages go; -1 without one. */
+	int jfd;
+	unsigned char *jbuf;
+	size_t jlen;
 	/* Retired slots whose pages are not given back yet: [rel_start,
 	 * rel_start + rel_len) (see release_pages). */
 	uint32_t rel_start, rel_len;
 };
 
+/* A journal record: struct ptab_jrec, then len bytes of the slot's
+ * frames (docs/TRACE_FORMAT.md, "Spill files"). */
+#define PTAB_JOURNAL_MAGIC 0x524a5446u /* "FTJR" */
+#define PTAB_JOURNAL_BUF (64u * 1024u)
+
+struct ptab_jrec {
+	uint32_t magic;
+	uint32_t idx; /* the slot */
+	uint32_t len; /* bytes of whole frames that follow */
+};
+
 static ptab_entry retired_mark;
+
+static void journal_flush(ptab *t);
 #define RETIRED (&retired_mark)
 
 static struct ft_table_slot *slot_at(const ptab *t, uint32_t idx)
@@ -87,7 +122,7 @@ static void extend_ready(ptab *t, uint32_t n)
 {
 	uint32_t ready = t->ready;
 
-	if (ready >= t->capacity)
+	if (t->salvage || ready >= t->capacity)
 		return;
 	if (n > t->capacity - ready)
 		n = t->capacity - ready;
@@ -144,6 +179,34 @@ static uint32_t capacity_from_env(void)
 	return *end || v > PTAB_DEFAULT_CAPACITY ? PTAB_DEFAULT_CAPACITY : (uint32_t)v;
 }
 
+/*
+ * Takes the liveness mutex in the header, for as long as the table
+ * exists: robust, so that the kernel marks its word when this process
+ * dies, however it dies, and the agents stop writing into a table that
+ * nobody reads. Held by the main thread, which lives as long as the
+ * process. Returns 0 or a positive error number.
+ */
+static int hold_alive(ptab *t)
+{
+	pthread_mutex_t *m = (pthread_mutex_t *)(void *)&t->hdr->alive;
+	pthread_mutexattr_t a;
+	int rc;
+
+	rc = pthread_mutexattr_init(&a);
+	if (rc)
+		return rc;
+	rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	if (!rc)
+		rc = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	if (!rc)
+		rc = pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+	if (!rc)
+		rc = pthread_mutex_lock(m);
+	t->alive_held = rc == 0;
+	return rc;
+}
+
 ptab *ptab_create(const char *sock_dir, proc_tree *pt)
 {
 	ptab *t = calloc(1, sizeof(*t));
@@ -152,6 +215,7 @@ ptab *ptab_create(const char *sock_dir, proc_tree *pt)
 		return NULL;
 	t->pt = pt;
 	t->fd = -1;
+	t->jfd = -1;
 	t->slot_size = FT_TABLE_SLOT_SIZE;
 	/* FORKTRACE_TABLE_SLOTS=0 turns the table off: every image connects. */
 	t->capacity = capacity_from_env();
@@ -171,6 +235,9 @@ ptab *ptab_create(const char *sock_dir, proc_tree *pt)
 	t->hdr->slot_size = t->slot_size;
 	t->hdr->capacity = t->capacity;
 	t->hdr->version = FT_TABLE_VERSION;
+	/* Without it the agents would take the table for an orphan. */
+	if (hold_alive(t) != 0)
+		goto fail;
 	extend_ready(t, PTAB_FIRST);
 	/* Last: an agent checks the magic before anything else. */
 	__atomic_store_n(&t->hdr->magic, FT_TABLE_MAGIC, __ATOMIC_RELEASE);
@@ -179,6 +246,163 @@ fail:
 	/* Without a table every image connects, as before it existed. */
 	ptab_free(t);
 	return NULL;
+}
+
+/* Copies the journal's records (the slots' frames the dead collector had
+ * read and then given the pages of back) into the private copy of the
+ * table. Returns how many records were damaged or out of place. */
+static size_t apply_journal(ptab *t, const unsigned char *j, size_t n)
+{
+	uint32_t room = t->slot_size - (uint32_t)sizeof(struct ft_table_slot);
+	size_t off = 0, bad = 0;
+
+	while (n - off >= sizeof(struct ptab_jrec)) {
+		struct ptab_jrec r;
+
+		memcpy(&r, j + off, sizeof(r));
+		if (r.magic != PTAB_JOURNAL_MAGIC || r.len > room || r.len > n - off - sizeof(r))
+			return bad + 1; /* cut short or damaged: the rest is lost */
+		if (r.idx < t->capacity) {
+			struct ft_table_slot *s = slot_at(t, r.idx);
+
+			memcpy(s + 1, j + off + sizeof(r), r.len);
+			s->committed = r.len;
+		} else {
+			bad++;
+		}
+		off += sizeof(r) + r.len;
+	}
+	return bad + (off != n);
+}
+
+/* The whole file fd (malloc'd; *n its size), or NULL. */
+static unsigned char *read_all(int fd, size_t *n)
+{
+	struct stat st;
+	unsigned char *b;
+	size_t got = 0;
+
+	*n = 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+		return NULL;
+	b = malloc((size_t)st.st_size);
+	while (b && got < (size_t)st.st_size) {
+		ssize_t r = pread(fd, b + got, (size_t)st.st_size - got, (off_t)got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	*n = got;
+	return b;
+}
+
+/* The highest slot a journal names + 1 (for a journal without its table). */
+static uint32_t journal_slots(const unsigned char *j, size_t n)
+{
+	uint32_t max = 0;
+
+	for (size_t off = 0; n - off >= sizeof(struct ptab_jrec);) {
+		struct ptab_jrec r;
+
+		memcpy(&r, j + off, sizeof(r));
+		if (r.magic != PTAB_JOURNAL_MAGIC || r.len > FT_TABLE_SLOT_SIZE ||
+		    r.len > n - off - sizeof(r) || r.idx >= PTAB_DEFAULT_CAPACITY)
+			break;
+		if (r.idx + 1 > max)
+			max = r.idx + 1;
+		off += sizeof(r) + r.len;
+	}
+	return max;
+}
+
+ptab *ptab_open_salvage(int fd, int jfd, proc_tree *pt, int *err, size_t *bad)
+{
+	struct ft_table_header h;
+	struct stat st;
+	ptab *t = calloc(1, sizeof(*t));
+	unsigned char *j = NULL;
+	size_t jn = 0;
+
+	*err = -ENOMEM;
+	*bad = 0;
+	if (jfd >= 0) {
+		j = read_all(jfd, &jn);
+		close(jfd);
+	}
+	if (!t) {
+		if (fd >= 0)
+			close(fd);
+		free(j);
+		return NULL;
+	}
+	t->pt = pt;
+	t->fd = fd;
+	t->jfd = -1;
+	t->salvage = true;
+	msgpack_unpacked_init(&t->up);
+	*err = -EPROTO;
+	if (fd >= 0) {
+		size_t room;
+
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    st.st_size < FT_TABLE_SLOTS_OFFSET ||
+		    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != FT_TABLE_MAGIC ||
+		    h.version != FT_TABLE_VERSION || h.slot_size < 1024 || h.slot_size % 4096 != 0 ||
+		    h.slot_size > (1u << 20))
+			goto fail;
+		/* Only what the file holds: a table cut short is read as far
+		 * as it goes. */
+		room = ((size_t)st.st_size - FT_TABLE_SLOTS_OFFSET) / h.slot_size;
+		t->slot_size = h.slot_size;
+		t->capacity = h.capacity < room ? h.capacity : (uint32_t)room;
+		t->maplen = FT_TABLE_SLOTS_OFFSET + (size_t)t->capacity * t->slot_size;
+		/* A private copy: the journal goes into it, the file never
+		 * changes. */
+		t->map = mmap(NULL, t->maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE,
+			      fd, 0);
+	} else {
+		/* The table is gone (a reboot, a cleaner): the journal alone. */
+		t->slot_size = FT_TABLE_SLOT_SIZE;
+		t->capacity = j ? journal_slots(j, jn) : 0;
+		if (!t->capacity)
+			goto fail;
+		t->maplen = FT_TABLE_SLOTS_OFFSET + (size_t)t->capacity * t->slot_size;
+		t->map = mmap(NULL, t->maplen, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	}
+	if (t->map == MAP_FAILED) {
+		t->map = NULL;
+		*err = -errno;
+		goto fail;
+	}
+	t->hdr = (struct ft_table_header *)t->map;
+	if (fd < 0) {
+		t->hdr->magic = FT_TABLE_MAGIC;
+		t->hdr->claimed = t->hdr->ready = t->capacity;
+	}
+	t->ready = t->hdr->ready < t->capacity ? t->hdr->ready : t->capacity;
+	if (j)
+		*bad = apply_journal(t, j, jn);
+	free(j);
+	*err = 0;
+	return t;
+fail:
+	free(j);
+	ptab_free(t);
+	return NULL;
+}
+
+const char *ptab_file(const ptab *t)
+{
+	return t ? t->file : NULL;
+}
+
+int64_t ptab_last_ts(const ptab *t)
+{
+	return t ? t->last_ts : 0;
 }
 
 void ptab_free(ptab *t)
@@ -193,24 +417,92 @@ void ptab_free(ptab *t)
 	}
 	free(t->open);
 	free(t->open_idx);
+	/* Out of this thread's robust list before the memory goes: glibc
+	 * walks the list when it unlocks another robust mutex. */
+	if (t->alive_held)
+		pthread_mutex_unlock((pthread_mutex_t *)(void *)&t->hdr->alive);
 	if (t->map)
 		munmap(t->map, t->maplen);
 	if (t->fd >= 0) {
 		close(t->fd);
-		unlink(t->file);
+		if (!t->salvage)
+			unlink(t->file);
 	}
 	if (t->link[0])
 		unlink(t->link);
 	if (t->shmdir[0])
 		rmdir(t->shmdir);
+	journal_flush(t);
+	if (t->jfd >= 0)
+		close(t->jfd);
+	free(t->jbuf);
 	msgpack_unpacked_destroy(&t->up);
 	free(t);
 }
 
-/* Gives the pages of the retired slots gathered so far back. */
+/* Writes the journal's buffer out. A journal that cannot be written is
+ * dropped (the run goes on; only recovery after a crash loses it). */
+static void journal_flush(ptab *t)
+{
+	size_t off = 0;
+
+	while (t->jfd >= 0 && off < t->jlen) {
+		ssize_t w = write(t->jfd, t->jbuf + off, t->jlen - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			close(t->jfd);
+			t->jfd = -1;
+			break;
+		}
+		off += (size_t)w;
+	}
+	t->jlen = 0;
+}
+
+/* Copies what slot idx holds into the journal's buffer: its pages are
+ * about to be given back, and the collector's memory of them dies with
+ * it. */
+static void journal_slot(ptab *t, uint32_t idx)
+{
+	const struct ft_table_slot *s = slot_at(t, idx);
+	uint32_t n = __atomic_load_n(&s->committed, __ATOMIC_ACQUIRE);
+	uint32_t room = t->slot_size - (uint32_t)sizeof(*s);
+	struct ptab_jrec r = {PTAB_JOURNAL_MAGIC, idx, 0};
+
+	if (t->jfd < 0 || n == 0)
+		return;
+	r.len = n < room ? n : room;
+	if (t->jlen + sizeof(r) + r.len > PTAB_JOURNAL_BUF)
+		journal_flush(t);
+	memcpy(t->jbuf + t->jlen, &r, sizeof(r));
+	memcpy(t->jbuf + t->jlen + sizeof(r), s + 1, r.len);
+	t->jlen += sizeof(r) + r.len;
+}
+
+int ptab_set_journal(ptab *t, int fd)
+{
+	if (!t || t->salvage || t->jfd >= 0) {
+		close(fd);
+		return -EINVAL;
+	}
+	t->jbuf = malloc(PTAB_JOURNAL_BUF);
+	if (!t->jbuf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	t->jfd = fd;
+	return 0;
+}
+
+/* Gives the pages of the retired slots gathered so far back, once the
+ * journal has what they held. */
 static void release_flush(ptab *t)
 {
 	if (t->rel_len)
+		journal_flush(t);
+	if (t->rel_len && !t->salvage)
 		fallocate(t->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			  (off_t)FT_TABLE_SLOTS_OFFSET + (off_t)t->rel_start * t->slot_size,
 			  (off_t)t->rel_len * t->slot_size);
@@ -224,6 +516,7 @@ static void release_flush(ptab *t)
  * calls before, ~130 now). */
 static void release_pages(ptab *t, uint32_t idx)
 {
+	journal_slot(t, idx);
 	if (t->rel_len && idx == t->rel_start + t->rel_len) {
 		t->rel_len++;
 		return;
@@ -293,7 +586,9 @@ static void read_slot(ptab *t, size_t k)
 			t->open[k] = e;
 		}
 		e->read = at + (uint32_t)f.size;
-		if (proc_apply(t->pt, &e->pc, &m, ft_now_mono_ns()) < 0) {
+		if (t->salvage && m.ts > t->last_ts)
+			t->last_ts = m.ts;
+		if (proc_apply(t->pt, &e->pc, &m, t->salvage ? m.ts : ft_now_mono_ns()) < 0) {
 			e->broken = true;
 			return;
 		}

@@ -285,8 +285,26 @@ struct ft_table_header {
 	uint32_t capacity;  /* slots the file has room for */
 	uint32_t claimed;   /* slots taken (atomic, compare-and-swap) */
 	uint32_t ready;     /* slots [0, ready) are allocated (atomic) */
-	uint32_t reserved[10];
+	/* Offset 24: the collector's liveness word (see "Liveness" below). */
+	uint32_t alive;
+	uint32_t reserved[9];
 };
+
+/*
+ * Liveness. `alive` is the lock word of a robust, process-shared mutex
+ * that the collector's main thread takes when it creates the table and
+ * holds until it removes it (glibc's pthread_mutex_t begins with its lock
+ * word; the mutex takes the 40 bytes from offset 24). The word holds the
+ * holder's thread id in its low 30 bits (FUTEX_TID_MASK); when the
+ * collector dies, even by SIGKILL, the kernel's robust-futex walk at its
+ * exit clears them and sets FUTEX_OWNER_DIED. So an agent learns that
+ * nobody reads the table any more from one load, with no system call: it
+ * checks the word where it claims a slot or writes a frame (having
+ * mapped the header), and then writes to a spill file instead. What the
+ * table already holds stays there: the spill directory's FT_TABLE_NAME
+ * link names the file, and `forktrace combine` reads its slots.
+ */
+#define FT_TABLE_ALIVE_TID_MASK 0x3fffffffu
 
 struct ft_table_slot {
 	uint32_t committed; /* bytes of whole frames after this header (atomic) */

@@ -324,7 +324,10 @@ def ev_collector_killed(ctx):
         fail("the program did not finish after its collector was killed")
     spill = ctx.path("trace.json.spill")
     files = os.listdir(spill) if os.path.isdir(spill) else []
-    check(files and all(f.endswith(".ftspill") for f in files), f"spill files: {files}")
+    # Beside the spill files: the run's table link and journal.
+    check(any(f.endswith(".ftspill") for f in files) and
+          all(f.endswith(".ftspill") or f in ("table", "table.journal") for f in files),
+          f"spill files: {files}")
     res = ctx.forktrace(["combine", spill, "-o", "recovered.json"])
     check(res.rc == 0, f"combine of the spill files failed\n  {res.describe()}")
     tr = ft.load_trace(ctx.path("recovered.json"))

@@ -1,0 +1,211 @@
+#!/usr/bin/python3
+"""Adversarial end-to-end tests of recovery: what agents write when they
+cannot reach forktrace (spill files), while it runs and after it was
+SIGKILLed; who owns the spill directories; what a crashed run leaves
+behind.
+
+The program is tests/progs/spill_tree.c; it writes the pids of every
+process it made, and each test counts them in the trace.
+"""
+
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ftcheck as ft  # noqa: E402
+from ftcheck import check, fail, prog, test  # noqa: E402
+
+
+def wait_until(cond, what, timeout=20):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            fail(f"timed out waiting for {what}")
+        time.sleep(0.005)
+
+
+def start_limited(ctx, args, nofile, env=None):
+    """ctx.start(args) with RLIMIT_NOFILE set to nofile (soft, hard)."""
+    argv = [ft.forktrace_bin()] + list(args)
+    forks0 = ft.system_forks()
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, cwd=ctx.dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env, start_new_session=True,
+                         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, nofile))
+    return p, argv, ctx.dir, (t0, forks0)
+
+
+def no_table_env():
+    """Every image connects (FORKTRACE_TABLE_SLOTS=0): one fd each."""
+    env = dict(os.environ)
+    env["FORKTRACE_TABLE_SLOTS"] = "0"
+    return env
+
+
+def check_no_spill_dir(ctx):
+    spill = ctx.path("trace.json.spill")
+    if os.path.exists(spill):
+        fail(f"the spill directory is left: {os.listdir(spill)[:5]}")
+
+
+def check_held(ctx, res, n):
+    """Every child of `spill_tree hold n` is in the trace, whole."""
+    with open(ctx.path("pids")) as f:
+        pids = [int(x) for x in f.read().split()]
+    check(len(pids) == n, f"the program wrote {len(pids)} pids, expected {n}")
+    tr = res.trace
+    root = tr.root()
+    for pid in pids:
+        ps = tr.by_host_pid.get(pid, [])
+        check(len(ps) == 1, f"child {pid} is {len(ps)} times in the trace\n  {res.describe()}")
+        p = ps[0]
+        ft.assert_parent(p, root, tr)
+        ft.assert_instrumented(p, True, tr)
+        ft.assert_exit(p, code=0, trace=tr)
+        check(p.argv == ["spill_tree", "child-hold", p.argv[2], p.argv[3]],
+              f"child {pid}: its HELLO is missing (argv {p.argv})")
+
+
+@test
+def nofile_raised(ctx):
+    """1100 instrumented processes alive at once, each connected, under
+    the usual soft limit of 1024 fds (hard 4096): forktrace must not run
+    out of fds (before: the images past ~1000 spilled, the run never read
+    their files, and the summary said 0 lost). The program itself still
+    gets the soft limit it would have had untraced."""
+    n = 1100
+    res = ctx.finish(start_limited(ctx, ctx.run_args([prog("spill_tree"), "hold", str(n),
+                                                      ctx.path("pids")]),
+                                   (1024, 4096), env=no_table_env()), timeout=50)
+    ctx.load(res, expect_rc=0)
+    check(res.out.splitlines()[0] == "nofile 1024",
+          f"the program saw another RLIMIT_NOFILE soft limit: {res.out[:100]!r}")
+    check("spill file" not in res.err,
+          f"images had to spill: forktrace ran out of fds\n  {res.describe()}")
+    check_held(ctx, res, n)
+    check_no_spill_dir(ctx)
+
+
+@test
+def spill_merged_at_end(ctx):
+    """Images that cannot reach forktrace while it runs (here: a mount
+    namespace hides its socket directory from them) spill to
+    OUTPUT.spill/: the run merges those files into its trace (every
+    process whole, 0 lost), says so, and removes them. Before, the run
+    never read them and said "0 lost"."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        raise ft.Skip("needs root and unshare(1) for a mount namespace")
+    # Short: forktrace puts its socket directory in $TMPDIR only when
+    # the path fits a socket address.
+    sock = tempfile.mkdtemp(prefix="ft-hide-", dir="/tmp")
+    try:
+        spill_merged_in(ctx, sock)
+    finally:
+        shutil.rmtree(sock, ignore_errors=True)
+
+
+def spill_merged_in(ctx, sock):
+    env = dict(os.environ, TMPDIR=sock)
+    n = 6
+    hidden = (f"mount -t tmpfs none {sock} || exit 99; "
+              f"for i in $(seq {n}); do {prog('spill_tree')} child-short; done; exit 0")
+    res = ctx.run(["unshare", "-m", "--propagation", "private", "/bin/sh", "-c", hidden],
+                  env=env, expect_rc=0)
+    check("merged" in res.err and "spill file" in res.err,
+          f"forktrace did not say it merged spill files: {res.err[-2000:]!r}")
+    tr = res.trace
+    shorts = tr.find(argv_has="child-short")
+    check(len(shorts) == n, f"{len(shorts)} of the {n} hidden children in the trace\n{tr.dump()}")
+    for p in shorts:
+        ft.assert_exit(p, code=3, trace=tr)
+        ft.assert_instrumented(p, True, tr)
+    sh = tr.one(name="sh")
+    for p in shorts:
+        ft.assert_parent(p, sh, tr)
+    check_no_spill_dir(ctx)
+
+
+@test
+def spill_unmerged_counted(ctx):
+    """A spill file the run cannot merge (damaged) is counted and named:
+    the summary never says "0 lost" then, and the file stays."""
+    spill = ctx.path("trace.json.spill")
+    bad = os.path.join(spill, "1-2-3.ftspill")
+    # The program plants the file while the run goes on: an agent that
+    # died writing its first frame.
+    script = (f"mkdir -p -m 700 {spill} && printf 'XXXXXXXXXXXX' > {bad} && "
+              f"{prog('spill_tree')} child-short; exit 0")
+    res = ctx.forktrace(ctx.run_args(["/bin/sh", "-c", script]))
+    check(res.rc == 0, f"forktrace exited {res.rc}\n  {res.describe()}")
+    check(not res.summary_lines(), f"the summary says 0 lost: {res.err!r}")
+    check("1 spill file not merged" in res.err and spill in res.err,
+          f"the summary does not count and name what was not merged: {res.err!r}")
+    check(bad in res.err, f"the damaged file is not named: {res.err!r}")
+    check(os.path.exists(bad), "the file that was not merged was removed")
+    tr = ft.load_trace(ctx.path("trace.json"))
+    check(len(tr.find(name="spill_tree")) == 1, f"the trace lost the child:\n{tr.dump()}")
+
+
+def read_pids(path):
+    with open(path) as f:
+        return [(int(a), b) for a, b in (line.split() for line in f)]
+
+
+@test
+def collector_killed_recovery(ctx):
+    """forktrace is SIGKILLed while a program forks short and long
+    children: the program goes on, and `forktrace combine OUTPUT.spill`
+    gives back every process it made afterwards, every one still running
+    then, and itself, with their exit codes; none twice. Before, images
+    went on writing into the process table that nobody read (no spill
+    file at all for most of them)."""
+    nbefore, nlong, nafter = 200, 6, 40
+    started = ctx.start(ctx.run_args([prog("spill_tree"), "crash", str(nbefore), str(nlong),
+                                      str(nafter), ctx.dir]))
+    wait_until(lambda: os.path.exists(ctx.path("ready")), "the program's first phase")
+    os.kill(started[0].pid, signal.SIGKILL)
+    started[0].wait()
+    open(ctx.path("go"), "w").close()
+    wait_until(lambda: os.path.exists(ctx.path("pids")), "the program's end")
+    pids = read_pids(ctx.path("pids"))
+    root_pid = pids[0][0]
+
+    def gone():
+        try:
+            os.kill(root_pid, 0)
+            return False
+        except ProcessLookupError:
+            return True
+    wait_until(gone, "the program to exit")
+    spill = ctx.path("trace.json.spill")
+    check(os.path.isdir(spill), "no spill directory after forktrace was killed")
+    res = ctx.forktrace(["combine", spill, "-o", "recovered.json"])
+    check(res.rc == 0, f"combine of the spill directory failed\n  {res.describe()}")
+    tr = ft.load_trace(ctx.path("recovered.json"))
+    dups = {pid: ps for pid, ps in tr.by_host_pid.items() if len(ps) > 1}
+    check(not dups, f"processes recovered twice: {dups}\n{tr.dump()}")
+    want = pids
+    missing = [(pid, phase) for pid, phase in want if pid not in tr.by_host_pid]
+    check(not missing, f"{len(missing)} of {len(want)} processes not recovered: "
+          f"{missing[:10]}\n{tr.dump()}")
+    codes = {"root": 0, "long": 0}
+    for i, (pid, phase) in enumerate(p for p in pids if p[1] == "before"):
+        codes[pid] = 3 if i % 2 == 0 else 4
+    for i, (pid, phase) in enumerate(p for p in pids if p[1] == "after"):
+        codes[pid] = 3 if i % 2 == 0 else 4
+    for pid, phase in want:
+        p = tr.by_host_pid[pid][0]
+        ft.assert_exit(p, code=codes.get(pid, codes.get(phase)), trace=tr)
+    root = tr.by_host_pid[root_pid][0]
+    for pid, phase in want[1:]:
+        ft.assert_parent(tr.by_host_pid[pid][0], root, tr)
+
+
+if __name__ == "__main__":
+    ft.main()
