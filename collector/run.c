@@ -90,6 +90,7 @@ typedef struct run_state {
 	char sock_dir[PATH_MAX];
 	char sock_path[PATH_MAX];
 	char spill_dir[PATH_MAX]; /* OUTPUT.spill, absolute; "" if unknown */
+	spill_run sr;             /* what the run made and merged there */
 	out_file out; /* the trace */
 	out_file rep; /* the report, with --report */
 } run_state;
@@ -706,6 +707,7 @@ int run_main(int argc, char **argv)
 		return 1;
 	rs->out.fd = -1;
 	rs->rep.fd = -1;
+	rs->sr.dirfd = -1;
 	rc = parse_opts(argc, argv, &rs->o);
 	if (rc == CLI_EXIT_OK_DONE) {
 		code = 0;
@@ -824,8 +826,17 @@ int run_main(int argc, char **argv)
 		rsig_add_temp(link, false);
 	}
 	/* The spill directory, ready with the table's journal. */
-	if (rs->table && rs->spill_dir[0])
-		spill_run_prepare(rs->spill_dir, rs->table);
+	if (rs->table && rs->spill_dir[0] && spill_run_prepare(rs->spill_dir, rs->table) == 0) {
+		char p[PATH_MAX + 32];
+
+		snprintf(rs->sr.dir, sizeof(rs->sr.dir), "%s", rs->spill_dir);
+		/* A run ended by a signal leaves no trace to recover into. */
+		rsig_add_temp(rs->spill_dir, true);
+		snprintf(p, sizeof(p), "%s/%s", rs->spill_dir, SPILL_JOURNAL_NAME);
+		rsig_add_temp(p, false);
+		snprintf(p, sizeof(p), "%s/%s", rs->spill_dir, FT_TABLE_NAME);
+		rsig_add_temp(p, false);
+	}
 	uv_timer_init(&rs->loop, &rs->table_timer);
 	rs->table_timer.data = rs;
 	if (rs->table) {
@@ -869,9 +880,9 @@ int run_main(int argc, char **argv)
 
 	/* What agents that could not reach us spilled joins the tree, after
 	 * the slots it may continue. */
-	spill_run sr;
+	spill_run *sr = &rs->sr;
 	ptab_read(rs->table);
-	spill_run_merge(&sr, rs->spill_dir[0] ? rs->spill_dir : NULL, rs->tree, rs->table);
+	spill_run_merge(sr, rs->spill_dir[0] ? rs->spill_dir : NULL, rs->tree, rs->table);
 	ptab_finish(rs->table);
 	int64_t end = ft_now_mono_ns();
 	ft_add_clock_pair(rs->model);
@@ -941,25 +952,27 @@ int run_main(int argc, char **argv)
 				"that does not parse (a program wrote over its buffer?); their events "
 				"from there on are missing\n",
 			(unsigned long long)ms.corrupt_chunks);
-	if (!rs->o.quiet && rc == 0 && sr.nread)
+	if (!rs->o.quiet && rc == 0 && sr->nread)
 		fprintf(stderr, "forktrace: merged %zu spill file%s of processes that could not "
 				"reach forktrace\n",
-			sr.nread, sr.nread == 1 ? "" : "s");
+			sr->nread, sr->nread == 1 ? "" : "s");
 	/* Never "0 lost" when something was left out. */
-	if (rc == 0 && sr.unmerged)
+	if (rc == 0 && sr->unmerged)
 		fprintf(stderr, "forktrace: %llu processes, %llu events, %llu lost and %zu spill "
 				"file%s not merged (kept in %s), trace written to %s\n",
 			(unsigned long long)ms.processes, (unsigned long long)ms.events,
-			(unsigned long long)rs->model->lost_events, sr.unmerged,
-			sr.unmerged == 1 ? "" : "s", sr.dir, rs->o.output);
+			(unsigned long long)rs->model->lost_events, sr->unmerged,
+			sr->unmerged == 1 ? "" : "s", sr->dir, rs->o.output);
 	else if (!rs->o.quiet && rc == 0)
 		fprintf(stderr, "forktrace: %llu processes, %llu events, %llu lost, trace written "
 				"to %s\n",
 			(unsigned long long)ms.processes, (unsigned long long)ms.events,
 			(unsigned long long)rs->model->lost_events, rs->o.output);
-	spill_run_finish(&sr, rc == 0);
+	spill_run_finish(sr, rc == 0);
 
 out_loop:
+	/* A run that never got to the end: what it made in OUTPUT.spill. */
+	spill_run_finish(&rs->sr, false);
 	rsig_notify_off();
 	srv_close_all(&rs->server);
 	uv_walk(&rs->loop, close_walk, NULL);

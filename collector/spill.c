@@ -538,8 +538,6 @@ void spill_run_merge(spill_run *sr, const char *dir, proc_tree *pt, ptab *t)
 	DIR *d;
 	int fd;
 
-	memset(sr, 0, sizeof(*sr));
-	sr->dirfd = -1;
 	if (!dir)
 		return;
 	snprintf(sr->dir, sizeof(sr->dir), "%s", dir);
@@ -592,16 +590,29 @@ void spill_run_merge(spill_run *sr, const char *dir, proc_tree *pt, ptab *t)
 
 void spill_run_finish(spill_run *sr, bool written)
 {
+	if (sr->dirfd < 0 && sr->dir[0]) {
+		/* Nothing was merged (no directory then, or an unreadable
+		 * one): only what the run itself made there goes. */
+		struct stat st;
+
+		sr->dirfd = open(sr->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sr->dirfd >= 0 && (fstat(sr->dirfd, &st) < 0 || st.st_uid != geteuid() ||
+				       (st.st_mode & 077))) {
+			close(sr->dirfd);
+			sr->dirfd = -1;
+		}
+		written = false;
+	}
 	if (sr->dirfd < 0)
 		return;
 	/* In the trace now. Without a trace, they are all there is. */
 	for (size_t i = 0; written && i < sr->nmerged; i++)
 		unlinkat(sr->dirfd, sr->merged[i], 0);
-	if (written) {
-		unlinkat(sr->dirfd, FT_TABLE_NAME, 0);
-		unlinkat(sr->dirfd, SPILL_JOURNAL_NAME, 0);
-	}
-	if (written && !sr->unmerged && !sr->keep && rmdir(sr->dir) < 0 && errno == ENOTEMPTY)
+	/* The table goes with the run; what the journal kept of it is in
+	 * the trace, or went with a trace that could not be written. */
+	unlinkat(sr->dirfd, FT_TABLE_NAME, 0);
+	unlinkat(sr->dirfd, SPILL_JOURNAL_NAME, 0);
+	if (rmdir(sr->dir) < 0 && errno == ENOTEMPTY && written && !sr->unmerged && !sr->keep)
 		fprintf(stderr, "forktrace: warning: %s: files written there after the run ended "
 				"are left there\n", sr->dir);
 	for (size_t i = 0; i < sr->nmerged; i++)
@@ -611,4 +622,5 @@ void spill_run_finish(spill_run *sr, bool written)
 	sr->dirfd = -1;
 	sr->merged = NULL;
 	sr->nmerged = 0;
+	sr->dir[0] = '\0';
 }

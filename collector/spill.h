@@ -67,10 +67,13 @@ int spill_run_check(const char *dir);
 int spill_run_prepare(const char *dir, ptab *t);
 /* After the tree ended, before the table's last read (ptab_finish):
  * applies every spill file in dir (borrowed; NULL: none) to pt (t: the
- * run's table, or NULL), saying what could not be read; fills sr. */
+ * run's table, or NULL), saying what could not be read; fills sr, which
+ * starts zeroed with dirfd -1. */
 void spill_run_merge(spill_run *sr, const char *dir, proc_tree *pt, ptab *t);
-/* Once the trace is written (or not): the merged files, the table link
- * and the empty directory are removed when written; frees sr. */
+/* Once the trace is written (or not; also for a run that never got to
+ * spill_run_merge, with sr->dir set): the table link and journal go, the
+ * merged files too when written, and the directory if empty; frees what
+ * sr holds. Again: no-op. */
 void spill_run_finish(spill_run *sr, bool written);
 
 #endif

@@ -207,5 +207,110 @@ def collector_killed_recovery(ctx):
         ft.assert_parent(tr.by_host_pid[pid][0], root, tr)
 
 
+def agent_path():
+    return os.path.join(os.path.dirname(ft.forktrace_bin()), "libforktrace-agent.so")
+
+
+def need_root():
+    if os.geteuid() != 0:
+        raise ft.Skip("needs root (files of another user)")
+
+
+def untraced_agent(argv, env_extra):
+    """argv with the agent preloaded and no forktrace: it spills."""
+    env = dict(os.environ, LD_PRELOAD=agent_path(), **env_extra)
+    env.pop("FORKTRACE_SOCK", None)
+    env.pop("FORKTRACE_SPILL", None)
+    env.update(env_extra)
+    return subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                          timeout=20)
+
+
+@test
+def spill_dir_symlink_refused(ctx):
+    """OUTPUT.spill is a symbolic link to a directory someone else chose:
+    forktrace run refuses before COMMAND starts (before: the agents would
+    have spilled there, and the run would have merged what it held)."""
+    target = ctx.subdir("elsewhere")
+    os.symlink(target, ctx.path("trace.json.spill"))
+    marker = ctx.path("ran")
+    res = ctx.forktrace(ctx.run_args(["/bin/sh", "-c", f"touch {marker}"]))
+    check(res.rc == 1, f"forktrace exited {res.rc}, expected 1\n  {res.describe()}")
+    check(not os.path.exists(marker), "COMMAND ran")
+    check("trace.json.spill" in res.err and "not a directory" in res.err,
+          f"the message does not say what is wrong: {res.err!r}")
+    check(os.listdir(target) == [], f"something was written there: {os.listdir(target)}")
+
+
+@test
+def spill_dir_leftover_refused(ctx):
+    """OUTPUT.spill still holds the spill files of a run whose forktrace
+    died: a new run refuses to start (it would have merged them as its
+    own, then deleted them) and says how to recover them."""
+    spill = ctx.subdir("trace.json.spill")
+    os.chmod(spill, 0o700)
+    r = untraced_agent([prog("spill_tree"), "child-short"], {"FORKTRACE_SPILL": spill})
+    check(r.returncode == 3, f"the program exited {r.returncode}: {r.stderr!r}")
+    before = sorted(os.listdir(spill))
+    check(len(before) == 1, f"spill files: {before}")
+    res = ctx.forktrace(ctx.run_args(["/bin/true"]))
+    check(res.rc == 1, f"forktrace exited {res.rc}, expected 1\n  {res.describe()}")
+    check("forktrace combine" in res.err and spill in res.err,
+          f"the message does not say how to recover: {res.err!r}")
+    check(sorted(os.listdir(spill)) == before, "the earlier run's files changed")
+
+
+@test
+def spill_dir_foreign_default(ctx):
+    """Without forktrace the agent spills to $TMPDIR/forktrace-spill-UID.
+    Another user made it first (world-writable), or made it a symbolic
+    link to a directory of theirs: the agent writes nothing there, and
+    says so in one line (before: it wrote the trace there, where that
+    user could read, delete or forge it)."""
+    need_root()
+    tmp = ctx.subdir("tmp")
+    d = os.path.join(tmp, f"forktrace-spill-{os.geteuid()}")
+    os.mkdir(d)
+    os.chmod(d, 0o777)
+    os.chown(d, 65534, 65534)
+    r = untraced_agent([prog("spill_tree"), "child-short"], {"TMPDIR": tmp})
+    check(r.returncode == 3, f"the program exited {r.returncode}: {r.stderr!r}")
+    check(os.listdir(d) == [], f"the agent wrote into another user's directory: {os.listdir(d)}")
+    check(r.stderr.count(b"forktrace-agent: ") == 1 and b"not a private directory" in r.stderr,
+          f"expected one line from the agent: {r.stderr!r}")
+    os.rmdir(d)
+    target = ctx.subdir("theirs")
+    os.symlink(target, d)
+    r = untraced_agent([prog("spill_tree"), "child-short"], {"TMPDIR": tmp})
+    check(r.returncode == 3, f"the program exited {r.returncode}: {r.stderr!r}")
+    check(os.listdir(target) == [], f"the agent followed the link: {os.listdir(target)}")
+    check(b"symbolic link" in r.stderr, f"no word of the refusal: {r.stderr!r}")
+    # Its own private directory is used.
+    os.unlink(d)
+    r = untraced_agent([prog("spill_tree"), "child-short"], {"TMPDIR": tmp})
+    check(r.returncode == 3 and not r.stderr, f"rc {r.returncode}: {r.stderr!r}")
+    check(len(os.listdir(d)) == 1, f"no spill file in the agent's own directory: {os.listdir(d)}")
+
+
+@test
+def combine_foreign_spill_warned(ctx):
+    """A spill file that another user owns is read, but combine says so
+    and exits 1: anyone who could write it could have forged it (before:
+    merged without a word)."""
+    need_root()
+    spill = ctx.subdir("spill")
+    os.chmod(spill, 0o700)
+    r = untraced_agent([prog("spill_tree"), "child-short"], {"FORKTRACE_SPILL": spill})
+    check(r.returncode == 3, f"the program exited {r.returncode}: {r.stderr!r}")
+    (name,) = os.listdir(spill)
+    os.chown(os.path.join(spill, name), 65534, 65534)
+    res = ctx.forktrace(["combine", spill, "-o", "out.json"])
+    check(res.rc == 1, f"combine exited {res.rc}, expected 1\n  {res.describe()}")
+    check(name in res.err and "owned by uid 65534" in res.err,
+          f"combine did not name the file and its owner: {res.err!r}")
+    tr = ft.load_trace(ctx.path("out.json"))
+    check(len(tr.find(argv_has="child-short")) == 1, f"the file was not read:\n{tr.dump()}")
+
+
 if __name__ == "__main__":
     ft.main()
