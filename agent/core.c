@@ -642,19 +642,15 @@ static void agent_open_channel(void)
  * user's alone (checked on the opened directory, so it cannot be
  * swapped in between): another user's directory, made in advance in
  * /tmp, would get our trace, could delete it, or slip forged spill files
- * in beside ours. A directory made here gets the link to the run's
- * process table (include/forktrace/wire.h, "Liveness"), from which
- * `forktrace combine` salvages the images that wrote there. Returns the
- * directory's fd or -errno (-EPERM: refused). Signal-safe.
+ * in beside ours. Returns the directory's fd or -errno (-EPERM:
+ * refused). Signal-safe.
  */
 static int agent_spill_dir_open(const char *path)
 {
 	struct stat st;
-	bool made;
 	int dfd;
 
-	made = agent_sys_mkdir(path, 0700) == 0;
-	if (!made && errno != EEXIST)
+	if (agent_sys_mkdir(path, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	dfd = agent_sys_open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (dfd < 0)
@@ -664,8 +660,6 @@ static int agent_spill_dir_open(const char *path)
 		agent_sys_close(dfd);
 		return -EPERM;
 	}
-	if (made && agent_g.spill_dir && agent_g.table_path)
-		(void)agent_sys_symlinkat(agent_g.table_path, dfd, FT_TABLE_NAME);
 	return dfd;
 }
 

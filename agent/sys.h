@@ -134,16 +134,6 @@ static inline int agent_sys_mkdir(const char *path, mode_t mode)
 	return (int)agent_sys_ret(agent_syscall(SYS_mkdirat, AT_FDCWD, path, mode));
 }
 
-static inline int agent_sys_mkdirat(int dirfd, const char *path, mode_t mode)
-{
-	return (int)agent_sys_ret(agent_syscall(SYS_mkdirat, dirfd, path, mode));
-}
-
-static inline int agent_sys_symlinkat(const char *target, int dirfd, const char *path)
-{
-	return (int)agent_sys_ret(agent_syscall(SYS_symlinkat, target, dirfd, path));
-}
-
 static inline uid_t agent_sys_geteuid(void)
 {
 	return (uid_t)agent_sys_ret(agent_syscall0(SYS_geteuid));
