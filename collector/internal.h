@@ -193,11 +193,12 @@ ptab *ptab_create(const char *sock_dir, proc_tree *pt);
  * with *err set (-EPROTO: not a process table); *bad gets the number of
  * journal records that were damaged. */
 ptab *ptab_open_salvage(int fd, int jfd, proc_tree *pt, int *err, size_t *bad);
-/* Gives the table a journal (fd, consumed): the frames of each slot it
- * gives the pages of back are appended there first, so that a crash of
- * the collector loses none (docs/TRACE_FORMAT.md, "Spill files").
- * Returns 0 or a negative errno. */
-int ptab_set_journal(ptab *t, int fd);
+/* Gives the table a journal: the frames of each slot it gives the pages
+ * of back are appended there first, so that a crash of the collector
+ * loses none (docs/TRACE_FORMAT.md, "Spill files"). open_journal(ctx)
+ * (ctx borrowed for t's life) returns its fd, or -1 (then no journal),
+ * and is called once, when first needed. NULL t: no-op. */
+void ptab_set_journal(ptab *t, int (*open_journal)(void *ctx), void *ctx);
 /* The table's file (not the link beside the socket), or NULL. */
 const char *ptab_file(const ptab *t);
 /* The latest frame time a salvaged table held (0 before any). */

@@ -707,7 +707,7 @@ int run_main(int argc, char **argv)
 		return 1;
 	rs->out.fd = -1;
 	rs->rep.fd = -1;
-	rs->sr.dirfd = -1;
+	rs->sr.dirfd = rs->sr.pdirfd = -1;
 	rc = parse_opts(argc, argv, &rs->o);
 	if (rc == CLI_EXIT_OK_DONE) {
 		code = 0;
@@ -825,11 +825,12 @@ int run_main(int argc, char **argv)
 		rsig_add_temp(file, false);
 		rsig_add_temp(link, false);
 	}
-	/* The spill directory, ready with the table's journal. */
-	if (rs->table && rs->spill_dir[0] && spill_run_prepare(rs->spill_dir, rs->table) == 0) {
+	/* The spill directory: made with the table's journal when the table
+	 * first gives pages back. */
+	if (rs->spill_dir[0]) {
 		char p[PATH_MAX + 32];
 
-		snprintf(rs->sr.dir, sizeof(rs->sr.dir), "%s", rs->spill_dir);
+		spill_run_start(&rs->sr, rs->spill_dir, rs->table);
 		/* A run ended by a signal leaves no trace to recover into. */
 		rsig_add_temp(rs->spill_dir, true);
 		snprintf(p, sizeof(p), "%s/%s", rs->spill_dir, SPILL_JOURNAL_NAME);
@@ -882,7 +883,7 @@ int run_main(int argc, char **argv)
 	 * the slots it may continue. */
 	spill_run *sr = &rs->sr;
 	ptab_read(rs->table);
-	spill_run_merge(sr, rs->spill_dir[0] ? rs->spill_dir : NULL, rs->tree, rs->table);
+	spill_run_merge(sr, rs->tree, rs->table);
 	ptab_finish(rs->table);
 	int64_t end = ft_now_mono_ns();
 	ft_add_clock_pair(rs->model);

@@ -495,31 +495,66 @@ int spill_run_check(const char *dir)
 	return 0;
 }
 
-int spill_run_prepare(const char *dir, ptab *t)
+/* Opens the run's spill directory (made if missing), relative to the
+ * parent held since the start: a directory renamed during the run is
+ * still found. Only a private directory of the caller. Returns its fd or
+ * -1. */
+static int spill_run_open(spill_run *sr, bool make)
 {
 	struct stat st;
-	int dfd, jfd;
+	int fd;
 
-	if (!t || mkdir(dir, 0700) < 0)
-		return -errno;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	/* Made just now, but the name could have been swapped since. */
-	if (fstat(dfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		close(dfd);
-		return -EPERM;
+	if (sr->pdirfd < 0) {
+		errno = ENOENT;
+		return -1;
 	}
-	if (symlinkat(ptab_file(t), dfd, FT_TABLE_NAME) < 0) {
-		close(dfd);
-		return -errno;
+	if (make && mkdirat(sr->pdirfd, sr->name, 0700) < 0 && errno != EEXIST)
+		return -1;
+	fd = openat(sr->pdirfd, sr->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077))) {
+		close(fd);
+		errno = EPERM;
+		return -1;
 	}
-	jfd = openat(dfd, SPILL_JOURNAL_NAME,
+	return fd;
+}
+
+/* The table's journal opener (ptab_set_journal): the first time the
+ * table gives pages back, the spill directory is made, with the link to
+ * the table and the journal. */
+static int spill_run_journal(void *ctx)
+{
+	spill_run *sr = ctx;
+	int jfd;
+
+	if (sr->dirfd < 0)
+		sr->dirfd = spill_run_open(sr, true);
+	if (sr->dirfd < 0)
+		return -1;
+	if (symlinkat(ptab_file(sr->t), sr->dirfd, FT_TABLE_NAME) < 0 && errno != EEXIST)
+		return -1;
+	jfd = openat(sr->dirfd, SPILL_JOURNAL_NAME,
 		     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
-	close(dfd);
-	if (jfd < 0)
-		return -errno;
-	return ptab_set_journal(t, jfd);
+	return jfd;
+}
+
+void spill_run_start(spill_run *sr, const char *dir, ptab *t)
+{
+	char parent[PATH_MAX];
+	const char *slash = strrchr(dir, '/');
+
+	memset(sr, 0, sizeof(*sr));
+	sr->pdirfd = sr->dirfd = -1;
+	if (!slash || slash == dir || strlen(dir) >= sizeof(sr->dir))
+		return;
+	snprintf(sr->dir, sizeof(sr->dir), "%s", dir);
+	sr->name = sr->dir + (slash - dir) + 1;
+	memcpy(parent, dir, (size_t)(slash - dir));
+	parent[slash - dir] = '\0';
+	sr->pdirfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	sr->t = t;
+	if (sr->pdirfd >= 0 && t)
+		ptab_set_journal(t, spill_run_journal, sr);
 }
 
 static void spill_run_add(spill_run *sr, const char *name)
@@ -530,50 +565,38 @@ static void spill_run_add(spill_run *sr, const char *name)
 		sr->keep = true; /* cannot remember it: it stays */
 }
 
-void spill_run_merge(spill_run *sr, const char *dir, proc_tree *pt, ptab *t)
+void spill_run_merge(spill_run *sr, proc_tree *pt, ptab *t)
 {
-	struct stat st;
 	struct dirent *de;
 	int64_t last_ts = 0;
 	DIR *d;
 	int fd;
 
-	if (!dir)
-		return;
-	snprintf(sr->dir, sizeof(sr->dir), "%s", dir);
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno != ENOENT) {
+	if (sr->dirfd < 0)
+		sr->dirfd = spill_run_open(sr, false);
+	if (sr->dirfd < 0) {
+		if (sr->dir[0] && errno != ENOENT) {
 			fprintf(stderr, "forktrace: warning: %s: %s; its spill files, if any, are "
-					"not merged\n", dir, strerror(errno));
+					"not merged\n", sr->dir,
+				errno == EPERM ? "not a private directory of yours" : strerror(errno));
 			sr->unmerged++;
 		}
 		return;
 	}
-	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		fprintf(stderr, "forktrace: warning: %s: not a private directory of yours (owner "
-				"uid %u, mode %03o); its spill files are not merged\n",
-			dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
-		close(fd);
-		sr->unmerged++;
-		return;
-	}
-	sr->dirfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	d = fdopendir(fd);
+	fd = openat(sr->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d) {
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		return;
 	}
 	while ((de = readdir(d)) != NULL) {
 		char path[PATH_MAX + 256];
 		int rc;
 
-		if (strcmp(de->d_name, FT_TABLE_NAME) == 0 ||
-		    strcmp(de->d_name, SPILL_JOURNAL_NAME) == 0)
-			continue;
 		if (!has_spill_name(de->d_name))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		snprintf(path, sizeof(path), "%s/%s", sr->dir, de->d_name);
 		rc = read_spill(pt, t, dirfd(d), de->d_name, path, true, &last_ts);
 		if (rc < 0) {
 			sr->unmerged++;
@@ -590,37 +613,28 @@ void spill_run_merge(spill_run *sr, const char *dir, proc_tree *pt, ptab *t)
 
 void spill_run_finish(spill_run *sr, bool written)
 {
-	if (sr->dirfd < 0 && sr->dir[0]) {
-		/* Nothing was merged (no directory then, or an unreadable
-		 * one): only what the run itself made there goes. */
-		struct stat st;
-
-		sr->dirfd = open(sr->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sr->dirfd >= 0 && (fstat(sr->dirfd, &st) < 0 || st.st_uid != geteuid() ||
-				       (st.st_mode & 077))) {
-			close(sr->dirfd);
-			sr->dirfd = -1;
-		}
-		written = false;
-	}
 	if (sr->dirfd < 0)
-		return;
-	/* In the trace now. Without a trace, they are all there is. */
-	for (size_t i = 0; written && i < sr->nmerged; i++)
-		unlinkat(sr->dirfd, sr->merged[i], 0);
-	/* The table goes with the run; what the journal kept of it is in
-	 * the trace, or went with a trace that could not be written. */
-	unlinkat(sr->dirfd, FT_TABLE_NAME, 0);
-	unlinkat(sr->dirfd, SPILL_JOURNAL_NAME, 0);
-	if (rmdir(sr->dir) < 0 && errno == ENOTEMPTY && written && !sr->unmerged && !sr->keep)
-		fprintf(stderr, "forktrace: warning: %s: files written there after the run ended "
-				"are left there\n", sr->dir);
+		sr->dirfd = spill_run_open(sr, false);
+	if (sr->dirfd >= 0) {
+		/* In the trace now. Without a trace, they are all there is. */
+		for (size_t i = 0; written && i < sr->nmerged; i++)
+			unlinkat(sr->dirfd, sr->merged[i], 0);
+		/* The table goes with the run; what the journal kept of it is
+		 * in the trace, or went with a trace that could not be
+		 * written. */
+		unlinkat(sr->dirfd, FT_TABLE_NAME, 0);
+		unlinkat(sr->dirfd, SPILL_JOURNAL_NAME, 0);
+		if (unlinkat(sr->pdirfd, sr->name, AT_REMOVEDIR) < 0 && errno == ENOTEMPTY &&
+		    written && !sr->unmerged && !sr->keep)
+			fprintf(stderr, "forktrace: warning: %s: files written there after the run "
+					"ended are left there\n", sr->dir);
+		close(sr->dirfd);
+	}
 	for (size_t i = 0; i < sr->nmerged; i++)
 		free(sr->merged[i]);
 	free(sr->merged);
-	close(sr->dirfd);
-	sr->dirfd = -1;
-	sr->merged = NULL;
-	sr->nmerged = 0;
-	sr->dir[0] = '\0';
+	if (sr->pdirfd >= 0)
+		close(sr->pdirfd);
+	memset(sr, 0, sizeof(*sr));
+	sr->pdirfd = sr->dirfd = -1;
 }

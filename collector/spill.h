@@ -43,37 +43,41 @@ void spill_release(spill_inputs *sp);
 /*
  * The spill directory of `forktrace run` (OUTPUT.spill/): where agents
  * that could not reach the collector wrote, even while it ran (it had no
- * fd left for one more connection; a sandbox refused the socket).
+ * fd left for one more connection; a sandbox refused the socket), and
+ * where the table's journal goes.
  */
 typedef struct spill_run {
-	char dir[PATH_MAX];
-	int dirfd;         /* -1: nothing to clean */
-	char **merged;     /* names of the files merged (owned) */
+	char dir[PATH_MAX]; /* its path, for messages; "" without one */
+	const char *name;   /* its last component, in dir */
+	int pdirfd;         /* its parent (O_PATH), held: a rename is followed */
+	int dirfd;          /* the directory once made or found, or -1 */
+	ptab *t;            /* the run's table (borrowed) */
+	char **merged;      /* names of the files merged (owned) */
 	size_t nmerged, cap;
-	size_t nread;      /* spill files merged */
-	size_t unmerged;   /* spill files (or the directory) that could not be */
-	bool keep;         /* a file was merged but stays (not the caller's) */
+	size_t nread;       /* spill files merged */
+	size_t unmerged;    /* spill files (or the directory) that could not be */
+	bool keep;          /* a file was merged but stays (not the caller's) */
 } spill_run;
 
 /* Before COMMAND starts: dir (borrowed) must be missing, or an empty
  * private directory of the caller. Prints why not and returns a
  * negative errno. */
 int spill_run_check(const char *dir);
-/* Once the table exists, before COMMAND starts: makes dir (borrowed;
- * checked by spill_run_check) with the link to t's file and the journal
- * of t, so that a crash of the collector loses nothing the agents wrote
- * in the table. Returns 0 or a negative errno (then the run goes on
- * without: recovery after a crash has only what comes after it). */
-int spill_run_prepare(const char *dir, ptab *t);
+/* Once the table t exists (NULL: none), before COMMAND starts: the run's
+ * spill directory is dir (absolute, checked by spill_run_check). Nothing
+ * is made yet: the first time t gives a slot's pages back, the directory
+ * is made with the link to t's file and the journal, so that a crash of
+ * the collector loses nothing the agents wrote in the table. sr needs no
+ * initialisation; release it with spill_run_finish. */
+void spill_run_start(spill_run *sr, const char *dir, ptab *t);
 /* After the tree ended, before the table's last read (ptab_finish):
- * applies every spill file in dir (borrowed; NULL: none) to pt (t: the
- * run's table, or NULL), saying what could not be read; fills sr, which
- * starts zeroed with dirfd -1. */
-void spill_run_merge(spill_run *sr, const char *dir, proc_tree *pt, ptab *t);
+ * applies every spill file of the directory to pt (t: the run's table,
+ * or NULL), saying what could not be read. */
+void spill_run_merge(spill_run *sr, proc_tree *pt, ptab *t);
 /* Once the trace is written (or not; also for a run that never got to
- * spill_run_merge, with sr->dir set): the table link and journal go, the
- * merged files too when written, and the directory if empty; frees what
- * sr holds. Again: no-op. */
+ * spill_run_merge): the table link and journal go, the merged files too
+ * when written, and the directory if empty; frees what sr holds. Again:
+ * no-op. */
 void spill_run_finish(spill_run *sr, bool written);
 
 #endif

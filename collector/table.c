@@ -88,6 +88,8 @@ struct ptab {
 	/* The journal (ptab_set_journal): what retired slots held, written
 	 * before their pages go; -1 without one. */
 	int jfd;
+	int (*jopen)(void *ctx); /* opens it when first needed, or NULL */
+	void *jctx;
 	unsigned char *jbuf;
 	size_t jlen;
 	/* Retired slots whose pages are not given back yet: [rel_start,
@@ -471,7 +473,19 @@ static void journal_slot(ptab *t, uint32_t idx)
 	uint32_t room = t->slot_size - (uint32_t)sizeof(*s);
 	struct ptab_jrec r = {PTAB_JOURNAL_MAGIC, idx, 0};
 
-	if (t->jfd < 0 || n == 0)
+	if (n == 0)
+		return;
+	if (t->jfd < 0 && t->jopen) {
+		/* Once: a journal that cannot be made is done without. */
+		t->jfd = t->jopen(t->jctx);
+		t->jopen = NULL;
+		t->jbuf = t->jfd >= 0 ? malloc(PTAB_JOURNAL_BUF) : NULL;
+		if (t->jfd >= 0 && !t->jbuf) {
+			close(t->jfd);
+			t->jfd = -1;
+		}
+	}
+	if (t->jfd < 0)
 		return;
 	r.len = n < room ? n : room;
 	if (t->jlen + sizeof(r) + r.len > PTAB_JOURNAL_BUF)
@@ -481,19 +495,12 @@ static void journal_slot(ptab *t, uint32_t idx)
 	t->jlen += sizeof(r) + r.len;
 }
 
-int ptab_set_journal(ptab *t, int fd)
+void ptab_set_journal(ptab *t, int (*open_journal)(void *ctx), void *ctx)
 {
-	if (!t || t->salvage || t->jfd >= 0) {
-		close(fd);
-		return -EINVAL;
-	}
-	t->jbuf = malloc(PTAB_JOURNAL_BUF);
-	if (!t->jbuf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	t->jfd = fd;
-	return 0;
+	if (!t || t->salvage)
+		return;
+	t->jopen = open_journal;
+	t->jctx = ctx;
 }
 
 /* Gives the pages of the retired slots gathered so far back, once the
