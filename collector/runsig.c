@@ -14,14 +14,16 @@
  * COMMAND gets every signal once.
  *
  * Phases:
- *   SETUP    before COMMAND starts: INT/TERM/HUP/QUIT remove what forktrace
- *            created and end it by the signal (nothing to trace yet);
- *   RUNNING  COMMAND runs: a signal COMMAND did not get is passed on;
+ *   SETUP    before COMMAND starts: INT/TERM/HUP/QUIT/USR1/USR2 remove what
+ *            forktrace created and end it by the signal (nothing to trace);
+ *   RUNNING  COMMAND runs: a signal COMMAND did not get is passed on
+ *            (INT, TERM, HUP, QUIT, USR1, USR2, TSTP, CONT);
  *            TSTP stops forktrace with COMMAND, CONT resumes both;
  *   WAITING  COMMAND is gone (daemons may be left, or the trace is being
  *            written): the first INT/TERM/HUP/QUIT ends the wait as
  *            --wait-timeout does, the second INT/TERM/QUIT removes the
- *            temporaries and ends forktrace by the signal, without a trace.
+ *            temporaries and ends forktrace by the signal, without a trace;
+ *            USR1/USR2 are ignored.
  *
  * Signals forktrace inherited as ignored (nohup, a background job of a
  * non-interactive shell) stay ignored by forktrace and by COMMAND. COMMAND
@@ -44,7 +46,8 @@
 enum { PHASE_SETUP, PHASE_RUNNING, PHASE_WAITING };
 
 /* The signals handled here, in the order of sig_names. */
-static const int handled[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT };
+static const int handled[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT,
+			       SIGUSR1, SIGUSR2 };
 #define NHANDLED (sizeof(handled) / sizeof(handled[0]))
 /* The output and report temporaries, the socket directory and socket, the
  * table, its directory and link, the spill directory, its journal and link. */
@@ -87,6 +90,8 @@ static const char *sig_name(int sig)
 	case SIGQUIT: return "SIGQUIT";
 	case SIGTSTP: return "SIGTSTP";
 	case SIGCONT: return "SIGCONT";
+	case SIGUSR1: return "SIGUSR1";
+	case SIGUSR2: return "SIGUSR2";
 	default: return "a signal";
 	}
 }
@@ -364,7 +369,10 @@ static void on_signal(int sig, siginfo_t *si, void *uctx)
 		errno = saved;
 		return;
 	}
-	if (sig == SIGCONT || (phase != PHASE_RUNNING && sent_by_tree(si))) {
+	/* SIGUSR1/2 are COMMAND's business (dd's progress, a daemon's log
+	 * reopening): passed on while it runs, never the end of forktrace. */
+	if (sig == SIGCONT || (phase == PHASE_WAITING && (sig == SIGUSR1 || sig == SIGUSR2)) ||
+	    (phase != PHASE_RUNNING && sent_by_tree(si))) {
 		errno = saved;
 		return;
 	}

@@ -89,7 +89,7 @@ def end_sig_count(t, started, expect):
         pass
     res = t.finish(started, timeout=20)
     got = counts(t)
-    want = {"INT": 0, "TERM": 0, "HUP": 0, "QUIT": 0, "CONT": 0}
+    want = {"INT": 0, "TERM": 0, "HUP": 0, "QUIT": 0, "CONT": 0, "USR1": 0}
     want.update(expect)
     check(got == want, f"COMMAND's signal handlers ran {got}, expected {want}\n"
           f"  {res.describe()}")
@@ -101,7 +101,8 @@ def end_sig_count(t, started, expect):
 def test_group_signal_once(t):
     """A signal sent to forktrace's process group (kill -TERM -PGID, a
     job-control kill) reaches COMMAND once: forktrace, which gets it too,
-    does not pass it on. One sent to forktrace alone is passed on, once."""
+    does not pass it on. One sent to forktrace alone is passed on, once
+    (SIGQUIT and SIGUSR1 too: they used to kill forktrace)."""
     started, cmd = start_sig_count(t)
     pgid = started[0].pid
     check(os.getpgid(cmd) == pgid, "COMMAND is not in forktrace's process group")
@@ -118,7 +119,12 @@ def test_group_signal_once(t):
     wait_for(lambda: counts(t).get("INT", 0) >= 1, "COMMAND to count SIGINT", started)
     os.kill(pgid, signal.SIGQUIT)
     wait_for(lambda: counts(t).get("QUIT", 0) >= 1, "COMMAND to count SIGQUIT", started)
-    end_sig_count(t, started, {"TERM": 2, "HUP": 1, "INT": 1, "QUIT": 1})
+    # SIGUSR1 to forktrace alone used to kill it (no trace); COMMAND's.
+    os.kill(pgid, signal.SIGUSR1)
+    wait_for(lambda: counts(t).get("USR1", 0) >= 1, "COMMAND to count SIGUSR1", started)
+    os.killpg(pgid, signal.SIGUSR1)
+    wait_for(lambda: counts(t).get("USR1", 0) >= 2, "COMMAND to count SIGUSR1 again", started)
+    end_sig_count(t, started, {"TERM": 2, "HUP": 1, "INT": 1, "QUIT": 1, "USR1": 2})
 
 
 @test
@@ -186,7 +192,7 @@ def test_terminal_keys(t):
         rc = bytes(screen).split(b"echo RC=$?")[-1].split(b"RC=")[1].split()[0]
         check(rc == b"0", f"forktrace exited {rc!r}: {bytes(screen)[-3000:]!r}")
         got = counts(t)
-        check(got == {"INT": 1, "TERM": 0, "HUP": 0, "QUIT": 1, "CONT": 1},
+        check(got == {"INT": 1, "TERM": 0, "HUP": 0, "QUIT": 1, "CONT": 1, "USR1": 0},
               f"COMMAND's handlers ran {got}")
         tr = ft.load_trace(t.path("trace.json"))
         ft.assert_exit(tr.root(), code=0, trace=tr)
@@ -252,6 +258,8 @@ def test_signal_ends_wait(t):
     daemon = None
     try:
         started, daemon = start_daemon_run(t)
+        # Not a reason to stop (nor to die, as it was).
+        os.kill(started[0].pid, signal.SIGUSR1)
         os.kill(started[0].pid, signal.SIGINT)
         res = t.finish(started, timeout=10)
         check(res.elapsed < 8, f"forktrace took {res.elapsed:.1f} s")

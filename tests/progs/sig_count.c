@@ -1,8 +1,8 @@
 /*
- * sig_count: counts the SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGCONT it
- * receives (SIGTSTP keeps its default: it stops). Creates "ready" in the
- * current directory, then rewrites "counts" ("INT=n TERM=n HUP=n QUIT=n
- * CONT=n") each time a count changes, until the file "done" appears (at
+ * sig_count: counts the SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCONT and
+ * SIGUSR1 it receives (SIGTSTP keeps its default: it stops). Creates
+ * "ready" in the current directory, then rewrites "counts" ("INT=n TERM=n
+ * HUP=n QUIT=n CONT=n USR1=n") each time a count changes, until the file "done" appears (at
  * most 20 s), and exits 0 (TP_FAIL on the timeout).
  */
 #include <fcntl.h>
@@ -12,9 +12,9 @@
 
 #include "internal.h"
 
-static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCONT};
-static const char *const names[] = {"INT", "TERM", "HUP", "QUIT", "CONT"};
-#define NSIGS 5
+static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCONT, SIGUSR1};
+static const char *const names[] = {"INT", "TERM", "HUP", "QUIT", "CONT", "USR1"};
+#define NSIGS 6
 static volatile sig_atomic_t counts[NSIGS];
 
 static void on_sig(int sig)
