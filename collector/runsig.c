@@ -204,6 +204,11 @@ static int sentinel_got(int sig)
 	if (n <= 0)
 		return -1;
 	buf[n] = '\0';
+	/* A /proc of another pid namespace names someone else by that pid:
+	 * the sentinel's name tells (forktrace's until it has set its own). */
+	if (strncmp(buf, "Name:\tforktrace-sig\n", 20) != 0 &&
+	    strncmp(buf, "Name:\tforktrace\n", 16) != 0)
+		return -1;
 	const char *p = strstr(buf, "\nShdPnd:");
 	if (!p)
 		return -1;
