@@ -46,6 +46,8 @@
 #define SRV_WHOLE_FRAME (1024u * 1024u)
 /* Warnings about connections closed for it; then only a count. */
 #define SRV_HELD_WARNINGS 3
+/* Likewise for connections closed for protocol errors. */
+#define SRV_REJECT_WARNINGS 10
 
 typedef struct srv_conn {
 	uv_pipe_t pipe; /* first: the handle's address is the conn's */
@@ -88,11 +90,15 @@ static void conn_reject(srv_conn *c, const char *why)
 {
 	pid_t pid = c->pc.pe ? proc_pid(c->pc.pe) : c->peer_pid;
 
-	fprintf(stderr,
-		"forktrace: warning: process %d sent %s at byte %llu of its stream; "
-		"closing its connection (what it sent before is kept)\n",
-		(int)pid, why, (unsigned long long)c->stream_off);
-	c->s->rejected++;
+	/* A peer that opens connection after connection of garbage must not
+	 * bury the run's output: a few warnings, then a count. */
+	if (++c->s->rejected <= SRV_REJECT_WARNINGS)
+		fprintf(stderr,
+			"forktrace: warning: process %d sent %s at byte %llu of its stream; "
+			"closing its connection (what it sent before is kept)%s\n",
+			(int)pid, why, (unsigned long long)c->stream_off,
+			c->s->rejected == SRV_REJECT_WARNINGS ? "; further ones are only counted"
+							      : "");
 	conn_close(c);
 }
 
@@ -754,7 +760,10 @@ void srv_close_all(srv *s)
 		fprintf(stderr, "forktrace: warning: %llu connections in all could not be "
 				"accepted (what their processes sent on them is missing)\n",
 			(unsigned long long)s->accept_failed);
-	s->over_held = s->accept_failed = 0;
+	if (s->rejected > SRV_REJECT_WARNINGS)
+		fprintf(stderr, "forktrace: warning: %llu connections in all were closed for "
+				"protocol errors\n", (unsigned long long)s->rejected);
+	s->over_held = s->accept_failed = s->rejected = 0;
 }
 
 void srv_free(srv *s)

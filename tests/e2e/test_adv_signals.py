@@ -501,5 +501,38 @@ def test_few_fds(t):
           f"forktrace worked with ulimit -n {worked}: not from some limit up to 30")
 
 
+GARBAGE_PEER = r"""
+import os, socket
+# The agent hides its variables from os.environ, not from the process's
+# initial environment.
+path = dict(e.split(b"=", 1) for e in open("/proc/self/environ", "rb").read()
+            .split(bytes(1)) if b"=" in e)[b"FORKTRACE_SOCK"].decode()
+for i in range(200):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+    s.settimeout(10)
+    assert s.recv(16) == b""
+    s.close()
+print("done")
+"""
+
+
+@test
+def test_reject_flood(t):
+    """Two hundred connections of garbage: ten warnings, then one count at
+    the end (there was a warning line per connection)."""
+    peer = t.path("garbage_peer.py")
+    with open(peer, "w") as f:
+        f.write(GARBAGE_PEER)
+    res = t.run([ft.PYTHON, peer], expect_rc=0)
+    check(res.out.strip() == "done", f"the peer did not finish\n  {res.describe()}")
+    warns = [l for l in res.err.splitlines() if "closing its connection" in l]
+    check(len(warns) == 10, f"{len(warns)} warnings, expected 10\n  {res.describe()}")
+    total = [l for l in res.err.splitlines()
+             if "200 connections in all were closed for protocol errors" in l]
+    check(len(total) == 1, f"no count of the 200 connections\n  {res.describe()}")
+
+
 if __name__ == "__main__":
     ft.main()
