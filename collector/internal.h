@@ -126,6 +126,8 @@ int shm_salvage(shm_image *si, int (*fn)(void *arg, int64_t tid, const void *dat
 typedef struct proc_conn {
 	proc_entry *pe;     /* NULL before HELLO */
 	size_t seg;         /* index of the image this connection speaks for */
+	uint32_t seg_shift; /* images inserted before the first one when seg
+			     * was set (proctree.c keeps seg right) */
 	bool exec_sent;     /* an EXEC came and no EXEC_FAIL after it */
 	int64_t exec_ts;
 	const char *exec_path;  /* in the model's arena */

@@ -46,6 +46,7 @@ struct proc_entry {
 	bool fork_image;     /* segs[0] is the parent's image, derived */
 	bool root;           /* the command forktrace started */
 	bool lost_warned;    /* an implausible LOST count was reported */
+	uint32_t front_shift; /* images inserted before the first one so far */
 	int64_t exec_ts;     /* when, if exec_pending */
 	int exit_code;
 	int64_t exit_ts;
@@ -358,6 +359,49 @@ static proc_entry *child_entry(proc_tree *pt, proc_entry *parent, int64_t child,
 	return pe;
 }
 
+/* c's image index, after images were inserted in front of it since it
+ * was set (its process's fork image, learnt late). */
+static void conn_sync(proc_conn *c)
+{
+	if (c->pe && c->seg_shift != c->pe->front_shift) {
+		c->seg += c->pe->front_shift - c->seg_shift;
+		c->seg_shift = c->pe->front_shift;
+	}
+}
+
+static void conn_set_seg(proc_conn *c, size_t seg)
+{
+	c->seg = seg;
+	c->seg_shift = c->pe->front_shift;
+}
+
+/*
+ * A new empty image in front of pe's others (its fork image, learnt after
+ * the image it exec'd). What already points at an image by index moves
+ * with it: the event records kept so far, the event buffers' image, and
+ * (through conn_sync) every connection's image.
+ */
+static model_segment *insert_front_segment(proc_tree *pt, proc_entry *pe)
+{
+	model_process *p = pe->mp;
+	model_segment *s;
+
+	if (!model_add_segment(pt->t, p))
+		return NULL;
+	memmove(&p->segs[1], &p->segs[0], (p->nsegs - 1) * sizeof(p->segs[0]));
+	s = &p->segs[0];
+	memset(s, 0, sizeof(*s));
+	s->start_ns = -1;
+	s->end_ns = -1;
+	for (size_t i = 0; i < p->nthreads; i++)
+		for (model_chunk *ch = p->threads[i].chunks; ch; ch = ch->next)
+			ch->seg++;
+	if (pe->shm)
+		pe->shm_seg++;
+	pe->front_shift++;
+	return s;
+}
+
 /*
  * The image a fork child ran before it exec'd: its parent's image at the
  * fork. A fork child that execs at once never says so itself (see
@@ -386,13 +430,10 @@ static int add_fork_image(proc_tree *pt, proc_entry *pe, bool at_end)
 			break;
 		}
 	}
-	if (!model_add_segment(pt->t, p))
+	model_segment *s = insert_front_segment(pt, pe);
+	if (!s)
 		return -ENOMEM;
-	memmove(&p->segs[1], &p->segs[0], (p->nsegs - 1) * sizeof(p->segs[0]));
-	model_segment *s = &p->segs[0];
-	memset(s, 0, sizeof(*s));
 	s->start_ns = p->spawn_ns;
-	s->end_ns = -1;
 	if (src) {
 		s->exe = src->exe;
 		s->argv = src->argv;
@@ -468,6 +509,37 @@ static model_thread *thread_of(proc_tree *pt, model_process *p, int64_t tid)
 	return th ? th : model_add_thread(pt->t, p, tid);
 }
 
+static int on_late_fork_hello(proc_tree *pt, proc_conn *c, proc_entry *pe, const wire_msg *m)
+{
+	model_process *p = pe->mp;
+	model_segment *s;
+
+	if (!pe->fork_image) {
+		s = insert_front_segment(pt, pe);
+		if (!s)
+			return -ENOMEM;
+		s->start_ns = p->spawn_ns >= 0 ? p->spawn_ns : p->start_ns;
+	}
+	pe->fork_image = true;
+	pe->first_forked = true;
+	s = &p->segs[0];
+	s->instrumented = true;
+	if (m->exe.ptr)
+		s->exe = dup_ws(pt->t, m->exe);
+	if (m->argv) {
+		s->argv = dup_argv(pt->t, m, &s->argc);
+		s->argv_truncated = (m->flags & FT_HELLO_ARGV_TRUNCATED) != 0;
+	}
+	s->cwd = dup_ws(pt->t, m->cwd);
+	if (m->ts < p->start_ns)
+		p->start_ns = m->ts;
+	pe->conns++;
+	seen(pe, m->ts);
+	c->pe = pe;
+	conn_set_seg(c, 0);
+	return thread_of(pt, p, m->pid) ? 0 : -ENOMEM;
+}
+
 static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 {
 	model_trace *t = pt->t;
@@ -492,6 +564,12 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 			break;
 		}
 	}
+	/* A fork child's own HELLO read after that of the image it exec'd
+	 * (another connection, or a table slot read first): it speaks for
+	 * the image before, which goes (or is already derived) in front. */
+	if (pe && pe->hello_seen && (m->flags & FT_HELLO_FORKED) &&
+	    !(m->flags & FT_HELLO_RESUMED) && !pe->first_forked)
+		return on_late_fork_hello(pt, c, pe, m);
 	bool new_image = false;
 	if (!pe) {
 		pe = entry_new(pt, m->pid, m->ts);
@@ -560,7 +638,7 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 		s->argv_truncated = (m->flags & FT_HELLO_ARGV_TRUNCATED) != 0;
 	}
 	c->pe = pe;
-	c->seg = p->nsegs - 1;
+	conn_set_seg(c, p->nsegs - 1);
 	if (pe->shm && pe->shm_seg != c->seg) {
 		/* A new image: the old one's buffers were salvaged when its
 		 * connection closed. */
@@ -997,6 +1075,7 @@ int proc_apply(proc_tree *pt, proc_conn *c, const wire_msg *m, int64_t now_ns)
 	}
 	if (!c->pe)
 		return -EPROTO;
+	conn_sync(c);
 	(void)now_ns;
 	seen(c->pe, m->ts);
 	switch (m->type) {
@@ -1059,6 +1138,7 @@ void proc_conn_closed(proc_tree *pt, proc_conn *c, int64_t now_ns)
 	proc_conn_drop_fds(c);
 	if (!pe)
 		return;
+	conn_sync(c);
 	conn_salvage(pt, c);
 	pe->conns--;
 	seen(pe, now_ns);
@@ -1101,7 +1181,9 @@ void proc_conn_handover(proc_conn *from, proc_conn *to)
 	to->exec_path = from->exec_path;
 	to->exec_argv = from->exec_argv;
 	to->exec_argc = from->exec_argc;
+	conn_sync(from);
 	to->seg = from->seg;
+	to->seg_shift = from->seg_shift;
 	from->pe->conns--;
 	from->pe = NULL;
 }

@@ -317,6 +317,165 @@ static void reuse_permute(int *facts, int k)
 	}
 }
 
+/*
+ * A fork child that speaks (its own HELLO with FT_HELLO_FORKED, an event
+ * chunk, EXEC) on one stream, the image it exec'd (HELLO, a module, an
+ * event chunk, EXIT) on another, the parent's FORK and WAIT on a third:
+ * every interleaving gives one process with the fork child's image first
+ * and the exec'd image second, each with its own chunks and module, even
+ * when an image learnt late is put in front of those already known.
+ */
+enum img_fact { I_FORK, I_F_HELLO, I_F_EVENTS, I_F_EXEC, I_X_HELLO, I_X_MODULE, I_X_EVENTS,
+		I_X_EXIT, I_WAIT, I_N };
+
+static bool img_order_ok(const int *pos)
+{
+	return pos[I_FORK] < pos[I_WAIT] && pos[I_F_HELLO] < pos[I_F_EVENTS] &&
+	       pos[I_F_EVENTS] < pos[I_F_EXEC] && pos[I_X_HELLO] < pos[I_X_MODULE] &&
+	       pos[I_X_MODULE] < pos[I_X_EVENTS] && pos[I_X_EVENTS] < pos[I_X_EXIT];
+}
+
+static int img_runs;
+
+static void img_run(const int *order)
+{
+	model_trace *t = model_new();
+	proc_tree *pt = proc_tree_new(t);
+	proc_conn root_c, f_c, x_c;
+	const char *argv[] = {"root", NULL};
+	static const char *const names[I_N] = {"FORK", "F_HELLO", "F_EVENTS", "F_EXEC",
+					       "X_HELLO", "X_MODULE", "X_EVENTS", "X_EXIT",
+					       "WAIT"};
+	char desc[160];
+	size_t len = 0;
+
+	img_runs++;
+	for (int i = 0; i < I_N; i++)
+		len += (size_t)snprintf(desc + len, sizeof(desc) - len, " %s", names[order[i]]);
+	memset(&root_c, 0, sizeof(root_c));
+	memset(&f_c, 0, sizeof(f_c));
+	memset(&x_c, 0, sizeof(x_c));
+	proc_add_root(pt, ROOT, argv, "/bin/root", T0);
+	wire_msg rh = hello(ROOT, getpid(), 11, T0 + 1, 0);
+	proc_apply(pt, &root_c, &rh, T0 + 1);
+	for (int i = 0; i < I_N; i++) {
+		wire_msg m;
+
+		switch (order[i]) {
+		case I_FORK:
+			m = msg(FT_MSG_FORK, T0 + 10, ROOT);
+			m.child = CHILD;
+			m.kind = FT_SPAWN_FORK;
+			m.present |= (1ull << FT_K_CHILD) | (1ull << FT_K_KIND);
+			proc_apply(pt, &root_c, &m, T0 + 100);
+			break;
+		case I_F_HELLO:
+			m = hello(CHILD, ROOT, 777, T0 + 12, FT_HELLO_FORKED);
+			proc_apply(pt, &f_c, &m, T0 + 100);
+			break;
+		case I_F_EVENTS:
+		case I_X_EVENTS:
+			m = msg(FT_MSG_EVENTS, order[i] == I_F_EVENTS ? T0 + 13 : T0 + 25, CHILD);
+			m.data.ptr = order[i] == I_F_EVENTS ? "F" : "X";
+			m.data.len = 1;
+			m.present |= (1ull << FT_K_SLOT) | (1ull << FT_K_OFFSET) | (1ull << FT_K_DATA);
+			proc_apply(pt, order[i] == I_F_EVENTS ? &f_c : &x_c, &m, T0 + 100);
+			break;
+		case I_F_EXEC:
+			m = msg(FT_MSG_EXEC, T0 + 14, CHILD);
+			m.path.ptr = "/bin/x";
+			m.path.len = 6;
+			m.present |= 1ull << FT_K_PATH;
+			proc_apply(pt, &f_c, &m, T0 + 100);
+			proc_conn_closed(pt, &f_c, T0 + 100);
+			break;
+		case I_X_HELLO:
+			m = hello(CHILD, ROOT, 777, T0 + 20, 0);
+			m.exe.ptr = "/bin/x";
+			m.exe.len = 6;
+			m.exec_ts = T0 + 14;
+			m.present |= (1ull << FT_K_EXE) | (1ull << FT_K_EXEC_TS);
+			proc_apply(pt, &x_c, &m, T0 + 100);
+			break;
+		case I_X_MODULE:
+			m = msg(FT_MSG_MODULE, T0 + 21, CHILD);
+			m.path.ptr = "/bin/x";
+			m.path.len = 6;
+			m.lo = 0x1000;
+			m.hi = 0x2000;
+			m.present |= (1ull << FT_K_PATH) | (1ull << FT_K_LO) | (1ull << FT_K_HI);
+			proc_apply(pt, &x_c, &m, T0 + 100);
+			break;
+		case I_X_EXIT:
+			m = msg(FT_MSG_EXIT, T0 + 30, CHILD);
+			m.code = 4;
+			m.present |= 1ull << FT_K_CODE;
+			proc_apply(pt, &x_c, &m, T0 + 100);
+			proc_conn_closed(pt, &x_c, T0 + 100);
+			break;
+		case I_WAIT:
+			m = msg(FT_MSG_WAIT, T0 + 40, ROOT);
+			m.child = CHILD;
+			m.status = 4 << 8;
+			m.present |= (1ull << FT_K_CHILD) | (1ull << FT_K_STATUS);
+			proc_apply(pt, &root_c, &m, T0 + 100);
+			break;
+		}
+	}
+	proc_conn_closed(pt, &root_c, T0 + 60);
+	proc_reaped(pt, ROOT, 0, T0 + 60);
+	proc_finish(pt, T0 + 200, true);
+
+	model_process *ch = NULL;
+	CHECK(t->nprocs == 2, "images%s: %zu processes", desc, t->nprocs);
+	for (size_t i = 0; i < t->nprocs; i++)
+		if (t->procs[i]->pid == CHILD)
+			ch = t->procs[i];
+	CHECK(ch && ch->nsegs == 2, "images%s: %zu images", desc, ch ? ch->nsegs : 0);
+	if (ch && ch->nsegs == 2) {
+		CHECK(ch->segs[0].instrumented && ch->segs[0].nmods == 0,
+		      "images%s: the fork image", desc);
+		CHECK(ch->segs[1].exe && strcmp(ch->segs[1].exe, "/bin/x") == 0 &&
+			  ch->segs[1].nmods == 1,
+		      "images%s: the exec'd image has exe %s, %zu modules", desc,
+		      ch->segs[1].exe ? ch->segs[1].exe : "(null)", ch->segs[1].nmods);
+		CHECK(ch->segs[1].start_ns == T0 + 14, "images%s: exec'd image starts at %lld",
+		      desc, (long long)ch->segs[1].start_ns);
+		CHECK(ch->exit_kind == MODEL_EXIT_CODE && ch->exit_value == 4 && ch->parent,
+		      "images%s: exit or parent", desc);
+		model_thread *th = model_find_thread(ch, CHILD);
+		int nchunks = 0;
+		for (model_chunk *c = th ? th->chunks : NULL; c; c = c->next, nchunks++)
+			CHECK(c->seg == (c->data[0] == 'F' ? 0u : 1u),
+			      "images%s: chunk %c recorded by image %u", desc, c->data[0], c->seg);
+		CHECK(nchunks == 2, "images%s: %d chunks", desc, nchunks);
+	}
+	proc_tree_free(pt);
+	model_free(t);
+}
+
+static void img_permute(int *facts, int k)
+{
+	if (k == I_N) {
+		int pos[I_N];
+
+		for (int i = 0; i < I_N; i++)
+			pos[facts[i]] = i;
+		if (img_order_ok(pos))
+			img_run(facts);
+		return;
+	}
+	for (int i = k; i < I_N; i++) {
+		int tmp = facts[k];
+
+		facts[k] = facts[i];
+		facts[i] = tmp;
+		img_permute(facts, k + 1);
+		facts[i] = facts[k];
+		facts[k] = tmp;
+	}
+}
+
 int main(void)
 {
 	const int64_t self = getpid();
@@ -349,6 +508,12 @@ int main(void)
 	}
 	int reuse[R_N] = {R_FORK_A, R_REAP_A, R_FORK_B, R_HELLO_B, R_EXIT_B, R_REAP_B};
 	reuse_permute(reuse, 0);
+	int img[I_N];
+	for (int i = 0; i < I_N; i++)
+		img[i] = i;
+	img_permute(img, 0);
+	if (img_runs == 0)
+		failures++;
 	if (failures)
 		fprintf(stderr, "%d checks failed\n", failures);
 	return failures ? 1 : 0;
