@@ -295,6 +295,7 @@ typedef struct out_file {
 	bool open;
 	bool in_place;    /* written as it is: FIFO, device, stdout */
 	bool anon;        /* fd is an O_TMPFILE file, nameless until commit */
+	bool kept_tmp;    /* kept is the temporary file itself */
 } out_file;
 
 /* Opens the output at path (what names it in messages: "report").
@@ -312,6 +313,10 @@ int out_file_name(out_file *rf);
  * data, when it is whole somewhere else (the directory moved or turned
  * read-only), is kept, and out_file_abort says where. */
 int out_file_commit(out_file *rf);
+/* After the output failed (a full disk, a closed pipe): writer(ctx, fd)
+ * writes it again into a new file in $TMPDIR, which out_file_abort then
+ * names. Returns 0, or a negative errno (nothing is left). */
+int out_file_fallback(out_file *rf, int (*writer)(void *ctx, int fd), void *ctx);
 /* Closes and removes the temporary file, if any; says where the data of
  * a failed commit is kept. No-op on a zero-initialized out_file. */
 void out_file_abort(out_file *rf);

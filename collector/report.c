@@ -582,8 +582,10 @@ int out_file_commit(out_file *rf)
 	if (cur >= 0)
 		close(cur);
 	if (err < 0 && rf->kept[0] == '\0') {
-		if (!rf->anon && rf->tmpname[0] != '\0')
+		if (!rf->anon && rf->tmpname[0] != '\0') {
 			set_kept(rf, rf->dirfd, rf->tmpname);
+			rf->kept_tmp = rf->kept[0] != '\0';
+		}
 		else if (rf->anon)
 			keep_copy(rf);
 	}
@@ -604,14 +606,43 @@ void out_file_abort(out_file *rf)
 	if (rf->kept[0] != '\0')
 		fprintf(stderr, "forktrace: the complete %s is in '%s'\n", rf->what,
 			cli_esc(rf->kept));
-	else if (rf->tmpname[0] != '\0')
+	if (!rf->kept_tmp && rf->tmpname[0] != '\0')
 		unlinkat(rf->dirfd, rf->tmpname, 0);
 	if (rf->dirfd >= 0)
 		close(rf->dirfd);
 	rf->dirfd = -1;
 	tmp_clear(rf);
 	rf->kept[0] = '\0';
+	rf->kept_tmp = false;
 	rf->open = false;
+}
+
+int out_file_fallback(out_file *rf, int (*writer)(void *ctx, int fd), void *ctx)
+{
+	const char *tmpdir = getenv("TMPDIR");
+	const char *name = rf->name[0] != '\0' ? rf->name : rf->what;
+	char path[PATH_MAX];
+	int fd, err, n;
+
+	if (!rf->open || rf->kept[0] != '\0')
+		return -EINVAL;
+	if (tmpdir == NULL || *tmpdir == '\0')
+		tmpdir = "/tmp";
+	n = snprintf(path, sizeof(path), "%s/forktrace-XXXXXX-%s", tmpdir, name);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = mkostemps(path, (int)strlen(name) + 1, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = writer(ctx, fd);
+	if (close(fd) < 0 && err == 0)
+		err = -errno;
+	if (err < 0) {
+		unlink(path);
+		return err;
+	}
+	snprintf(rf->kept, sizeof(rf->kept), "%s", path);
+	return 0;
 }
 
 void out_spool_error(int err)

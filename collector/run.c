@@ -698,6 +698,23 @@ static int spawn_root(run_state *rs, const char *path, char **env)
 	return -rc;
 }
 
+/* out_file_fallback's writers: the trace and the report of the run
+ * again, into fd. */
+static int write_trace_fd(void *ctx, int fd)
+{
+	run_state *rs = ctx;
+	merge_opts mo = { .gzip_level = rs->o.gzip_level };
+
+	return merge_write(rs->model, fd, merge_format_for_path(rs->o.output), &mo, NULL);
+}
+
+static int write_report_fd(void *ctx, int fd)
+{
+	run_state *rs = ctx;
+
+	return report_write_model(rs->model, fd, &rs->o.ro, NULL);
+}
+
 int run_main(int argc, char **argv)
 {
 	run_state *rs = calloc(1, sizeof(*rs));
@@ -909,6 +926,8 @@ int run_main(int argc, char **argv)
 	if (rc < 0) {
 		fprintf(stderr, "forktrace: cannot write the trace to '%s': %s\n", rs->o.output,
 			strerror(-rc));
+		/* The model is still here: the trace need not be lost. */
+		out_file_fallback(&rs->out, write_trace_fd, rs);
 		out_file_abort(&rs->out);
 		if (code == 0)
 			code = 1;
@@ -923,6 +942,8 @@ int run_main(int argc, char **argv)
 		if (rrc < 0) {
 			fprintf(stderr, "forktrace: cannot write the report to '%s': %s\n",
 				rs->o.report, strerror(-rrc));
+			out_file_fallback(&rs->rep, write_report_fd, rs);
+			out_file_abort(&rs->rep);
 			if (code == 0)
 				code = 1;
 		} else if (!rs->o.quiet) {

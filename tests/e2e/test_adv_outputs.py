@@ -104,7 +104,8 @@ def test_arena_full_tmpdir(t):
 def test_full_disk_outputs(t):
     """Every output format on a full disk: exit 1, a message naming the
     file and ENOSPC, no temporary file left. HDF5 died of SIGSEGV (exit
-    139) in libhdf5's atexit handler after its failed close."""
+    139) in libhdf5's atexit handler after its failed close. run, which
+    still holds the trace, writes it to $TMPDIR and says where."""
     src = t.run(loop_cmd(), out="src.json", expect_rc=0).out_path
     for leave in (0, 4096, 65536):
         with small_tmpfs(t.path(f"full{leave}")) as d:
@@ -123,13 +124,33 @@ def test_full_disk_outputs(t):
                 ("combine -o .h5", ["combine", "-q", src, "-o", f"{d}/c.h5"], f"{d}/c.h5"),
                 ("report", ["report", "-q", src, "-o", f"{d}/r2.html"], f"{d}/r2.html"),
             ]
+            keep = t.subdir(f"keep{leave}")
+            env = dict(os.environ, TMPDIR=keep)
             for what, args, path in cases:
                 if leave > 4096 and not path.endswith((".json", ".h5")):
                     continue  # they fit in 64 KB: they fail with no room only
-                res = t.forktrace(args)
+                res = t.forktrace(args, env=env)
                 check_full_disk_error(res, path, f"{what} (free: {leave} bytes)")
                 left = sorted(set(os.listdir(d)) - {os.path.basename(filler)})
                 check(not left, f"{what}: files left on the full disk: {left}")
+                # run still has the trace: it is written to $TMPDIR instead.
+                kept = [f for f in os.listdir(keep) if f.endswith("-" + os.path.basename(path))]
+                if args[0] != "run":
+                    check(not kept, f"{what}: files in $TMPDIR: {kept}")
+                    continue
+                check(len(kept) == 1 and os.path.join(keep, kept[0]) in res.err,
+                      f"{what}: the trace is not kept in $TMPDIR, or not named: {kept}\n"
+                      f"  {res.describe()}")
+                kept = os.path.join(keep, kept.pop())
+                if path.endswith(".h5"):
+                    with open(kept, "rb") as f:
+                        check(f.read(8) == b"\x89HDF\r\n\x1a\n", f"{kept} is no HDF5 file")
+                elif path.endswith(".html"):
+                    with open(kept, "rb") as f:
+                        check(f.read().rstrip().endswith(b"</html>"), f"{kept} is cut short")
+                else:
+                    check_trace_file(kept, what)
+                os.unlink(kept)
 
 
 def check_trace_file(path, what):
