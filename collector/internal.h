@@ -203,6 +203,15 @@ ptab *ptab_open_salvage(int fd, int jfd, proc_tree *pt, int *err, size_t *bad);
 void ptab_set_journal(ptab *t, int (*open_journal)(void *ctx), void *ctx);
 /* The table's file (not the link beside the socket), or NULL. */
 const char *ptab_file(const ptab *t);
+/* Removes what runs of this user whose collector is provably dead (its
+ * socket refuses connections and the kernel cleared its table's liveness
+ * word) left: their socket directories forktrace-XXXXXX in tmpdir (never
+ * own, the caller's, if not NULL) and their tables in /dev/shm. The slots of such a
+ * table that still hold frames are first appended to the journal of the
+ * run's spill directory (the socket directory's "spill" link), so that
+ * `forktrace combine` still recovers them; a table whose journal cannot
+ * take them stays. Returns how many directories were removed. */
+size_t ptab_clean_stale(const char *tmpdir, const char *own);
 /* The latest frame time a salvaged table held (0 before any). */
 int64_t ptab_last_ts(const ptab *t);
 /* Removes the file (not a salvaged one); NULL: no-op. */

@@ -91,6 +91,8 @@ typedef struct run_state {
 	char sock_path[PATH_MAX];
 	char spill_dir[PATH_MAX]; /* OUTPUT.spill, absolute; "" if unknown */
 	spill_run sr;             /* what the run made and merged there */
+	char spill_link[PATH_MAX + 8]; /* SOCK_DIR/spill -> spill_dir, or "" */
+	size_t stale_removed;     /* leftovers of killed runs removed */
 	out_file out; /* the trace */
 	out_file rep; /* the report, with --report */
 } run_state;
@@ -423,12 +425,19 @@ static int open_output(run_state *rs)
 			     merge_format_for_path(rs->o.output) == TRACE_FORMAT_H5);
 }
 
-static int make_socket_dir(run_state *rs)
+/* Where the socket directory goes: $TMPDIR when its path is short
+ * enough for the socket's, else /tmp. */
+static const char *sock_tmp(void)
 {
 	const char *tmp = getenv("TMPDIR");
 
-	if (!tmp || !*tmp || strlen(tmp) > 60)
-		tmp = "/tmp";
+	return !tmp || !*tmp || strlen(tmp) > 60 ? "/tmp" : tmp;
+}
+
+static int make_socket_dir(run_state *rs)
+{
+	const char *tmp = sock_tmp();
+
 	snprintf(rs->sock_dir, sizeof(rs->sock_dir), "%s/forktrace-XXXXXX", tmp);
 	/* mkdtemp makes it 0700. Others may pass through it (not list it):
 	 * a process of the tree that gives up our uid (a daemon dropping
@@ -452,6 +461,8 @@ static void remove_socket_dir(run_state *rs)
 	if (!rs->sock_dir[0])
 		return;
 	unlink(rs->sock_path);
+	if (rs->spill_link[0])
+		unlink(rs->spill_link);
 	rmdir(rs->sock_dir);
 }
 
@@ -767,6 +778,10 @@ int run_main(int argc, char **argv)
 			setenv(FT_ENV_SPILL_DIR, dir, 1);
 		}
 		free(n >= 0 ? dir : NULL);
+		/* What runs that were killed left goes first, their tables'
+		 * last frames to their spill directories: one of them may be
+		 * ours, which the check then finds holding them. */
+		rs->stale_removed = ptab_clean_stale(sock_tmp(), NULL);
 		if (rs->spill_dir[0] && spill_run_check(rs->spill_dir) < 0)
 			goto out_unlink_tmp;
 	}
@@ -855,6 +870,13 @@ int run_main(int argc, char **argv)
 		rsig_add_temp(p, false);
 		snprintf(p, sizeof(p), "%s/%s", rs->spill_dir, FT_TABLE_NAME);
 		rsig_add_temp(p, false);
+		/* Should this run die, the next one finds its spill directory
+		 * from here (ptab_clean_stale). */
+		snprintf(rs->spill_link, sizeof(rs->spill_link), "%s/spill", rs->sock_dir);
+		if (symlink(rs->spill_dir, rs->spill_link) == 0)
+			rsig_add_temp(rs->spill_link, false);
+		else
+			rs->spill_link[0] = '\0';
 	}
 	uv_timer_init(&rs->loop, &rs->table_timer);
 	rs->table_timer.data = rs;
@@ -975,6 +997,10 @@ int run_main(int argc, char **argv)
 				"that does not parse (a program wrote over its buffer?); their events "
 				"from there on are missing\n",
 			(unsigned long long)ms.corrupt_chunks);
+	if (!rs->o.quiet && rs->stale_removed)
+		fprintf(stderr, "forktrace: removed %zu director%s left by forktrace runs that were "
+				"killed (what their processes wrote went to their spill directories)\n",
+			rs->stale_removed, rs->stale_removed == 1 ? "y" : "ies");
 	if (!rs->o.quiet && rc == 0 && sr->nread)
 		fprintf(stderr, "forktrace: merged %zu spill file%s of processes that could not "
 				"reach forktrace\n",

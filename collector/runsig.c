@@ -49,9 +49,10 @@ enum { PHASE_SETUP, PHASE_RUNNING, PHASE_WAITING };
 static const int handled[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT,
 			       SIGUSR1, SIGUSR2 };
 #define NHANDLED (sizeof(handled) / sizeof(handled[0]))
-/* The output and report temporaries, the socket directory and socket, the
- * table, its directory and link, the spill directory, its journal and link. */
-#define RSIG_MAX_TEMPS 12
+/* The output and report temporaries, the socket directory, socket and
+ * spill link, the table, its directory and link, the spill directory, its
+ * journal and link. */
+#define RSIG_MAX_TEMPS 13
 /* Two receipts of one signal from one sender this close are one event:
  * timeout(1) sends to forktrace and then to its group, a terminal hangup
  * comes from the kernel and again from the shell. */

@@ -17,6 +17,7 @@
  * the agents, `ready` slots at a time: an agent never takes a slot whose
  * page the file system could fail to provide.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -27,11 +28,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "spill.h"
 
 /* Slots allocated ahead of the agents: how many a fork storm may take
  * between two reads before some images fall back to connecting. */
@@ -101,6 +107,7 @@ struct ptab {
  * frames (docs/TRACE_FORMAT.md, "Spill files"). */
 #define PTAB_JOURNAL_MAGIC 0x524a5446u /* "FTJR" */
 #define PTAB_JOURNAL_BUF (64u * 1024u)
+
 
 struct ptab_jrec {
 	uint32_t magic;
@@ -237,6 +244,8 @@ ptab *ptab_create(const char *sock_dir, proc_tree *pt)
 	t->hdr->slot_size = t->slot_size;
 	t->hdr->capacity = t->capacity;
 	t->hdr->version = FT_TABLE_VERSION;
+	if (strlen(sock_dir) < FT_TABLE_OWNER_SIZE)
+		memcpy(t->map + FT_TABLE_OWNER_OFFSET, sock_dir, strlen(sock_dir) + 1);
 	/* Without it the agents would take the table for an orphan. */
 	if (hold_alive(t) != 0)
 		goto fail;
@@ -806,4 +815,249 @@ void ptab_temp_paths(const ptab *t, const char **file, const char **link, const 
 	*file = t && t->fd >= 0 ? t->file : "";
 	*link = t ? t->link : "";
 	*dir = t ? t->shmdir : "";
+}
+
+/*
+ * Leftovers of runs whose collector died (item: a SIGKILLed forktrace
+ * leaves its socket directory in TMPDIR and, off tmpfs, a table of
+ * 4 MiB and more in /dev/shm, for good).
+ */
+
+/* Is name "forktrace-" and six more characters (mkdtemp's)? */
+static bool stale_name(const char *name)
+{
+	return strncmp(name, "forktrace-", 10) == 0 && strlen(name) == 16;
+}
+
+/* Opens dir/name (a directory of this user that only it may write, not
+ * a link), or -1. */
+static int stale_open_dir(int dir, const char *name)
+{
+	struct stat st;
+	int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* The table open as fd: this user's, and the liveness word has no holder
+ * (its collector died, or ended without removing it). died: the kernel
+ * marked the death itself (FUTEX_OWNER_DIED). */
+static bool stale_table(int fd, bool *died, struct ft_table_header *h)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    pread(fd, h, sizeof(*h), 0) != (ssize_t)sizeof(*h) || h->magic != FT_TABLE_MAGIC ||
+	    h->version != FT_TABLE_VERSION || h->slot_size != FT_TABLE_SLOT_SIZE)
+		return false;
+	*died = (h->alive & 0x40000000u) != 0; /* FUTEX_OWNER_DIED */
+	return (h->alive & FT_TABLE_ALIVE_TID_MASK) == 0;
+}
+
+/*
+ * Appends every slot of the dead run's table that still holds frames to
+ * the journal of its spill directory (named by the socket directory's
+ * "spill" link; made, with the journal, if the run had not needed it
+ * yet): they are all that is left of the processes that were running
+ * when the collector died. Returns 0, or -1 when the journal cannot take
+ * them (then the table stays).
+ */
+static int stale_keep(int tfd, const struct ft_table_header *h, int sockdir)
+{
+	char spill[PATH_MAX];
+	ssize_t n = readlinkat(sockdir, "spill", spill, sizeof(spill) - 1);
+	unsigned char slot[FT_TABLE_SLOT_SIZE];
+	const struct ft_table_slot *s = (const void *)slot;
+	uint32_t count = h->claimed < h->ready ? h->claimed : h->ready;
+	struct stat st;
+	int dfd = -1, jfd = -1, rc = 0;
+
+	if (n <= 0)
+		return 0; /* the run had no spill directory: nothing reads it */
+	spill[n] = '\0';
+	if (count > h->capacity)
+		count = h->capacity;
+	for (uint32_t i = 0; i < count && rc == 0; i++) {
+		off_t off = (off_t)FT_TABLE_SLOTS_OFFSET + (off_t)i * FT_TABLE_SLOT_SIZE;
+		struct ptab_jrec r = {PTAB_JOURNAL_MAGIC, i, 0};
+		struct iovec v[2];
+
+		if (pread(tfd, slot, sizeof(slot), off) != (ssize_t)sizeof(slot) || !s->committed)
+			continue;
+		if (jfd < 0) {
+			/* The output's directory is gone: nobody will recover
+			 * into it. */
+			if (mkdir(spill, 0700) < 0 && errno != EEXIST)
+				return errno == ENOENT ? 0 : -1;
+			dfd = open(spill, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (dfd < 0 || fstat(dfd, &st) < 0 || st.st_uid != geteuid() ||
+			    (st.st_mode & 077)) {
+				if (dfd >= 0)
+					close(dfd);
+				return -1;
+			}
+			jfd = openat(dfd, SPILL_JOURNAL_NAME,
+				     O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+			if (jfd < 0) {
+				close(dfd);
+				return -1;
+			}
+		}
+		r.len = s->committed < sizeof(slot) - sizeof(*s) ? s->committed
+								 : (uint32_t)(sizeof(slot) - sizeof(*s));
+		v[0] = (struct iovec){&r, sizeof(r)};
+		v[1] = (struct iovec){slot + sizeof(*s), r.len};
+		if (writev(jfd, v, 2) != (ssize_t)(sizeof(r) + r.len))
+			rc = -1;
+	}
+	if (jfd < 0)
+		return 0; /* nothing left in it */
+	/* The journal has it all now: the link would name a table that is
+	 * about to go. */
+	if (rc == 0)
+		unlinkat(dfd, FT_TABLE_NAME, 0);
+	close(jfd);
+	close(dfd);
+	return rc;
+}
+
+/* Removes the table file a socket directory's link names, with its
+ * private /dev/shm directory, if it is one of ours. */
+static void stale_remove_shm(const char *file)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(file, '/');
+
+	if (strncmp(file, "/dev/shm/", 9) != 0 || !slash ||
+	    strcmp(slash + 1, FT_TABLE_NAME) != 0 || (size_t)(slash - file) >= sizeof(dir))
+		return;
+	memcpy(dir, file, (size_t)(slash - file));
+	dir[slash - file] = '\0';
+	if (!stale_name(dir + 9))
+		return;
+	unlink(file);
+	rmdir(dir);
+}
+
+/* One socket directory tmp/name: removed if its collector is provably
+ * dead, after its table's live slots went to the run's journal. */
+static bool stale_sockdir(int tmp, const char *tmpdir, const char *name)
+{
+	char sock[PATH_MAX], link[PATH_MAX];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct ft_table_header h;
+	bool died = false, dead;
+	int d, s, tfd, err, terr;
+	ssize_t n;
+
+	d = stale_open_dir(tmp, name);
+	if (d < 0)
+		return false;
+	/* Its table's liveness word has no holder (a live collector's
+	 * holds its thread id: no need to go further)... */
+	tfd = openat(d, FT_TABLE_NAME, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	terr = tfd < 0 ? errno : 0;
+	dead = tfd >= 0 && stale_table(tfd, &died, &h);
+	if (tfd >= 0 && !dead)
+		goto keep;
+	/* ... and its socket refuses connections: a live collector of any
+	 * version listens. */
+	if ((size_t)snprintf(sock, sizeof(sock), "%s/%s/collector.sock", tmpdir, name) >=
+	    sizeof(sa.sun_path))
+		goto keep;
+	memcpy(sa.sun_path, sock, strlen(sock) + 1);
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		goto keep;
+	err = connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? errno : 0;
+	close(s);
+	if (err != ECONNREFUSED && err != ENOENT)
+		goto keep;
+	if (tfd < 0) {
+		/* A run without a table (killed before it made one) holds
+		 * nothing: taken once it is a minute old, a run starting now
+		 * looks the same. */
+		struct stat st;
+
+		if (terr != ENOENT || fstat(d, &st) < 0 || time(NULL) - st.st_mtime < 60)
+			goto keep;
+	} else if (err != ECONNREFUSED || stale_keep(tfd, &h, d) < 0) {
+		goto keep;
+	}
+	if (tfd >= 0)
+		close(tfd);
+	tfd = -1;
+	n = readlinkat(d, FT_TABLE_NAME, link, sizeof(link) - 1);
+	if (n > 0) {
+		link[n] = '\0';
+		stale_remove_shm(link);
+	}
+	unlinkat(d, FT_TABLE_NAME, 0);
+	unlinkat(d, "spill", 0);
+	unlinkat(d, "collector.sock", 0);
+	close(d);
+	return unlinkat(tmp, name, AT_REMOVEDIR) == 0;
+keep:
+	if (tfd >= 0)
+		close(tfd);
+	close(d);
+	return false;
+}
+
+/* A /dev/shm/forktrace-XXXXXX whose table the kernel marked: its
+ * collector died. Taken only once its socket directory (named in the
+ * header) is gone: the cleaning of that one, by a run with its TMPDIR,
+ * saves the table's last frames first. */
+static bool stale_shmdir(int shm, const char *name)
+{
+	char owner[FT_TABLE_OWNER_SIZE];
+	struct ft_table_header h;
+	struct stat st;
+	bool died = false;
+	int d = stale_open_dir(shm, name), tfd;
+
+	if (d < 0)
+		return false;
+	tfd = openat(d, FT_TABLE_NAME, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	if (tfd < 0 || !stale_table(tfd, &died, &h) || !died ||
+	    pread(tfd, owner, sizeof(owner), FT_TABLE_OWNER_OFFSET) != (ssize_t)sizeof(owner) ||
+	    !memchr(owner, '\0', sizeof(owner)) || owner[0] != '/' ||
+	    lstat(owner, &st) == 0 || errno != ENOENT) {
+		if (tfd >= 0)
+			close(tfd);
+		close(d);
+		return false;
+	}
+	close(tfd);
+	unlinkat(d, FT_TABLE_NAME, 0);
+	close(d);
+	return unlinkat(shm, name, AT_REMOVEDIR) == 0;
+}
+
+size_t ptab_clean_stale(const char *tmpdir, const char *own)
+{
+	const char *own_name = own ? strrchr(own, '/') : NULL;
+	size_t removed = 0;
+	struct dirent *de;
+	DIR *dir;
+
+	own_name = own_name ? own_name + 1 : own ? own : "";
+	dir = opendir(tmpdir);
+	while (dir && (de = readdir(dir)) != NULL)
+		if (stale_name(de->d_name) && strcmp(de->d_name, own_name) != 0 &&
+		    (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN))
+			removed += stale_sockdir(dirfd(dir), tmpdir, de->d_name);
+	if (dir)
+		closedir(dir);
+	dir = opendir("/dev/shm");
+	while (dir && (de = readdir(dir)) != NULL)
+		if (stale_name(de->d_name) && (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN))
+			removed += stale_shmdir(dirfd(dir), de->d_name);
+	if (dir)
+		closedir(dir);
+	return removed;
 }

@@ -305,6 +305,13 @@ struct ft_table_header {
  * link names the file, and `forktrace combine` reads its slots.
  */
 #define FT_TABLE_ALIVE_TID_MASK 0x3fffffffu
+/* Offsets 64 to 511 of the header page are the collector's: the path of
+ * its socket directory, '\0'-terminated, so that a later run that finds
+ * the table in /dev/shm after a crash knows whether that directory (and
+ * the cleaning that saves the table's last frames) is still to come.
+ * Agents neither read nor write it. */
+#define FT_TABLE_OWNER_OFFSET 64u
+#define FT_TABLE_OWNER_SIZE 448u
 
 struct ft_table_slot {
 	uint32_t committed; /* bytes of whole frames after this header (atomic) */

@@ -207,6 +207,29 @@ def collector_killed_recovery(ctx):
         ft.assert_parent(tr.by_host_pid[pid][0], root, tr)
 
 
+def kill_run_midway(ctx, env, nbefore=30, nlong=4, nafter=20):
+    """`forktrace run -- spill_tree crash ...` in ctx.dir with env;
+    forktrace is SIGKILLed between the program's phases, and the program
+    runs to its end. Returns the program's list of (pid, phase)."""
+    started = ctx.start(ctx.run_args([prog("spill_tree"), "crash", str(nbefore), str(nlong),
+                                      str(nafter), ctx.dir]), env=env)
+    wait_until(lambda: os.path.exists(ctx.path("ready")), "the program's first phase")
+    os.kill(started[0].pid, signal.SIGKILL)
+    started[0].wait()
+    open(ctx.path("go"), "w").close()
+    wait_until(lambda: os.path.exists(ctx.path("pids")), "the program's end")
+    pids = read_pids(ctx.path("pids"))
+
+    def gone():
+        try:
+            os.kill(pids[0][0], 0)
+            return False
+        except ProcessLookupError:
+            return True
+    wait_until(gone, "the program to exit")
+    return pids
+
+
 def agent_path():
     return os.path.join(os.path.dirname(ft.forktrace_bin()), "libforktrace-agent.so")
 
@@ -310,6 +333,56 @@ def combine_foreign_spill_warned(ctx):
           f"combine did not name the file and its owner: {res.err!r}")
     tr = ft.load_trace(ctx.path("out.json"))
     check(len(tr.find(argv_has="child-short")) == 1, f"the file was not read:\n{tr.dump()}")
+
+
+@test
+def stale_cleaned(ctx):
+    """A run whose forktrace was SIGKILLed left its socket directory in
+    TMPDIR and its process table in /dev/shm (4 MiB and more of memory,
+    for good). The next run removes them, never those of a run still
+    going, and what the table held of the processes that were running
+    goes to the killed run's spill directory first: combine still
+    recovers every process."""
+    tmp = tempfile.mkdtemp(prefix="ft-stale-", dir="/tmp")
+    try:
+        stale_cleaned_in(ctx, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def stale_cleaned_in(ctx, tmp):
+    env = dict(os.environ, TMPDIR=tmp)
+    pids = kill_run_midway(ctx, env)
+    (stale,) = os.listdir(tmp)
+    table = os.path.join(tmp, stale, "table")
+    shm = os.path.dirname(os.path.realpath(table)) if os.path.islink(table) else None
+    # The next run removes them as it starts...
+    other = ctx.subdir("other")
+    live = ctx.start(ctx.run_args([prog("spill_tree"), "crash", "0", "1", "0", other],
+                                  out="live.json"), env=env)
+    wait_until(lambda: os.path.exists(os.path.join(other, "ready")), "the live run")
+    live_dirs = os.listdir(tmp)
+    check(stale not in live_dirs and len(live_dirs) == 1,
+          f"socket directories while the next run goes on: {live_dirs} (the stale one: {stale})")
+    if shm:
+        check(not os.path.exists(shm), f"{shm} is left")
+    # ... and a run starting while it goes on leaves its directory alone.
+    ctx.run(["/bin/true"], out="next.json", env=env, expect_rc=0, leftovers_ok=True)
+    check(os.listdir(tmp) == live_dirs,
+          f"TMPDIR after a run beside the live one: {os.listdir(tmp)}, expected {live_dirs}")
+    open(os.path.join(other, "go"), "w").close()
+    live_res = ctx.finish(live)
+    check("left by forktrace runs that were killed" in live_res.err,
+          f"the run did not say what it removed: {live_res.err!r}")
+    ctx.load(live_res, out="live.json", expect_rc=0)
+    check(len(live_res.trace.all()) == 2, f"the live run's trace:\n{live_res.trace.dump()}")
+    check(os.listdir(tmp) == [], f"left in TMPDIR: {os.listdir(tmp)}")
+    # The killed run's processes are all still recoverable.
+    res = ctx.forktrace(["combine", ctx.path("trace.json.spill"), "-o", "recovered.json"])
+    check(res.rc == 0, f"combine of the spill directory failed\n  {res.describe()}")
+    tr = ft.load_trace(ctx.path("recovered.json"))
+    missing = [p for p in pids if p[0] not in tr.by_host_pid]
+    check(not missing, f"{len(missing)} of {len(pids)} processes not recovered: {missing[:10]}")
 
 
 if __name__ == "__main__":
