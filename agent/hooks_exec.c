@@ -86,6 +86,40 @@ static const char *agent_exec_handover(char *buf, uint64_t ns, uint64_t ticks,
 	return buf;
 }
 
+/* The real exec call of kind with envp. */
+static int agent_exec_real(unsigned kind, int dirfd, const char *path, char *const argv[],
+			   char *const envp[], int flags)
+{
+	static char *const empty[] = {NULL};
+
+	if (!envp)
+		envp = empty;
+	switch (kind) {
+	case FT_EXEC_EXECVP:
+	case FT_EXEC_EXECVPE:
+	case FT_EXEC_EXECLP: {
+		agent_execvpe_fn f = AGENT_REAL(execvpe);
+
+		return f ? f(path, argv, envp) : (errno = ENOSYS, -1);
+	}
+	case FT_EXEC_FEXECVE: {
+		agent_fexecve_fn f = AGENT_REAL(fexecve);
+
+		return f ? f(dirfd, argv, envp) : (errno = ENOSYS, -1);
+	}
+	case FT_EXEC_EXECVEAT: {
+		agent_execveat_fn f = AGENT_REAL(execveat);
+
+		return f ? f(dirfd, path, argv, envp, flags) : (errno = ENOSYS, -1);
+	}
+	default: {
+		agent_execve_fn f = AGENT_REAL(execve);
+
+		return f ? f(path, argv, envp) : (errno = ENOSYS, -1);
+	}
+	}
+}
+
 /*
  * Under a seccomp filter the new image may not open the table: it
  * inherits our fd on it (agent_env_merge names it in FORKTRACE_TABLE_FD).
@@ -154,33 +188,21 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 	if (agent_t_in_vfork)
 		agent_vfork_note_exec(agent_now(), path, argv);
 
-	switch (kind) {
-	case FT_EXEC_EXECVP:
-	case FT_EXEC_EXECVPE:
-	case FT_EXEC_EXECLP: {
-		agent_execvpe_fn f = AGENT_REAL(execvpe);
-
-		ret = f ? f(path, argv, env.envp) : (errno = ENOSYS, -1);
-		break;
-	}
-	case FT_EXEC_FEXECVE: {
-		agent_fexecve_fn f = AGENT_REAL(fexecve);
-
-		ret = f ? f(dirfd, argv, env.envp) : (errno = ENOSYS, -1);
-		break;
-	}
-	case FT_EXEC_EXECVEAT: {
-		agent_execveat_fn f = AGENT_REAL(execveat);
-
-		ret = f ? f(dirfd, path, argv, env.envp, flags) : (errno = ENOSYS, -1);
-		break;
-	}
-	default: {
-		agent_execve_fn f = AGENT_REAL(execve);
-
-		ret = f ? f(path, argv, env.envp) : (errno = ENOSYS, -1);
-		break;
-	}
+	ret = agent_exec_real(kind, dirfd, path, argv, env.envp, flags);
+	if (ret < 0 && errno == E2BIG && env.envp != envp && !(!envp && !*env.envp)) {
+		/* The agent's variables took the exec past the kernel's limit
+		 * on argv and envp: untraced, it would have run. It runs as
+		 * it would untraced, with the caller's envp, and without the
+		 * agent: the trace shows it from the EXEC record, not
+		 * instrumented. A silent fork child announces it now (a vfork
+		 * child's parent does, from its note). */
+		if (!record && extra && !agent_t_in_vfork && !agent_bypass()) {
+			record = true;
+			agent_emit_exec(kind, kind == FT_EXEC_FEXECVE ? agent_fd_path(dirfd, fdpath, PATH_MAX)
+								      : path,
+					argv);
+		}
+		ret = agent_exec_real(kind, dirfd, path, argv, envp, flags);
 	}
 
 	err = errno;
@@ -367,6 +389,10 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 	agent_env_merge(&env, envp, extra);
 	table_fd = agent_table_fd_pass();
 	ret = f(&child, path, fa, attr, argv, env.envp);
+	/* Past the kernel's limit only with the agent's variables: the
+	 * child runs as it would untraced, without the agent (agent_exec). */
+	if (ret == E2BIG && env.envp != envp)
+		ret = f(&child, path, fa, attr, argv, envp);
 	err = errno;
 	agent_table_fd_unpass(table_fd);
 	agent_env_release(&env);

@@ -363,6 +363,10 @@ static int agent_own_system(const char *cmd, char **envp)
 	posix_spawnattr_setsigdefault(&attr, &def);
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
 	ret = spawn(&pid, agent_shell, NULL, &attr, argv, envp);
+	/* Past the kernel's limit only with the agent's variables: the
+	 * shell runs as it would untraced, without the agent. */
+	if (ret == E2BIG && envp != environ)
+		ret = spawn(&pid, agent_shell, NULL, &attr, argv, environ);
 	posix_spawnattr_destroy(&attr);
 	if (ret == 0) {
 		while (wpid(pid, &status, 0) < 0) {
@@ -512,6 +516,8 @@ static FILE *agent_own_popen(const char *cmd, const char *mode, char **envp, pid
 	agent_unlock();
 	agent_t_guard--;
 	ret = spawn(pidp, agent_shell, &fa, NULL, argv, envp);
+	if (ret == E2BIG && envp != environ) /* as agent_own_system */
+		ret = spawn(pidp, agent_shell, &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	cl(theirs);
 	if (ret != 0) {

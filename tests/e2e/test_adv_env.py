@@ -248,5 +248,33 @@ def test_env_spill_kept(t):
           f"no spill file of the child {pid} in trace.json.spill: {spills}")
 
 
+def check_e2big(t, how):
+    """An exec whose argv and environment come within a few dozen bytes
+    of the kernel's limit runs untraced; the agent's variables took it
+    past the limit (E2BIG, under forktrace only). It must run under
+    forktrace too, as it would untraced: without the agent, shown from
+    its parent's records as not instrumented."""
+    res = t.run_compare([prog("adv_env"), "e2big", how], expect_rc=0)
+    check(res.stdout == b"e2big ok\n", f"stdout {res.stdout!r}")
+    tr = res.trace
+    env = tr.one(name="env")
+    ft.assert_parent(env, tr.root(), tr)
+    ft.assert_exit(env, code=0, trace=tr)
+    last = env.image_slices[-1] if env.image_slices else {}
+    check((last.get("args") or {}).get("instrumented") is False and
+          env.images == (2 if how == "fork" else 1),
+          f"the env image is not shown as exec'd and not instrumented: {env.image_slices}")
+
+
+@test
+def test_exec_e2big(t):
+    check_e2big(t, "fork")
+
+
+@test
+def test_spawn_e2big(t):
+    check_e2big(t, "spawn")
+
+
 if __name__ == "__main__":
     ft.main()

@@ -15,14 +15,15 @@
  *       42'") and then execs "sh -c 'exit 43'" with execv. The parent
  *       reaps it and exits 0. With "vm": the raw child is CLONE_VM |
  *       CLONE_VFORK (as posix_spawn and Go make theirs) and only execs.
- *   adv_env e2big
+ *   adv_env e2big [spawn]
  *       Fills the environment to just under the kernel's limit for one
  *       execve (argv + envp together), then execs "env" through execve
- *       in a fork child: untraced the exec succeeds; it must under
- *       forktrace too. Prints "e2big ok" when it did.
+ *       in a fork child (or posix_spawn): untraced the exec succeeds; it
+ *       must under forktrace too. Prints "e2big ok" when it did.
  */
 #include <fcntl.h>
 #include <sched.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 
@@ -170,7 +171,7 @@ static int raw_clone(const char *how)
 	return 0;
 }
 
-static int e2big(void)
+static int e2big(const char *how)
 {
 	char *argv[] = {"env", NULL};
 	long max = sysconf(_SC_ARG_MAX);
@@ -203,6 +204,21 @@ static int e2big(void)
 		left -= len + sizeof(char *);
 	}
 	vec[n] = NULL;
+	if (strcmp(how, "spawn") == 0) {
+		posix_spawn_file_actions_t fa;
+		int rc;
+
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+		rc = posix_spawn(&pid, "/usr/bin/env", &fa, NULL, argv, vec);
+		if (rc != 0) {
+			errno = rc;
+			tp_die("posix_spawn env");
+		}
+		tp_expect_code(tp_wait(pid), 0, "spawned env with a full environment");
+		printf("e2big ok\n");
+		return 0;
+	}
 	pid = fork();
 	if (pid < 0)
 		tp_die("fork");
@@ -226,7 +242,7 @@ int main(int argc, char **argv)
 	if (argc >= 2 && strcmp(argv[1], "clone") == 0)
 		return raw_clone(argc >= 3 ? argv[2] : "clone");
 	if (argc >= 2 && strcmp(argv[1], "e2big") == 0)
-		return e2big();
-	fprintf(stderr, "usage: adv_env forged|clone [clone3|vm]|e2big\n");
+		return e2big(argc >= 3 ? argv[2] : "fork");
+	fprintf(stderr, "usage: adv_env forged|clone [clone3|vm]|e2big [spawn]\n");
 	return 2;
 }
