@@ -193,6 +193,7 @@ struct agent_state {
 	uint32_t table_slot_size; /* the table's slot size, once its header is mapped */
 	uint32_t table_handed;	  /* the slot FORKTRACE_EXEC_TS handed over + 1, or 0 */
 	uint32_t table_capacity;  /* slots the table file holds, once its header is mapped */
+	uint32_t table_used;	  /* bytes this image committed in table_slot */
 	struct agent_reals real;
 	struct sockaddr_un addr;
 	socklen_t addrlen;

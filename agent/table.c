@@ -368,6 +368,7 @@ int agent_table_start(const void *hello, size_t n)
 	agent_g.table_slot = s;
 	agent_g.table_idx = idx;
 	memcpy(s + 1, hello, n);
+	agent_g.table_used = (uint32_t)n;
 	__atomic_store_n(&s->committed, (uint32_t)n, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -389,6 +390,7 @@ int agent_table_continue(const struct iovec *iov, int cnt, size_t n)
 	agent_g.table_slot = s;
 	agent_g.table_idx = idx;
 	memcpy(s + 1, head, (size_t)hn);
+	agent_g.table_used = (uint32_t)hn;
 	__atomic_store_n(&s->committed, (uint32_t)hn, __ATOMIC_RELEASE);
 	return agent_table_append(iov, cnt, n);
 }
@@ -396,7 +398,10 @@ int agent_table_continue(const struct iovec *iov, int cnt, size_t n)
 int agent_table_append(const struct iovec *iov, int cnt, size_t n)
 {
 	struct ft_table_slot *s = agent_g.table_slot;
-	uint32_t at = s->committed; /* only this image writes it */
+	/* Our own count, not the slot's word: any traced program can write
+	 * the table, and a committed word past the slot would send the copy
+	 * over other slots, or past the file's end (SIGBUS). */
+	uint32_t at = agent_g.table_used;
 	const struct ft_table_header *h = agent_g.table_hdr;
 	char *p;
 
@@ -412,6 +417,7 @@ int agent_table_append(const struct iovec *iov, int cnt, size_t n)
 		memcpy(p, iov[i].iov_base, iov[i].iov_len);
 		p += iov[i].iov_len;
 	}
+	agent_g.table_used = at + (uint32_t)n;
 	__atomic_store_n(&s->committed, at + (uint32_t)n, __ATOMIC_RELEASE);
 	return 0;
 }

@@ -276,5 +276,20 @@ def test_spawn_e2big(t):
     check_e2big(t, "spawn")
 
 
+@test
+def test_slot_word_overwritten(t):
+    """A traced program overwrites the committed word of its own slot of
+    the process table (the table is shared with every traced process)
+    with a value past the slot, then forks: the agent writes where it
+    was (it crashed the program before, copying past the slot). The
+    collector may warn about the slot; the records after it count."""
+    res = t.run([prog("adv_env"), "slot"], expect_rc=0)
+    tr = res.trace
+    root = tr.root()
+    ft.assert_exit(root, code=0, trace=tr)
+    kid = tr.one(pred=lambda p: (p.exit or {}).get("code") == 7)
+    ft.assert_parent(kid, root, tr)
+
+
 if __name__ == "__main__":
     ft.main()

@@ -15,6 +15,10 @@
  *       42'") and then execs "sh -c 'exit 43'" with execv. The parent
  *       reaps it and exits 0. With "vm": the raw child is CLONE_VM |
  *       CLONE_VFORK (as posix_spawn and Go make theirs) and only execs.
+ *   adv_env slot
+ *       Overwrites its own process-table slot's committed word with a
+ *       value past the slot (any traced program can write the table),
+ *       then forks a child that exits 7. Exits 0.
  *   adv_env e2big [spawn]
  *       Fills the environment to just under the kernel's limit for one
  *       execve (argv + envp together), then execs "env" through execve
@@ -25,6 +29,8 @@
 #include <sched.h>
 #include <spawn.h>
 #include <stdint.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "internal.h"
@@ -235,14 +241,61 @@ static int e2big(const char *how)
 	return 0;
 }
 
+/* Overwrites the committed word of this image's own slot of the process
+ * table (found by its owner word, the pid) with a value past the slot,
+ * as any traced program can, then forks a child (exit 7) and waits: the
+ * agent must go on writing where it was, not where the word says. */
+static int slot_word(void)
+{
+	char **env = env_from_proc(NULL), path[PATH_MAX] = "";
+	struct stat st;
+	unsigned char *map;
+	uint32_t pid = (uint32_t)getpid(), found = 0;
+	int fd;
+
+	for (char **e = env; *e; e++)
+		if (strncmp(*e, "FORKTRACE_SOCK=", 15) == 0)
+			snprintf(path, sizeof(path), "%s", *e + 15);
+	if (!strrchr(path, '/'))
+		tp_die("no FORKTRACE_SOCK");
+	strcpy(strrchr(path, '/') + 1, "table");
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		tp_die("open the table");
+	/* The first slots are enough: this image is one of the first. */
+	size_t len = 4096 + 256 * 4096;
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		tp_die("mmap the table");
+	for (size_t off = 4096; off < len; off += 4096) {
+		uint32_t *w = (uint32_t *)(void *)(map + off);
+
+		if (w[1] == pid) {
+			w[0] = 0xfffff000u;
+			found++;
+		}
+	}
+	if (!found)
+		tp_die("no slot of ours in the table");
+	pid_t c = fork();
+	if (c < 0)
+		tp_die("fork");
+	if (c == 0)
+		_exit(7);
+	tp_expect_code(tp_wait(c), 7, "child");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && strcmp(argv[1], "forged") == 0)
 		return forged();
 	if (argc >= 2 && strcmp(argv[1], "clone") == 0)
 		return raw_clone(argc >= 3 ? argv[2] : "clone");
+	if (argc >= 2 && strcmp(argv[1], "slot") == 0)
+		return slot_word();
 	if (argc >= 2 && strcmp(argv[1], "e2big") == 0)
 		return e2big(argc >= 3 ? argv[2] : "fork");
-	fprintf(stderr, "usage: adv_env forged|clone [clone3|vm]|e2big [spawn]\n");
+	fprintf(stderr, "usage: adv_env forged|clone [clone3|vm]|slot|e2big [spawn]\n");
 	return 2;
 }
