@@ -617,8 +617,14 @@ static void sig_async_cb(uv_async_t *a)
 	run_state *rs = a->data;
 	int sig = rsig_stop_signal();
 
-	if (!sig || rs->finishing || rs->stopped_by)
+	if (!sig || rs->stopped_by)
 		return;
+	if (rs->finishing) {
+		/* The tree is gone already: what is left is the writing. */
+		fprintf(stderr, "forktrace: %s: writing the trace; send it again to stop "
+				"without it\n", rsig_name(sig));
+		return;
+	}
 	rs->stopped_by = sig;
 	progress_clear(rs);
 	rs->progress_on = false;
