@@ -914,8 +914,16 @@ static int stale_keep(int tfd, const struct ft_table_header *h, int sockdir)
 		if (writev(jfd, v, 2) != (ssize_t)(sizeof(r) + r.len))
 			rc = -1;
 	}
-	if (jfd < 0)
-		return 0; /* nothing left in it */
+	if (jfd < 0) {
+		/* Nothing left in it: only the link to it goes. */
+		dfd = open(spill, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd >= 0 && fstat(dfd, &st) == 0 && st.st_uid == geteuid() &&
+		    !(st.st_mode & 077))
+			unlinkat(dfd, FT_TABLE_NAME, 0);
+		if (dfd >= 0)
+			close(dfd);
+		return 0;
+	}
 	/* The journal has it all now: the link would name a table that is
 	 * about to go. */
 	if (rc == 0)
@@ -923,6 +931,41 @@ static int stale_keep(int tfd, const struct ft_table_header *h, int sockdir)
 	close(jfd);
 	close(dfd);
 	return rc;
+}
+
+/*
+ * Does a process still map the table file at path (a process of the dead
+ * run that goes on, writing into its slot)? Then its last frames are yet
+ * to come: the table stays until it is gone. Reads /proc/PID/maps of the
+ * processes this user may read: only when a dead run was found.
+ */
+static bool stale_in_use(const char *path)
+{
+	size_t plen = strlen(path);
+	struct dirent *de;
+	bool used = false;
+	DIR *proc = opendir("/proc");
+
+	while (proc && !used && (de = readdir(proc)) != NULL) {
+		char maps[300], line[PATH_MAX + 256];
+		FILE *f;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(maps, sizeof(maps), "/proc/%s/maps", de->d_name);
+		f = fopen(maps, "re");
+		while (f && !used && fgets(line, sizeof(line), f)) {
+			char *p = strchr(line, '/');
+
+			used = p && strncmp(p, path, plen) == 0 &&
+			       (p[plen] == '\n' || p[plen] == ' ' || p[plen] == '\0');
+		}
+		if (f)
+			fclose(f);
+	}
+	if (proc)
+		closedir(proc);
+	return used;
 }
 
 /* Removes the table file a socket directory's link names, with its
@@ -985,8 +1028,16 @@ static bool stale_sockdir(int tmp, const char *tmpdir, const char *name)
 
 		if (terr != ENOENT || fstat(d, &st) < 0 || time(NULL) - st.st_mtime < 60)
 			goto keep;
-	} else if (err != ECONNREFUSED || stale_keep(tfd, &h, d) < 0) {
-		goto keep;
+	} else {
+		char file[PATH_MAX];
+		ssize_t fl = readlinkat(d, FT_TABLE_NAME, file, sizeof(file) - 1);
+
+		if (fl > 0)
+			file[fl] = '\0';
+		else
+			snprintf(file, sizeof(file), "%s/%s/%s", tmpdir, name, FT_TABLE_NAME);
+		if (err != ECONNREFUSED || stale_in_use(file) || stale_keep(tfd, &h, d) < 0)
+			goto keep;
 	}
 	if (tfd >= 0)
 		close(tfd);
@@ -1033,6 +1084,11 @@ static bool stale_shmdir(int shm, const char *name)
 		return false;
 	}
 	close(tfd);
+	snprintf(owner, sizeof(owner), "/dev/shm/%s/%s", name, FT_TABLE_NAME);
+	if (stale_in_use(owner)) {
+		close(d);
+		return false;
+	}
 	unlinkat(d, FT_TABLE_NAME, 0);
 	close(d);
 	return unlinkat(shm, name, AT_REMOVEDIR) == 0;
