@@ -177,6 +177,8 @@ void proc_conn_drop_fds(proc_conn *c);
 void **proc_table_ref(proc_entry *pe);
 /* The latest time anything was heard of pe. */
 int64_t proc_last_seen(const proc_entry *pe);
+/* Does c speak for its process's latest image (not one before it)? */
+bool proc_conn_current(proc_conn *c);
 /* Was pe's wait status seen (its parent's WAIT, or our own reaping)? */
 bool proc_status_known(const proc_entry *pe);
 /* The image of `from` goes on on `to` (which said HELLO with

@@ -570,6 +570,17 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 	if (pe && pe->hello_seen && (m->flags & FT_HELLO_FORKED) &&
 	    !(m->flags & FT_HELLO_RESUMED) && !pe->first_forked)
 		return on_late_fork_hello(pt, c, pe, m);
+	/* The fork child's image moving from its table slot to a connection
+	 * after the image it exec'd spoke: it goes on as segs[0]. */
+	if (pe && pe->hello_seen && (m->flags & FT_HELLO_FORKED) &&
+	    (m->flags & FT_HELLO_RESUMED) && pe->mp->nsegs > 1 &&
+	    (pe->first_forked || pe->fork_image)) {
+		pe->conns++;
+		seen(pe, m->ts);
+		c->pe = pe;
+		conn_set_seg(c, 0);
+		return 0;
+	}
 	bool new_image = false;
 	if (!pe) {
 		pe = entry_new(pt, m->pid, m->ts);
@@ -1164,6 +1175,14 @@ void **proc_table_ref(proc_entry *pe)
 int64_t proc_last_seen(const proc_entry *pe)
 {
 	return pe->last_seen_ns;
+}
+
+bool proc_conn_current(proc_conn *c)
+{
+	if (!c->pe)
+		return false;
+	conn_sync(c);
+	return c->seg + 1 >= c->pe->mp->nsegs;
 }
 
 bool proc_status_known(const proc_entry *pe)

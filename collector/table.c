@@ -693,6 +693,25 @@ static ptab_entry *continue_from(ptab *t, const wire_msg *m, uint32_t idx)
  */
 static void after_hello(ptab *t, proc_conn *pc, const wire_msg *m, ptab_entry *self)
 {
+	if (!pc->pe)
+		return;
+	/* The image of the slot it names goes on here, whether or not a
+	 * later image of the process (one a fork child exec'd) spoke first. */
+	if ((m->flags & FT_HELLO_RESUMED) && wire_has(m, FT_K_TABLE_SLOT)) {
+		size_t k = find_open(t, (uint32_t)m->table_slot);
+		ptab_entry *from = k != SIZE_MAX ? t->open[k] : NULL;
+
+		if (from && from != RETIRED && from != self && from->pc.pe == pc->pe &&
+		    !proc_conn_current(pc)) {
+			proc_conn_handover(&from->pc, pc);
+			retire(t, from, true);
+			return;
+		}
+	}
+	/* A fork child's HELLO read after its exec'd image's speaks for an
+	 * image before the current one: the current one's slot stays. */
+	if (!proc_conn_current(pc))
+		return;
 	void **ref = proc_table_ref(pc->pe);
 	ptab_entry *old = *ref;
 

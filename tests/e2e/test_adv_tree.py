@@ -217,6 +217,34 @@ def test_main_thread_named_by_other(t):
 
 
 @test
+def test_fork_child_speaks_then_execs(t):
+    """Fork children that record an instant (so they connect, moving from
+    their table slot to a socket) and exec: the exec'd image's HELLO (in
+    the table) is often read before the fork child's resumed HELLO on its
+    socket. Each child: two images, the parent's then exit_with, the
+    instant in its own process. A third image, 'not instrumented', was
+    added, and the exec'd image's slot was closed under it."""
+    for r in range(2):
+        res = t.run([prog("speak_exec"), "20"], out=f"t{r}.json", expect_rc=0)
+        tr = res.trace
+        pids = printed_children(res)
+        root = tr.root()
+        for i, pid in enumerate(pids):
+            ps = tr.by_host_pid.get(pid, [])
+            ft.assert_count(ps, 1, f"processes with pid {pid}", tr)
+            c = ps[0]
+            ft.assert_parent(c, root, tr)
+            ft.assert_exit(c, code=10 + i, trace=tr)
+            sl = c.image_slices
+            names = [s.get("name") for s in sl]
+            check(names == ["speak_exec", "exit_with"],
+                  f"{c.describe()}: images {names}, expected speak_exec, exit_with")
+            inst = [e for e in c.events if e.get("cat") == "instant"]
+            check(len(inst) == 1 and inst[0].get("name") == "before-exec",
+                  f"{c.describe()}: instants {inst}")
+
+
+@test
 def test_lost_saturates(t):
     """A peer reports losses of 2^63, 2^63 and 5 events: the total is
     the largest count a trace holds (it wrapped around to 5, which reads
