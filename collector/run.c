@@ -495,10 +495,12 @@ static char **child_env(const char *agent, const char *sock)
 			preload = NULL;
 			continue;
 		}
-		/* A FORKTRACE_EXEC_TS here is stale or forged: it is for the
-		 * image an agent execs, never for COMMAND. */
+		/* A FORKTRACE_EXEC_TS or FORKTRACE_TABLE_FD here is stale or
+		 * forged: they are for the image an agent execs, never for
+		 * COMMAND. */
 		if (!strncmp(environ[i], FT_ENV_SOCK "=", sizeof(FT_ENV_SOCK)) ||
-		    !strncmp(environ[i], FT_ENV_EXEC_TS "=", sizeof(FT_ENV_EXEC_TS)))
+		    !strncmp(environ[i], FT_ENV_EXEC_TS "=", sizeof(FT_ENV_EXEC_TS)) ||
+		    !strncmp(environ[i], FT_ENV_TABLE_FD "=", sizeof(FT_ENV_TABLE_FD)))
 			continue;
 		env[k++] = environ[i];
 	}

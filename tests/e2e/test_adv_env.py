@@ -95,12 +95,45 @@ def test_forged_exec_ts(t):
 def test_forged_exec_ts_at_start(t):
     """A FORKTRACE_EXEC_TS in the environment forktrace run starts from
     (stale, from a tool that leaked it, or forged) is not COMMAND's: the
-    command runs and is traced (it died of SIGBUS before)."""
-    env = dict(os.environ, FORKTRACE_EXEC_TS="1:0:0:4000000:/bin/true")
-    res = t.run(["/bin/sh", "-c", "/bin/true; exit 5"], env=env, expect_rc=5)
+    command runs and is traced (it died of SIGBUS before). The same with
+    the agent's other variables set by the user: forktrace's own win, and
+    the program sees none of them."""
+    env = dict(os.environ, FORKTRACE_EXEC_TS="1:0:0:4000000:/bin/true",
+               FORKTRACE_SOCK="/nonexistent/sock", FORKTRACE_SPILL="/nonexistent/spill",
+               FORKTRACE_TABLE_FD="0")
+    res = t.run(["/bin/sh", "-c", "/bin/true; env | grep ^FORKTRACE_; exit 5"], env=env,
+                expect_rc=5)
+    check(res.stdout == b"", f"the program sees the agent's variables: {res.stdout!r}")
     tr = res.trace
     ft.assert_exit(tr.root(), code=5, trace=tr)
+    for p in tr.all():
+        ft.assert_instrumented(p, True, tr)
     ft.assert_count(tr.find(name="true"), 1, "true", tr)
+
+
+@test
+def test_nested_run(t):
+    """forktrace run inside a traced program: the inner run traces its
+    command into its own trace (the outer agent's variables are hidden
+    from the inner forktrace, which sets its own), the outer trace holds
+    the inner forktrace, and both exit as the command does."""
+    fbin = ft.forktrace_bin()
+    cmd = [fbin, "run", "-q", "-o", t.path("inner.json"), "--",
+           "/bin/sh", "-c", "/bin/true; env | grep -c ^FORKTRACE_; exit 4"]
+    # The inner forktrace's signal sentinel (a raw clone child that runs
+    # no hooked call) ends as an orphan of the outer run: a second root.
+    res = t.run(cmd, expect_rc=4, single_root=False)
+    check(res.stdout == b"0\n", f"the inner command sees the agents' variables: {res.stdout!r}")
+    outer = res.trace
+    top = outer.one(name="forktrace", pred=lambda p: p.rec.get("parent") == -1)
+    ft.assert_exit(top, code=4, trace=outer)
+    inner = ft.load_trace(t.path("inner.json"))
+    root = inner.root()
+    check(root.name == "sh", f"inner root: {root.describe()}\n{inner.dump()}")
+    ft.assert_exit(root, code=4, trace=inner)
+    tru = inner.one(name="true")
+    ft.assert_parent(tru, root, inner)
+    ft.assert_instrumented(tru, True, inner)
 
 
 def check_raw_clone(t, how):
