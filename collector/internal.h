@@ -301,6 +301,7 @@ typedef struct out_file {
 	char tmp[4096];   /* the temporary's path, or "" (none, or unnamed) */
 	char tmpname[256]; /* its name in dirfd */
 	char kept[4096];  /* where the data is when it could not be put at path */
+	char canon[4096]; /* the directory's place, its symlinks resolved */
 	int fd;
 	int dirfd;        /* the target's directory (O_PATH), or -1 */
 	bool open;

@@ -81,6 +81,27 @@ static int dir_of(const char *path, char *out, size_t outsz)
 	return 0;
 }
 
+/* The path the kernel has for fd (symlinks resolved) into out; "" if
+ * none. */
+static void fd_path(int fd, char *out, size_t outsz)
+{
+	char proc[64];
+	ssize_t n;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, out, outsz - 1);
+	out[n > 0 ? n : 0] = '\0';
+}
+
+/* Whether directory fd dfd lies at canon, the place of the first one. */
+static bool at_place(int dfd, const char *canon)
+{
+	char now[PATH_MAX];
+
+	fd_path(dfd, now, sizeof(now));
+	return canon[0] != '\0' && strcmp(now, canon) == 0;
+}
+
 /*
  * Follows the symlinks of path's last component into out, as open(2)
  * would before it creates the file: the file written is the link's
@@ -277,6 +298,7 @@ int out_file_open(out_file *rf, const char *path, const char *what, bool seekabl
 	rf->dirfd = open(rf->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rf->dirfd < 0)
 		return open_fail(rf, what, -errno, NULL);
+	fd_path(rf->dirfd, rf->canon, sizeof(rf->canon));
 	err = open_tmp(rf, mode);
 	if (err < 0)
 		return open_fail(rf, what, err, NULL);
@@ -574,6 +596,14 @@ int out_file_commit(out_file *rf)
 	bool same = cur >= 0 && fstat(cur, &now) == 0 && fstat(rf->dirfd, &was) == 0 &&
 		    now.st_dev == was.st_dev && now.st_ino == was.st_ino;
 
+	/* Another directory is used only where the first one was (made
+	 * again): one the path now reaches through a new symlink may be
+	 * anywhere a program of the tree chose, /etc for a root forktrace. */
+	if (cur >= 0 && !same && !at_place(cur, rf->canon)) {
+		close(cur);
+		cur = -1;
+		errno = ENOENT;
+	}
 	err = cur >= 0 ? place(rf, same ? rf->dirfd : cur) : -errno;
 	if (err < 0 && !same && place(rf, rf->dirfd) == 0)
 		/* Where the directory went: the data is whole, but not at

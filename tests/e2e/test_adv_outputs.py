@@ -346,6 +346,18 @@ def test_output_dir_moved(t):
     check(res.rc == 1 and "\x1b" not in res.err and "\nforktrace: fake" not in res.err,
           f"the moved directory's name is printed raw\n  {res.describe()}")
     check_trace_file(t.path(evil, "t.json"), "moved directory, odd name")
+    # Renamed and replaced by a symlink elsewhere (a program of the tree
+    # choosing where a root forktrace writes): not followed; the trace
+    # stays in the directory it was made in.
+    t.subdir("g")
+    other = t.subdir("other")
+    res = t.forktrace(["run", "-o", "g/t.json", "--", "sh", "-c", "mv g g2 && ln -s other g"])
+    check(res.rc == 1 and not os.listdir(other),
+          f"the trace followed a symlink put in place of its directory: {os.listdir(other)}\n"
+          f"  {res.describe()}")
+    check(f"'{os.path.realpath(t.path('g2', 't.json'))}'" in res.err,
+          f"forktrace does not say the trace is in g2\n  {res.describe()}")
+    check_trace_file(t.path("g2", "t.json"), "directory replaced by a symlink")
     # Renamed and made again: the trace goes where -o named it.
     t.subdir("e")
     res = t.forktrace(["run", "-o", "e/t.json", "--", "sh", "-c", "mv e e2 && mkdir e"])
