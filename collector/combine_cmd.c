@@ -128,6 +128,13 @@ static void report_inputs(const combine_result *res, bool quiet, bool align)
 					"replaced by U+FFFD\n",
 				cli_esc(in->path), in->utf8_offset, in->utf8_fixed,
 				in->utf8_fixed == 1 ? "" : "s");
+		if (in->dup_fixed > 0)
+			fprintf(stderr, "forktrace: warning: %s: byte %" PRIu64 ": %" PRIu64
+					" event%s with a key twice in one object; the last value "
+					"of each was kept (as JSON parsers read it), the others left "
+					"out\n",
+				cli_esc(in->path), in->dup_offset, in->dup_fixed,
+				in->dup_fixed == 1 ? "" : "s");
 		if (in->skipped_keys > 0)
 			fprintf(stderr, "forktrace: warning: %s: top-level key%s not kept (larger "
 					"than 16 MiB, not valid JSON, or twice in the file): %s\n",

@@ -205,6 +205,9 @@ static int show(const char *path, bool in_dir, const char *name)
 		       r.skipped_keys == 1 ? "" : "s", cli_esc(r.skipped));
 	if (r.utf8_fixed > 0)
 		printf("  repaired:   %" PRIu64 " events with invalid UTF-8\n", r.utf8_fixed);
+	if (r.dup_fixed > 0)
+		printf("  repaired:   %" PRIu64 " events with a key twice in an object (the "
+		       "last value counts)\n", r.dup_fixed);
 	if (r.error != NULL)
 		printf("  problem:    %s%s\n", cli_esc(r.error), r.truncated ? " (truncated file)" : "");
 	printf("  %s:\n", records ? "process tree (pid name [exit])" : "processes");
@@ -215,7 +218,7 @@ static int show(const char *path, bool in_dir, const char *name)
 			print_process(&r.procs[i], 0);
 	if (r.error != NULL)
 		fprintf(stderr, "forktrace: %s: %s\n", cli_esc(name), cli_esc(r.error));
-	err = r.error != NULL || r.utf8_fixed > 0;
+	err = r.error != NULL || r.utf8_fixed > 0 || r.dup_fixed > 0;
 	info_free(&r);
 	return err;
 }

@@ -923,6 +923,8 @@ static void fill_input(combine_input *in, const reader_info *inf)
 	in->file_bytes = inf->file_bytes;
 	in->utf8_fixed = inf->utf8_fixed;
 	in->utf8_offset = inf->utf8_offset;
+	in->dup_fixed = inf->dup_fixed;
+	in->dup_offset = inf->dup_offset;
 	in->skipped_keys = inf->skipped_keys;
 	memcpy(in->skipped, inf->skipped, sizeof(in->skipped));
 	in->gzip = inf->gzip;
@@ -1127,7 +1129,7 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 		res->bytes += in->bytes;
 		res->remapped += in->remapped;
 		if (in->error != NULL || in->truncated || in->utf8_fixed > 0 ||
-		    in->skipped_keys > 0)
+		    in->dup_fixed > 0 || in->skipped_keys > 0)
 			res->problems++;
 		if (inf.min_ts <= inf.max_ts) {
 			start = inf.min_ts < start ? inf.min_ts : start;

@@ -60,6 +60,9 @@ typedef struct combine_input {
 	uint64_t utf8_fixed; /* events whose strings had invalid UTF-8 (or raw
 	                        control characters), replaced by U+FFFD */
 	uint64_t utf8_offset; /* where the first of them starts */
+	uint64_t dup_fixed;   /* events with a key twice in one object: the
+	                         last value was kept (as JSON parsers do) */
+	uint64_t dup_offset;  /* where the first of them starts */
 	uint64_t skipped_keys; /* top-level keys not kept: larger than
 	                          READER_MAX_EVENT, not valid JSON, twice */
 	char skipped[160];     /* their names, comma-separated (cut) */
@@ -86,7 +89,8 @@ typedef struct combine_result {
 	uint64_t bytes;     /* JSON bytes read, all inputs */
 	uint64_t processes; /* distinct pids written */
 	uint64_t remapped;  /* pids given another number */
-	size_t problems;    /* inputs with an error, truncated, repaired, or
+	size_t problems;    /* inputs with an error, truncated, repaired (UTF-8,
+	                       duplicate keys), or
 	                       with top-level keys not kept */
 	/* Top-level keys that the inputs disagree on ("file_info, otherData.x"),
 	 * whose first value is the output's and the others are in the
@@ -163,6 +167,7 @@ typedef struct info_report {
 	uint64_t skipped_keys;
 	char skipped[160];
 	uint64_t utf8_fixed;
+	uint64_t dup_fixed;
 	info_process *procs;        /* owned, sorted by pid */
 	size_t nprocs;
 	char *error;                /* owned, NULL if read to the end */

@@ -228,6 +228,7 @@ int info_read(const char *path, bool in_dir, info_report *rep)
 	rep->skipped_keys = inf.skipped_keys;
 	memcpy(rep->skipped, inf.skipped, sizeof(rep->skipped));
 	rep->utf8_fixed = inf.utf8_fixed;
+	rep->dup_fixed = inf.dup_fixed;
 	rep->truncated = inf.truncated;
 	if (inf.error[0] != '\0') {
 		rep->error = strdup(inf.error);

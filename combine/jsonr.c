@@ -438,10 +438,18 @@ static ALWAYS_INLINE int key_id(const char *k, size_t n)
  * The generic scanner: jsonr_value without its reset of o (v, esc, fix
  * and err_at are only ever set here), nesting limited to max_depth levels.
  */
+/* Keys of one object compared with each other while scanning. */
+#define DUP_KEYS 8
+
 static int value_core(const char *p, const char *end, const char **next, jsonr_obj *o, bool keys,
 		      unsigned max_depth, int impl)
 {
 	char stack[JSONR_MAX_DEPTH];
+	/* The first DUP_KEYS keys of each open object, to tell a key met
+	 * twice; an object with more (or with keys written with escapes) is
+	 * left to jsonr_dedup. Not initialised: nkeys counts what is set. */
+	jsonw_sv seen[JSONR_MAX_DEPTH][DUP_KEYS];
+	unsigned char nkeys[JSONR_MAX_DEPTH];
 	unsigned depth = 0;
 	int cur = -1, st = JSONR_ERR;
 	const char *vstart = NULL, *q;
@@ -455,6 +463,7 @@ value:
 			o->expected = "at most 64 levels of nesting";
 			goto fail;
 		}
+		nkeys[depth] = 0;
 		stack[depth++] = '{';
 		p++;
 		SKIP_WS(p);
@@ -568,6 +577,17 @@ key:
 		o->fix = true;
 	if (depth == 1 && keys && !(flags & SF_ESC))
 		cur = key_id(p + 1, (size_t)(q - p - 1));
+	if (!o->dup) {
+		jsonw_sv k = {p + 1, (size_t)(q - p - 1)};
+		unsigned d = depth - 1;
+
+		if ((flags & SF_ESC) || nkeys[d] == DUP_KEYS)
+			o->dup = true;
+		for (unsigned i = 0; i < nkeys[d] && !o->dup; i++)
+			o->dup = seen[d][i].n == k.n && !memcmp(seen[d][i].p, k.p, k.n);
+		if (nkeys[d] < DUP_KEYS)
+			seen[d][nkeys[d]++] = k;
+	}
 	p = q + 1;
 	SKIP_WS(p);
 	if (*p != ':') {
@@ -793,6 +813,9 @@ static ALWAYS_INLINE int event_fast(const char *p, const char *end, const char *
 	const char *q, *vstart;
 	unsigned flags;
 	uint32_t has = 0; /* o->has_num, in a register until the end */
+	uint32_t seen = 0; /* interpreted keys met */
+	unsigned others = 0; /* other keys met (written with escapes too) */
+	bool dup = false;
 	int k, st;
 
 	p++;
@@ -825,6 +848,8 @@ static ALWAYS_INLINE int event_fast(const char *p, const char *end, const char *
 			if (flags & SF_FIX)
 				o->fix = true;
 			k = flags & SF_ESC ? -1 : key_id(p + 1, (size_t)(q - p - 1));
+			/* "p\u0069d" may be "pid", or another key. */
+			dup |= (flags & SF_ESC) != 0;
 		}
 		p = q + 1;
 		SKIP_WS_RARE(p);
@@ -834,6 +859,13 @@ static ALWAYS_INLINE int event_fast(const char *p, const char *end, const char *
 value:
 		SKIP_WS_RARE(p);
 		vstart = p;
+		/* A key met twice, or two unknown keys that may be one. */
+		if (k >= 0) {
+			dup |= (seen >> k) & 1;
+			seen |= 1u << k;
+		} else {
+			others++;
+		}
 		/* What an earlier occurrence of the key parsed is stale (k =
 		 * -1 clears an unused bit). */
 		has &= ~(1u << (k & 31));
@@ -880,11 +912,13 @@ number:
 
 			/* Not p's address: p stays in a register. */
 			sub.fix = false;
+			sub.dup = false;
 			if (value_core(p, end, &after, &sub, false, JSONR_MAX_DEPTH - 1, impl) !=
 			    JSONR_OK)
 				return JSONR_MORE;
 			if (sub.fix)
 				o->fix = true;
+			dup |= sub.dup;
 			p = after;
 			break;
 		}
@@ -924,6 +958,7 @@ close:
 		return JSONR_MORE;
 	*next = p;
 	o->has_num = has;
+	o->dup = dup || others > 1;
 	return JSONR_OK;
 }
 
@@ -947,6 +982,7 @@ static void obj_reset(jsonr_obj *o)
 		o->v[k].p = NULL;
 	o->esc = 0;
 	o->fix = false;
+	o->dup = false;
 	o->has_num = 0;
 	o->err_at = NULL;
 	o->expected = NULL;
@@ -1339,4 +1375,225 @@ bool jsonr_parse_int(jsonw_sv v, int64_t *out)
 	}
 	*out = neg ? -(int64_t)x : (int64_t)x;
 	return true;
+}
+
+/* ---- duplicate keys ------------------------------------------------- */
+
+/* One member of an object being deduplicated. */
+typedef struct dd_member {
+	const char *key, *kend; /* the key literal, quotes included */
+	const char *val;        /* its value */
+	char *name;             /* the key unescaped (in dd.names) */
+	size_t name_n, index;
+	bool keep;
+} dd_member;
+
+typedef struct dd {
+	char *out;   /* NULL: only find whether there is a duplicate */
+	size_t n;
+	bool found;
+	bool nomem;
+} dd;
+
+static const char *dd_ws(const char *p)
+{
+	while (is_ws((unsigned char)*p))
+		p++;
+	return p;
+}
+
+/* The end of the string literal at p (its opening quote). */
+static const char *dd_str_end(const char *p)
+{
+	for (p++; *p != '"'; p++)
+		if (*p == '\\')
+			p++;
+	return p + 1;
+}
+
+static void dd_put(dd *d, const char *p, size_t n)
+{
+	if (d->out != NULL)
+		memcpy(d->out + d->n, p, n);
+	d->n += n;
+}
+
+static int dd_cmp(const void *a, const void *b)
+{
+	const dd_member *x = *(const dd_member *const *)a, *y = *(const dd_member *const *)b;
+	size_t n = x->name_n < y->name_n ? x->name_n : y->name_n;
+	int c = memcmp(x->name, y->name, n);
+
+	if (c != 0)
+		return c;
+	if (x->name_n != y->name_n)
+		return x->name_n < y->name_n ? -1 : 1;
+	return x->index < y->index ? -1 : 1;
+}
+
+static const char *dd_value(dd *d, const char *p, unsigned depth);
+
+/* The end of the valid value at p, not looked into. */
+static const char *dd_skip(const char *p)
+{
+	unsigned lvl = 0;
+	const char *q;
+
+	if (*p == '"')
+		return dd_str_end(p);
+	if (*p != '{' && *p != '[') {
+		for (q = p; *q != ',' && *q != '}' && *q != ']' && !is_ws((unsigned char)*q) &&
+			    *q != '\0';
+		     q++)
+			;
+		return q;
+	}
+	for (q = p;; q++) {
+		if (*q == '"')
+			q = dd_str_end(q) - 1;
+		else if (*q == '{' || *q == '[')
+			lvl++;
+		else if ((*q == '}' || *q == ']') && --lvl == 0)
+			return q + 1;
+	}
+}
+
+/* An object at p ('{'): its members whose key comes again later are left
+ * out (the last one counts, as in JSON parsers). Members are sorted by
+ * name to find them: linear-logarithmic however many there are. */
+static const char *dd_object(dd *d, const char *p, unsigned depth)
+{
+	dd_member *m = NULL, **by = NULL, *nm;
+	char *names = NULL;
+	size_t n = 0, cap = 0, used = 0, ncap = 0;
+	const char *q = dd_ws(p + 1);
+	bool first = true;
+
+	while (*q != '}') {
+		const char *kend = dd_str_end(q);
+
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			nm = realloc(m, cap * sizeof(*m));
+			if (nm == NULL)
+				goto nomem;
+			m = nm;
+		}
+		m[n] = (dd_member){.key = q, .kend = kend, .index = n, .keep = true};
+		q = dd_ws(dd_ws(kend) + 1);
+		m[n].val = q;
+		n++;
+		/* Finding: look inside; writing: only find the end (the value
+		 * is written, and looked inside, below). */
+		q = d->out == NULL ? dd_value(d, q, depth + 1) : dd_skip(q);
+		if (q == NULL)
+			goto nomem;
+		q = dd_ws(q);
+		if (*q == ',')
+			q = dd_ws(q + 1);
+	}
+	if (n > 1) {
+		/* Names unescaped, into one buffer (offsets first: it moves). */
+		for (size_t i = 0; i < n; i++)
+			ncap += (size_t)(m[i].kend - m[i].key);
+		names = malloc(ncap + 1);
+		by = malloc(n * sizeof(*by));
+		if (names == NULL || by == NULL)
+			goto nomem;
+		for (size_t i = 0; i < n; i++) {
+			m[i].name = names + used;
+			m[i].name_n = jsonr_unescape(names + used,
+						     (jsonw_sv){m[i].key, (size_t)(m[i].kend - m[i].key)});
+			used += m[i].name_n;
+			by[i] = &m[i];
+		}
+		qsort(by, n, sizeof(*by), dd_cmp);
+		for (size_t i = 0; i + 1 < n; i++)
+			if (by[i]->name_n == by[i + 1]->name_n &&
+			    !memcmp(by[i]->name, by[i + 1]->name, by[i]->name_n)) {
+				by[i]->keep = false;
+				d->found = true;
+			}
+	}
+	dd_put(d, "{", 1);
+	for (size_t i = 0; i < n && d->out != NULL; i++) {
+		if (!m[i].keep)
+			continue;
+		if (!first)
+			dd_put(d, ",", 1);
+		first = false;
+		dd_put(d, m[i].key, (size_t)(m[i].kend - m[i].key));
+		dd_put(d, ":", 1);
+		dd_value(d, m[i].val, depth + 1);
+	}
+	dd_put(d, "}", 1);
+	free(by);
+	free(names);
+	free(m);
+	return q + 1;
+nomem:
+	d->nomem = true;
+	free(by);
+	free(names);
+	free(m);
+	return NULL;
+}
+
+/* Copies (or, with d->out NULL, measures) the valid value at p; returns
+ * where it ends. */
+static const char *dd_value(dd *d, const char *p, unsigned depth)
+{
+	const char *q;
+
+	if (p == NULL || d->nomem)
+		return NULL;
+	if (*p == '{')
+		return dd_object(d, p, depth);
+	if (*p == '[') {
+		bool first = true;
+
+		dd_put(d, "[", 1);
+		q = dd_ws(p + 1);
+		while (*q != ']') {
+			if (!first)
+				dd_put(d, ",", 1);
+			first = false;
+			q = dd_value(d, q, depth + 1);
+			if (q == NULL)
+				return NULL;
+			q = dd_ws(q);
+			if (*q == ',')
+				q = dd_ws(q + 1);
+		}
+		dd_put(d, "]", 1);
+		return q + 1;
+	}
+	if (*p == '"')
+		q = dd_str_end(p);
+	else
+		for (q = p; *q != ',' && *q != '}' && *q != ']' && !is_ws((unsigned char)*q) &&
+			    *q != '\0';
+		     q++)
+			;
+	dd_put(d, p, (size_t)(q - p));
+	return q;
+}
+
+size_t jsonr_dedup(char *out, jsonw_sv src)
+{
+	dd d = {.out = NULL};
+
+	/* A pass that only looks (the scanner's hint may be a false alarm:
+	 * an object of many keys), then one that writes. */
+	dd_value(&d, dd_ws(src.p), 0);
+	if (d.nomem)
+		return (size_t)-1;
+	if (!d.found)
+		return 0;
+	d = (dd){.out = out};
+	dd_value(&d, dd_ws(src.p), 0);
+	if (d.nomem)
+		return (size_t)-1;
+	memset(out + d.n, 0, JSONR_PAD);
+	return d.n;
 }

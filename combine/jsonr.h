@@ -75,6 +75,10 @@ typedef struct jsonr_obj {
 	jsonw_sv v[JSONR_K_COUNT];
 	uint32_t esc;
 	bool fix;
+	/* The value may hold an object with a key twice (a key of the event
+	 * seen twice, keys written with escapes or unknown ones, a nested
+	 * object of two members or more): jsonr_dedup tells and repairs. */
+	bool dup;
 	/* Bit k: num[k] holds the value of v[k], as jsonr_parse_int gives it
 	 * for pid and tid and jsonr_parse_us_ns for ts and dur; the scanner
 	 * parses plain numbers there as it passes them. Without the bit,
@@ -128,6 +132,19 @@ static inline size_t jsonr_sanitize_size(size_t n)
 {
 	return 6 * n + JSONR_PAD;
 }
+
+/*
+ * Duplicate keys: JSON parsers keep the last value of a key written twice
+ * in one object, and so does a viewer; forktrace's scanner read the
+ * event's keys the same way, but copied the text with both. jsonr_dedup
+ * copies the complete, valid value src into out (src.n + JSONR_PAD bytes)
+ * with, in every object at any depth, each member whose key (compared
+ * unescaped) comes again later in that object left out; the rest of the
+ * text is as it was but whitespace between tokens. Returns the length
+ * (out gets JSONR_PAD zero bytes after it), 0 when no object of src has
+ * a key twice (out is then undefined), or (size_t)-1 when out of memory.
+ */
+size_t jsonr_dedup(char *out, jsonw_sv src);
 
 /*
  * The content of the JSON string literal lit (with quotes), unescaped into

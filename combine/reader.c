@@ -71,6 +71,8 @@ typedef struct reader {
 	size_t scratch_cap;
 	char *fix; /* sanitized event text */
 	size_t fix_cap;
+	char *dedup; /* event text without its duplicate keys */
+	size_t dedup_cap;
 	char *str; /* unescaped name and cat */
 	size_t str_cap;
 	char *key; /* unescaped top-level key */
@@ -628,6 +630,23 @@ static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 			return -EINVAL; /* cannot happen: sanitizing keeps the structure */
 		if (r->inf->utf8_fixed++ == 0)
 			r->inf->utf8_offset = r->base + start;
+	}
+	if (o->dup) {
+		const char *next;
+		size_t n;
+
+		if (grow(&r->dedup, &r->dedup_cap, text.n + JSONR_PAD) < 0)
+			return -ENOMEM;
+		n = jsonr_dedup(r->dedup, text);
+		if (n == (size_t)-1)
+			return -ENOMEM;
+		if (n > 0) {
+			text = (jsonw_sv){r->dedup, n};
+			if (jsonr_value(text.p, text.p + text.n, &next, o, true) != JSONR_OK)
+				return -EINVAL; /* cannot happen: members were left out whole */
+			if (r->inf->dup_fixed++ == 0)
+				r->inf->dup_offset = r->base + start;
+		}
 	}
 	if (grow(&r->str, &r->str_cap, text.n + 64) < 0)
 		return -ENOMEM;
@@ -1216,6 +1235,7 @@ static void reader_release(reader *r)
 	free(r->buf);
 	free(r->scratch);
 	free(r->fix);
+	free(r->dedup);
 	free(r->str);
 	free(r->key);
 	free(r->mkey);

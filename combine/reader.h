@@ -102,6 +102,9 @@ typedef struct reader_info {
 	uint64_t file_bytes;  /* bytes read from the file */
 	uint64_t utf8_fixed;  /* events whose strings had to be repaired */
 	uint64_t utf8_offset; /* where the first of them starts */
+	uint64_t dup_fixed;   /* events with a key twice in an object: the
+	                         last value kept, the others left out */
+	uint64_t dup_offset;  /* where the first of them starts */
 	uint64_t skipped_keys; /* top-level keys not kept (top_key) */
 	char skipped[160];     /* their names, comma-separated (cut) */
 	bool gzip;

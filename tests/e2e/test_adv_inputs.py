@@ -249,6 +249,39 @@ def info_directory(t):
     check_events(t.path("all.json"), 2 * n + 4, "combine d")
 
 
+@test
+def duplicate_keys(t):
+    """An event with a key twice ("pid":1,"pid":"x"; "p\\u0069d"; twice
+    in args, in nested objects, in arrays of objects): the output has each
+    key once, with the last value, as JSON parsers and viewers read the
+    input; combine warns and exits 1, info says it repaired them. Before:
+    the output had two different pid keys (the reader took the last, the
+    copy kept both) and the duplicates in args."""
+    doc = (b'{"traceEvents":['
+           b'{"ph":"i","name":"a","pid":1,"pid":"x","tid":1,"ts":1,"s":"t",'
+           b'"args":{"k":1,"k":2,"n":{"a":1,"\\u0061":[{"z":1,"z":3}]}}},'
+           b'{"ph":"i","name":"b","p\\u0069d":5,"pid":6,"tid":6,"ts":2,"s":"t"},'
+           b'{"ph":"i","name":"c","pid":7,"tid":7,"ts":3,"s":"t","zz":1,"zz":[1,{"q":0,"q":9}]},'
+           b'{"ph":"i","name":"d","pid":8,"tid":8,"ts":4,"s":"t","args":{"u":1,"v":2}}]}')
+    with open(t.path("dup.json"), "wb") as f:
+        f.write(doc)
+    rc, out, err = raw_forktrace(t, ["combine", "dup.json", "-o", "out.json"])
+    tr = ft.load_json(t.path("out.json"))  # refuses duplicate keys at any depth
+    check(rc == 1, f"combine: exit {rc}, expected 1 (repaired)\n{err}")
+    check("3 events with a key twice" in err, f"no warning of the duplicate keys: {err}")
+    ev = {e["name"]: e for e in tr["traceEvents"] if e.get("ph") == "i"}
+    origin = [e for e in tr["traceEvents"] if e.get("name") == "forktrace_origin"]
+    check(len(origin) == 1 and origin[0]["args"]["pid"] == "x" and
+          ev["a"]["pid"] == origin[0]["pid"], f"event a: the last pid ('x') must count: "
+          f"{ev['a']}, {origin}")
+    check(ev["a"]["args"] == {"k": 2, "n": {"a": [{"z": 3}]}}, f"args of a: {ev['a']['args']}")
+    check(ev["b"]["pid"] == 6, f"event b: {ev['b']}")
+    check(ev["c"]["zz"] == [1, {"q": 9}], f"event c: {ev['c']}")
+    check(ev["d"]["args"] == {"u": 1, "v": 2}, f"event d changed: {ev['d']}")
+    rc, out, err = raw_forktrace(t, ["info", "dup.json"])
+    check(rc == 1 and "3 events with a key twice" in out, f"info: exit {rc}: {out}{err}")
+
+
 def frame(mtype, fields):
     """One wire frame (include/forktrace/wire.h) of msgpack map fields."""
     import msgpack
