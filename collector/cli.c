@@ -194,6 +194,45 @@ const char *cli_esc(const char *s)
 	return s != NULL ? cli_esc_n(s, strlen(s)) : "(null)";
 }
 
+bool cli_limit_take(cli_limit *l, int64_t source)
+{
+	size_t i = (size_t)((uint64_t)source * 0x9e3779b97f4a7c15ull >> 56) % CLI_LIMIT_SOURCES;
+	size_t slot = CLI_LIMIT_SOURCES;
+
+	/* Open addressing; when the table is full, a source has no count of
+	 * its own and is only held to CLI_LIMIT_ALL. */
+	for (size_t k = 0; k < CLI_LIMIT_SOURCES; k++, i = (i + 1) % CLI_LIMIT_SOURCES) {
+		if (l->pid[i] == source + 1 || l->pid[i] == 0) {
+			l->pid[i] = source + 1;
+			slot = i;
+			break;
+		}
+	}
+	if (slot < CLI_LIMIT_SOURCES && l->count[slot] < UINT32_MAX)
+		l->count[slot]++;
+	if (l->shown < CLI_LIMIT_ALL &&
+	    (slot == CLI_LIMIT_SOURCES || l->count[slot] <= CLI_LIMIT_EACH)) {
+		l->shown++;
+		return true;
+	}
+	if (slot == CLI_LIMIT_SOURCES || !l->hid[slot])
+		l->hidden_sources++;
+	if (slot < CLI_LIMIT_SOURCES)
+		l->hid[slot] = true;
+	l->hidden++;
+	return false;
+}
+
+void cli_limit_end(cli_limit *l, const char *what)
+{
+	if (l->hidden > 0)
+		fprintf(stderr, "forktrace: warning: %s: %llu more not shown (from %llu "
+				"process%s)\n",
+			what, (unsigned long long)l->hidden, (unsigned long long)l->hidden_sources,
+			l->hidden_sources == 1 ? "" : "es");
+	memset(l, 0, sizeof(*l));
+}
+
 void cli_report_running(const model_trace *t, const char *why)
 {
 	size_t n = 0;

@@ -58,6 +58,29 @@ int cli_parse_seconds(const char *s, double *out);
 const char *cli_esc(const char *s);
 const char *cli_esc_n(const char *s, size_t n);
 
+/*
+ * A warning a traced process can repeat at will (one per frame it sends):
+ * each source (a pid) gets CLI_LIMIT_EACH lines, all of them together
+ * CLI_LIMIT_ALL; the rest are counted, and cli_limit_end says how many
+ * there were ("... and 1933 more like it from 1 process"). Zero-initialise
+ * one per kind of warning.
+ */
+#define CLI_LIMIT_EACH 3
+#define CLI_LIMIT_ALL 20
+#define CLI_LIMIT_SOURCES 256
+typedef struct cli_limit {
+	int64_t pid[CLI_LIMIT_SOURCES]; /* 1 + pid, 0: free */
+	uint32_t count[CLI_LIMIT_SOURCES];
+	bool hid[CLI_LIMIT_SOURCES]; /* a warning of it was not shown */
+	uint64_t shown, hidden;
+	uint64_t hidden_sources; /* sources with a warning not shown */
+} cli_limit;
+/* Whether the next warning of source may be printed (else it is counted). */
+bool cli_limit_take(cli_limit *l, int64_t source);
+/* Prints "forktrace: warning: WHAT: N more not shown (from M processes)"
+ * when warnings were counted, and starts over. */
+void cli_limit_end(cli_limit *l, const char *what);
+
 /* After --wait-timeout or a signal: names the processes that were still
  * running; why says when ("after --wait-timeout 5s"). */
 void cli_report_running(const model_trace *t, const char *why);

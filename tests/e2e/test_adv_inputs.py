@@ -282,6 +282,60 @@ def duplicate_keys(t):
     check(rc == 1 and "3 events with a key twice" in out, f"info: exit {rc}: {out}{err}")
 
 
+SHM_PEER = r"""
+import os, socket, struct, sys, time
+import msgpack
+
+def frame(mtype, fields):
+    payload = msgpack.packb(fields, use_bin_type=True)
+    return b"FT" + bytes([1, mtype]) + struct.pack("<I", len(payload)) + payload
+
+env = dict(e.split(b"=", 1) for e in open("/proc/self/environ", "rb").read().split(bytes(1))
+           if b"=" in e)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(env[b"FORKTRACE_SOCK"].decode())
+stat = open("/proc/self/stat").read()
+ticks = int(stat[stat.rfind(")") + 2:].split()[19])
+pid, ts = os.getpid(), time.monotonic_ns()
+s.sendall(frame(1, {1: ts, 2: pid, 3: pid, 4: os.getppid(), 11: ticks, 7: ["peer"],
+                    9: sys.executable}))
+r, w = os.pipe()
+n = int(sys.argv[1])
+for i in range(n):
+    # A pipe is no event buffer: each frame is implausible.
+    socket.send_fds(s, [frame(15, {1: ts + i, 2: pid, 22: 0, 18: 1, 29: 4096})], [r])
+s.sendall(frame(10, {1: ts + n + 1, 2: pid, 14: 0}))
+s.close()
+print("sent", n)
+"""
+
+
+@test
+def warning_flood(t):
+    """A process sends 500 implausible event-buffer frames: forktrace
+    prints a few warnings and one count of the rest ("500 more not shown"),
+    not one line per frame (before: 500 lines), and the trace is whole."""
+    try:
+        import msgpack  # noqa: F401
+    except ImportError:
+        raise ft.Skip("python3-msgpack is not installed")
+    peer = t.path("shm_peer.py")
+    with open(peer, "w") as f:
+        f.write(SHM_PEER)
+    res = t.run([ft.PYTHON, peer, "500"], expect_rc=0, single_root=False)
+    check("sent 500" in res.out, f"the peer did not finish\n  {res.describe()}")
+    lines = [l for l in res.err.splitlines() if "implausible event buffer" in l]
+    check(1 <= len(lines) <= 1 + ft_limit_each(), f"{len(lines)} warning lines about the "
+          f"peer's frames, expected at most {1 + ft_limit_each()}:\n" + "\n".join(lines[:10]))
+    more = [l for l in lines if "more not shown" in l]
+    check(len(more) == 1 and f"{500 - len(lines) + 1} more not shown (from 1 process)" in more[0],
+          f"no count of the warnings not shown: {lines}")
+
+
+def ft_limit_each():
+    return 3  # CLI_LIMIT_EACH in collector/cli.h
+
+
 def frame(mtype, fields):
     """One wire frame (include/forktrace/wire.h) of msgpack map fields."""
     import msgpack
