@@ -123,8 +123,11 @@ def control_bytes_in_names(t):
         f.write(b'{"traceEvents": [], "otherData": {"k\\u001b[2J": 1}, "\\u0007": 2}')
     with open(os.path.join(d, "c.json"), "wb") as f:
         f.write(b'{"traceEvents": [], "otherData": {"k\\u001b[2J": 2}, "\\u0007": 3}')
+    # A spill directory whose (empty) spill file is named so.
+    sp = t.subdir("sp")
+    open(os.path.join(sp, bad.replace("/", "_") + ".ftspill"), "w").close()
     for args in (["combine", "in", "-o", "out.json"], ["report", "in", "-o", "out.html"],
-                 ["info", "in/b.json", "hand.json"]):
+                 ["info", "in/b.json", "hand.json"], ["combine", "sp", "-o", "sp.json"]):
         r = t.forktrace(args)
         check(r.rc in (0, 1), f"{args[0]}: exit {r.rc}\n  {r.describe()}")
         check_printable(f"forktrace {args[0]}'s messages", r.stdout + r.stderr)
