@@ -223,13 +223,14 @@ bool cli_limit_take(cli_limit *l, int64_t source)
 	return false;
 }
 
-void cli_limit_end(cli_limit *l, const char *what)
+void cli_limit_end(cli_limit *l, const char *what, const char *unit)
 {
+	size_t n = strlen(unit);
+
 	if (l->hidden > 0)
-		fprintf(stderr, "forktrace: warning: %s: %llu more not shown (from %llu "
-				"process%s)\n",
+		fprintf(stderr, "forktrace: warning: %s: %llu more not shown (from %llu %s%s)\n",
 			what, (unsigned long long)l->hidden, (unsigned long long)l->hidden_sources,
-			l->hidden_sources == 1 ? "" : "es");
+			unit, l->hidden_sources == 1 ? "" : n > 0 && unit[n - 1] == 's' ? "es" : "s");
 	memset(l, 0, sizeof(*l));
 }
 

@@ -77,9 +77,10 @@ typedef struct cli_limit {
 } cli_limit;
 /* Whether the next warning of source may be printed (else it is counted). */
 bool cli_limit_take(cli_limit *l, int64_t source);
-/* Prints "forktrace: warning: WHAT: N more not shown (from M processes)"
- * when warnings were counted, and starts over. */
-void cli_limit_end(cli_limit *l, const char *what);
+/* Prints "forktrace: warning: WHAT: N more not shown (from M UNITs)"
+ * when warnings were counted, and starts over. unit: what a source is
+ * ("process"). */
+void cli_limit_end(cli_limit *l, const char *what, const char *unit);
 
 /* After --wait-timeout or a signal: names the processes that were still
  * running; why says when ("after --wait-timeout 5s"). */

@@ -1376,7 +1376,7 @@ void proc_finish(proc_tree *pt, int64_t now_ns, bool tree_done)
 		t->end_ns = now_ns;
 	if (t->end_ns < 0)
 		t->end_ns = now_ns;
-	cli_limit_end(&implausible_shm, "implausible event buffers");
+	cli_limit_end(&implausible_shm, "implausible event buffers", "process");
 }
 
 void proc_get_counts(const proc_tree *pt, proc_counts *c)

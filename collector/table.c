@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "internal.h"
 #include "spill.h"
 
@@ -664,6 +665,10 @@ static void close_entry(ptab *t, ptab_entry *e, bool pages)
  * and the full slot's pages are freed. NULL when m names no open slot of
  * an image: then idx is skipped.
  */
+/* Any process of the tree can write such slots, as many as the table
+ * has: the warnings are limited (ptab_finish counts the rest). */
+static cli_limit continues_none;
+
 static ptab_entry *continue_from(ptab *t, const wire_msg *m, uint32_t idx)
 {
 	size_t k = wire_has(m, FT_K_TABLE_SLOT) && m->table_slot < idx
@@ -672,9 +677,10 @@ static ptab_entry *continue_from(ptab *t, const wire_msg *m, uint32_t idx)
 	ptab_entry *e = k != SIZE_MAX ? t->open[k] : NULL;
 
 	if (!e || e == RETIRED || !e->pc.pe) {
-		fprintf(stderr, "forktrace: warning: slot %u of the process table continues "
-				"no open slot; skipped\n",
-			idx);
+		if (cli_limit_take(&continues_none, idx))
+			fprintf(stderr, "forktrace: warning: slot %u of the process table "
+					"continues no open slot; skipped\n",
+				idx);
 		return NULL;
 	}
 	read_slot(t, k);
@@ -827,6 +833,7 @@ void ptab_finish(ptab *t)
 			close_entry(t, e, false);
 	}
 	compact(t);
+	cli_limit_end(&continues_none, "process table slots that continue no open slot", "slot");
 }
 
 void ptab_temp_paths(const ptab *t, const char **file, const char **link, const char **dir)
