@@ -1482,7 +1482,8 @@ static int spool_fd(int fd, const unsigned char *head, size_t nhead, char *named
 		free(buf);
 		return -errno;
 	}
-	memcpy(buf, head, nhead);
+	if (nhead > 0)
+		memcpy(buf, head, nhead);
 	for (;;) {
 		for (ssize_t done = 0; done < k;) {
 			ssize_t w = write(out, buf + done, (size_t)(k - done));

@@ -419,10 +419,17 @@ static int file_load(struct sym_file *f)
 	Dwfl *dwfl;
 	long n;
 	int err, fd;
+	char magic[SELFMAG];
 
 	fd = regfile_open(f->path);
 	if (fd < 0)
 		return -ENOEXEC;
+	/* An ELF file or nothing: libdwfl would try to decompress anything
+	 * else (gzip, bzip2, xz, zstd) into memory, a bomb's whole output. */
+	if (pread(fd, magic, SELFMAG, 0) != SELFMAG || memcmp(magic, ELFMAG, SELFMAG) != 0) {
+		close(fd);
+		return -ENOEXEC;
+	}
 	dwfl = dwfl_begin(&symtab_dwfl_callbacks);
 	if (dwfl == NULL) {
 		err = -ENOMEM;
