@@ -1555,8 +1555,15 @@ int reader_read(const char *path, const reader_opts *o, trace_sink *sink, reader
 			info_problem(info, "cannot open: %s", strerror(-fd));
 		return 0;
 	}
-	if (fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
-		n = S_ISREG(st.st_mode) ? pread(fd, head, sizeof(head), 0) : 0;
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		/* What combine_expand leaves of a directory without traces. */
+		close(fd);
+		info_problem(info, "a directory with no trace files (*.json, *.gz, or files "
+				   "whose content is a trace) in it");
+		return 0;
+	}
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		n = pread(fd, head, sizeof(head), 0);
 		if (n == (ssize_t)sizeof(head) && !memcmp(head, h5_signature, sizeof(head))) {
 			/* HDF5 opens by name: this one is the file already open. */
 			char proc[48];

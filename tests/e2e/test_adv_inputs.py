@@ -250,6 +250,9 @@ def info_directory(t):
     rc, out, err = raw_forktrace(t, ["combine", "d", "-o", "all.json"])
     check(rc == 1, f"combine d: exit {rc}\n{err}")
     check_events(t.path("all.json"), 2 * n + 4, "combine d")
+    t.subdir("empty")
+    rc, out, err = raw_forktrace(t, ["info", "empty"])
+    check(rc == 1 and "a directory with no trace files" in err, f"info empty: exit {rc}: {err}")
 
 
 @test
