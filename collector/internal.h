@@ -214,6 +214,9 @@ const char *ptab_file(const ptab *t);
  * `forktrace combine` still recovers them; a table whose journal cannot
  * take them stays. Returns how many directories were removed. */
 size_t ptab_clean_stale(const char *tmpdir, const char *own);
+/* Did a traced process cut the live table's file short, so that what
+ * its images wrote in it from there on was not read? */
+bool ptab_was_cut(void);
 /* The latest frame time a salvaged table held (0 before any). */
 int64_t ptab_last_ts(const ptab *t);
 /* Removes the file (not a salvaged one); NULL: no-op. */

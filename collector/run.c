@@ -1017,8 +1017,16 @@ int run_main(int argc, char **argv)
 		fprintf(stderr, "forktrace: merged %zu spill file%s of processes that could not "
 				"reach forktrace\n",
 			sr->nread, sr->nread == 1 ? "" : "s");
+	if (ptab_was_cut())
+		fprintf(stderr, "forktrace: warning: a traced process cut the process table short: "
+				"what images wrote in it from then on is missing, uncounted\n");
 	/* Never "0 lost" when something was left out. */
-	if (rc == 0 && sr->unmerged)
+	if (rc == 0 && ptab_was_cut())
+		fprintf(stderr, "forktrace: %llu processes, %llu events, %llu lost and the rest of "
+				"the process table (cut short), trace written to %s\n",
+			(unsigned long long)ms.processes, (unsigned long long)ms.events,
+			(unsigned long long)rs->model->lost_events, rs->o.output);
+	else if (rc == 0 && sr->unmerged)
 		fprintf(stderr, "forktrace: %llu processes, %llu events, %llu lost and %zu spill "
 				"file%s not merged (kept in %s), trace written to %s\n",
 			(unsigned long long)ms.processes, (unsigned long long)ms.events,

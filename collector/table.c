@@ -23,7 +23,9 @@
 #include <limits.h>
 #include <linux/magic.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,6 +219,55 @@ static int hold_alive(ptab *t)
 	return rc;
 }
 
+/*
+ * The live table's mapping, guarded against a traced process that cuts the
+ * file short (every process of forktrace's uid may open it): a read of a
+ * page past the file's new end is SIGBUS, which would end forktrace and
+ * lose the trace. The handler puts private zero pages over the mapping
+ * from the faulting page on and returns; the read then sees slots that
+ * hold nothing, and table_cut says so at the end. A run has one live
+ * table; a fault anywhere else is given back to the default action.
+ */
+static unsigned char *volatile guard_base;
+static size_t guard_len;
+static uintptr_t guard_page;
+static volatile sig_atomic_t table_cut;
+
+/* Signal-safe. */
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	uintptr_t a = (uintptr_t)si->si_addr, base = (uintptr_t)guard_base;
+	uintptr_t page = a & ~(guard_page - 1);
+
+	(void)uc;
+	if (base && a >= base && a < base + guard_len &&
+	    mmap((void *)page, base + guard_len - page, PROT_READ | PROT_WRITE,
+		 MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) != MAP_FAILED) {
+		table_cut = 1;
+		return;
+	}
+	signal(sig, SIG_DFL);
+}
+
+static void guard_mapping(unsigned char *map, size_t len)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	guard_page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	guard_len = len;
+	guard_base = map;
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+bool ptab_was_cut(void)
+{
+	return table_cut != 0;
+}
+
 ptab *ptab_create(const char *sock_dir, proc_tree *pt)
 {
 	ptab *t = calloc(1, sizeof(*t));
@@ -241,6 +292,7 @@ ptab *ptab_create(const char *sock_dir, proc_tree *pt)
 		t->map = NULL;
 		goto fail;
 	}
+	guard_mapping(t->map, t->maplen);
 	t->hdr = (struct ft_table_header *)t->map;
 	t->hdr->slot_size = t->slot_size;
 	t->hdr->capacity = t->capacity;
@@ -433,8 +485,11 @@ void ptab_free(ptab *t)
 	 * walks the list when it unlocks another robust mutex. */
 	if (t->alive_held)
 		pthread_mutex_unlock((pthread_mutex_t *)(void *)&t->hdr->alive);
-	if (t->map)
+	if (t->map) {
+		if (t->map == guard_base)
+			guard_base = NULL;
 		munmap(t->map, t->maplen);
+	}
 	if (t->fd >= 0) {
 		close(t->fd);
 		if (!t->salvage)
