@@ -34,8 +34,9 @@ def table_cut_short(ctx):
           f"the summary does not say what is missing\n  {res.describe()}")
     tr = ft.load_trace(ctx.path("trace.json"))
     names = [ft.basename(p.name) for p in tr.all()]
-    check("sh" in names and "true" in names,
-          f"the trace lacks what came before the cut: {names}\n  {res.describe()}")
+    # What the collector had read before the cut is a race; the shell
+    # spoke before it ran truncate.
+    check("sh" in names, f"the trace lacks the shell: {names}\n  {res.describe()}")
 
 
 if __name__ == "__main__":
