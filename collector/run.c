@@ -72,7 +72,8 @@ typedef struct run_state {
 	uv_timer_t drain_timer;
 	uv_timer_t progress_timer;
 	uv_timer_t table_timer;
-	uv_async_t sig_async; /* a signal asked to stop waiting */
+	uv_async_t sig_async; /* a signal asked to stop waiting or to be passed on */
+	uv_timer_t forward_timer; /* passes signals on after RSIG_DEFER_MS */
 	bool progress_on;
 	srv server;
 	model_trace *model;
@@ -84,6 +85,7 @@ typedef struct run_state {
 	bool tree_done;
 	bool timed_out;
 	int stopped_by; /* the signal that ended the wait, or 0 */
+	bool said_writing; /* a signal came as the trace was being written */
 	bool finishing;
 	int drain_waited_ms;
 	int drain_limit_ms;
@@ -618,17 +620,16 @@ static void wait_timer_cb(uv_timer_t *t)
  * A signal came after COMMAND exited (or as it did): stop waiting for the
  * rest of the tree, as --wait-timeout does.
  */
-static void sig_async_cb(uv_async_t *a)
+static void stop_waiting(run_state *rs, int sig)
 {
-	run_state *rs = a->data;
-	int sig = rsig_stop_signal();
-
 	if (!sig || rs->stopped_by)
 		return;
 	if (rs->finishing) {
 		/* The tree is gone already: what is left is the writing. */
-		fprintf(stderr, "forktrace: %s: writing the trace; send it again to stop "
-				"without it\n", rsig_name(sig));
+		if (!rs->said_writing)
+			fprintf(stderr, "forktrace: %s: writing the trace; send it again to "
+					"stop without it\n", rsig_name(sig));
+		rs->said_writing = true;
 		return;
 	}
 	rs->stopped_by = sig;
@@ -640,6 +641,22 @@ static void sig_async_cb(uv_async_t *a)
 	/* COMMAND itself is reaped first, for its exit status. */
 	if (rs->root_done)
 		begin_finish(rs);
+}
+
+static void forward_cb(uv_timer_t *t)
+{
+	run_state *rs = t->data;
+
+	stop_waiting(rs, rsig_forward_due());
+}
+
+static void sig_async_cb(uv_async_t *a)
+{
+	run_state *rs = a->data;
+
+	if (rsig_deferred() && !uv_is_active((uv_handle_t *)&rs->forward_timer))
+		uv_timer_start(&rs->forward_timer, forward_cb, RSIG_DEFER_MS, 0);
+	stop_waiting(rs, rsig_stop_signal());
 }
 
 static void reap(run_state *rs)
@@ -855,6 +872,8 @@ int run_main(int argc, char **argv)
 	rsig_set_notify(&rs->sig_async);
 	uv_timer_init(&rs->loop, &rs->wait_timer);
 	rs->wait_timer.data = rs;
+	uv_timer_init(&rs->loop, &rs->forward_timer);
+	rs->forward_timer.data = rs;
 	uv_timer_init(&rs->loop, &rs->drain_timer);
 	rs->drain_timer.data = rs;
 	uv_timer_init(&rs->loop, &rs->progress_timer);

@@ -11,7 +11,9 @@
  * group is pending in the sentinel by the time forktrace's handler runs
  * (kill(2) marks every member of the group before it returns); one sent
  * to forktrace alone is not. Only the latter is passed on to COMMAND, so
- * COMMAND gets every signal once.
+ * COMMAND gets every signal once. The decision waits RSIG_DEFER_MS: systemd
+ * stopping a unit signals the main process first and the rest of the
+ * cgroup one by one after it has read the list.
  *
  * Phases:
  *   SETUP    before COMMAND starts: INT/TERM/HUP/QUIT/USR1/USR2 remove what
@@ -66,6 +68,9 @@ static volatile sig_atomic_t cmd_pidfd = -1; /* COMMAND, immune to pid reuse */
 static volatile sig_atomic_t sentinel_fd = -1;
 static volatile sig_atomic_t stop_sig;  /* the signal that ended the wait */
 static volatile sig_atomic_t we_stopped_cmd; /* a TSTP of ours stopped COMMAND */
+/* Signals to pass on to COMMAND, unless the group got them (by index in
+ * handled[]). */
+static volatile sig_atomic_t deferred[NHANDLED];
 static char sentinel_status[64];        /* /proc/PID/status of the sentinel */
 static sigset_t orig_mask, handled_set;
 static bool pipe_was_default;
@@ -405,11 +410,30 @@ static bool send_cmd(int sig)
 static void on_signal(int sig, siginfo_t *si, void *uctx)
 {
 	int saved = errno;
-	int group;
+	int idx = -1;
 
 	(void)uctx;
-	/* Always asked, so that the sentinel never keeps a stale one. */
-	group = sentinel_got(sig);
+	for (size_t i = 0; i < NHANDLED; i++)
+		if (handled[i] == sig)
+			idx = (int)i;
+	if (phase == PHASE_RUNNING && sig != SIGTSTP && sig != SIGCONT && idx >= 0 &&
+	    si->si_code <= 0 && !(si->si_code == SI_USER && (si->si_pid == cmd_pid ||
+							       sent_by_tree(si)))) {
+		/* Sent by some process, maybe to the group: decided in a
+		 * moment (rsig_forward_due), when what was sent to the group
+		 * (systemd signals each process of its cgroup in turn) has
+		 * reached the sentinel too. */
+		uv_async_t *a = notify;
+
+		if (a) {
+			deferred[idx] = 1;
+			uv_async_send(a);
+			errno = saved;
+			return;
+		}
+	}
+	/* Asked always, so that the sentinel never keeps a stale one. */
+	int group = sentinel_got(sig);
 	if (group < 0) /* no sentinel: a terminal's signal went to the group */
 		group = si->si_code > 0;
 	if (phase == PHASE_RUNNING) {
@@ -554,6 +578,43 @@ void rsig_command_ended(void)
 void rsig_set_notify(uv_async_t *a)
 {
 	notify = a;
+}
+
+bool rsig_deferred(void)
+{
+	for (size_t i = 0; i < NHANDLED; i++)
+		if (deferred[i])
+			return true;
+	return false;
+}
+
+int rsig_forward_due(void)
+{
+	sigset_t old;
+	int stop = 0;
+
+	rsig_block(&old);
+	for (size_t i = 0; i < NHANDLED; i++) {
+		int sig = handled[i];
+
+		if (!deferred[i])
+			continue;
+		deferred[i] = 0;
+		if (sentinel_got(sig) == 1)
+			continue; /* the group's: COMMAND has it */
+		if (phase == PHASE_RUNNING && send_cmd(sig))
+			continue;
+		/* COMMAND is gone meanwhile: the signal was for forktrace,
+		 * as in rsig_command_ended's phase. */
+		if (sig != SIGUSR1 && sig != SIGUSR2 && nstops++ == 0) {
+			stop_sig = sig;
+			last_sig = sig;
+			last_ns = now_ns();
+			stop = sig;
+		}
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return stop;
 }
 
 void rsig_notify_off(void)

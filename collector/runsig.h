@@ -33,6 +33,15 @@ void rsig_command_ended(void);
  * rsig_notify_off, which must come before the handle is closed). */
 void rsig_set_notify(uv_async_t *a);
 void rsig_notify_off(void);
+/* How long a signal sent to forktrace waits before it is passed on: what
+ * was sent to the whole group reaches the sentinel meanwhile. */
+#define RSIG_DEFER_MS 100
+/* Does a signal wait to be passed on (the loop was woken for it)? */
+bool rsig_deferred(void);
+/* Passes on to COMMAND the waiting signals that the group did not get.
+ * Returns the signal that asks forktrace to stop waiting when COMMAND has
+ * exited meanwhile (as rsig_stop_signal would), or 0. */
+int rsig_forward_due(void);
 /* The signal that ended the wait, or 0. */
 int rsig_stop_signal(void);
 /* "SIGINT", ... */

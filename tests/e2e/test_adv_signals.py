@@ -66,14 +66,22 @@ def comm(pid):
         return ""
 
 
-def children(pid):
-    """pid's children but forktrace's signal sentinel."""
+def all_children(pid):
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:
-            kids = [int(x) for x in f.read().split()]
+            return [int(x) for x in f.read().split()]
     except OSError:
         return []
-    return [k for k in kids if comm(k) != "forktrace-sig"]
+
+
+def children(pid):
+    """pid's children but forktrace's signal sentinel (named forktrace-sig,
+    or forktrace until it has named itself)."""
+    return [k for k in all_children(pid) if comm(k) not in ("forktrace-sig", "forktrace")]
+
+
+def sentinel_of(pid):
+    return [k for k in all_children(pid) if comm(k) in ("forktrace-sig", "forktrace")]
 
 
 def start_sig_count(t, env=None):
@@ -171,7 +179,7 @@ def test_terminal_keys(t):
         cmd = " ".join(ft.Context.run_args([ft.prog("sig_count")]))
         os.write(master, f"{ft.forktrace_bin()} {cmd}\n".encode())
         until(lambda: os.path.exists(t.path("ready")), "sig_count to start")
-        ftpid = children(sh.pid)[0]
+        ftpid = all_children(sh.pid)[0]
         cmdpid = children(ftpid)[0]
         os.write(master, b"\x03")  # Ctrl-C
         until(lambda: counts(t).get("INT", 0) >= 1, "COMMAND to count Ctrl-C")
@@ -225,6 +233,29 @@ def test_direct_stop_cont(t):
     wait_for(lambda: counts(t).get("CONT", 0) >= 1, "COMMAND to count SIGCONT", started)
     check(state(cmd) != "T", "COMMAND still stopped")
     end_sig_count(t, started, {"CONT": 1})
+
+
+@test
+def test_cgroup_sweep_once(t):
+    """systemd stops a unit (KillMode=control-group) by sending SIGTERM to
+    its main process, then to every other process of the cgroup in turn:
+    COMMAND gets it once (forktrace passed on its own copy at once, before
+    systemd had reached COMMAND: twice)."""
+    started, cmd = start_sig_count(t)
+    pid = started[0].pid
+    sentinel = sentinel_of(pid)
+    check(len(sentinel) == 1, f"forktrace's sentinel: {sentinel}")
+    os.kill(pid, signal.SIGTERM)
+    # systemd reads cgroup.procs between the main process and the rest.
+    time.sleep(0.005)
+    for p in sentinel + [cmd]:
+        os.kill(p, signal.SIGTERM)
+    wait_for(lambda: counts(t).get("TERM", 0) >= 1, "COMMAND to count SIGTERM", started)
+    # A copy passed on comes within RSIG_DEFER_MS (100 ms); SIGHUP to
+    # forktrace alone comes after it.
+    os.kill(pid, signal.SIGHUP)
+    wait_for(lambda: counts(t).get("HUP", 0) >= 1, "COMMAND to count SIGHUP", started)
+    end_sig_count(t, started, {"TERM": 1, "HUP": 1})
 
 
 def start_daemon_run(t, env=None):
