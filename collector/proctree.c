@@ -493,11 +493,23 @@ static void set_status(proc_entry *pe, int status, int64_t ts)
 
 /* The entry of pid that a wait by parent (NULL: the collector) reaped:
  * the newest one still without a status. NULL if there is none yet. */
+static bool is_ancestor(const proc_entry *e, const proc_entry *a)
+{
+	for (int depth = 0; e && depth < 4096; e = e->parent, depth++)
+		if (e == a)
+			return true;
+	return false;
+}
+
 static proc_entry *find_child(proc_tree *pt, proc_entry *parent, int64_t pid)
 {
+	/* A subreaper of the tree reaps an orphan it did not create: the
+	 * waiter is then an ancestor of the child's creator, which ended. */
 	for (proc_entry *pe = newest(pt, pid); pe; pe = pe->older)
-		if (!pe->status_known && (!parent || pe->parent == parent ||
-					  pe->mp->ppid == parent->mp->pid))
+		if (!pe->status_known &&
+		    (!parent || pe->parent == parent || pe->mp->ppid == parent->mp->pid ||
+		     (pe->parent && (pe->parent->status_known || pe->parent->end_seen) &&
+		      is_ancestor(pe->parent->parent, parent))))
 			return pe;
 	return NULL;
 }

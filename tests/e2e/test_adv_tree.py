@@ -245,6 +245,26 @@ def test_fork_child_speaks_then_execs(t):
 
 
 @test
+def test_subreaper_in_tree(t):
+    """A subreaper of the tree reaps an orphan it did not create: one
+    process B under its creator A, exit 7, and the wait mark in the
+    subreaper (its WAIT made a second entry for B)."""
+    res = t.run([prog("subreaper")], expect_rc=0)
+    tr = res.trace
+    b_pid = printed_children(res)[0]
+    ft.assert_count(tr.all(), 3, "processes (subreaper, A, B)", tr)
+    root = tr.root()
+    bs = tr.by_host_pid.get(b_pid, [])
+    ft.assert_count(bs, 1, f"processes with B's pid {b_pid}", tr)
+    b = bs[0]
+    a = tr.parent_of(b)
+    check(a is not None and tr.parent_of(a) is root, f"B is not under A under the root\n{tr.dump()}")
+    ft.assert_exit(b, code=7, trace=tr)
+    waits = [m for m in root.marks(cat="wait") if (m.get("args") or {}).get("child") == b_pid]
+    ft.assert_count(waits, 1, "wait marks for B in the subreaper", tr)
+
+
+@test
 def test_lost_saturates(t):
     """A peer reports losses of 2^63, 2^63 and 5 events: the total is
     the largest count a trace holds (it wrapped around to 5, which reads
