@@ -465,7 +465,7 @@ static void on_signal(int sig, siginfo_t *si, void *uctx)
 	}
 	/* SIGUSR1/2 are COMMAND's business (dd's progress, a daemon's log
 	 * reopening): passed on while it runs, never the end of forktrace. */
-	if (sig == SIGCONT || (phase == PHASE_WAITING && (sig == SIGUSR1 || sig == SIGUSR2)) ||
+	if (sig == SIGCONT || (phase != PHASE_SETUP && (sig == SIGUSR1 || sig == SIGUSR2)) ||
 	    (phase != PHASE_RUNNING && sent_by_tree(si))) {
 		errno = saved;
 		return;
