@@ -39,6 +39,10 @@ SUMMARY_RE = re.compile(
     r"^forktrace: (\d+) processes, (\d+) events, (\d+) lost, trace written to (.+)$")
 # forktrace's note that --max-memory made it spill process data to disk.
 SPILL_RE = re.compile(r"^forktrace: process data past --max-memory \((\d+) bytes\) was spilled to disk: (\d+) bytes$")
+# A run's note that it removed what runs killed before it left: tests that
+# kill forktrace leave such runs, and a test running beside them may be
+# the one that cleans up.
+STALE_RE = re.compile(r"^forktrace: removed \d+ director(y|ies) left by forktrace runs that were killed")
 EXIT_KINDS = ("code", "signal", "unknown", "running")
 SPAWN_KINDS = ("fork", "vfork", "posix_spawn", "posix_spawnp", "system", "popen")
 
@@ -427,7 +431,8 @@ class Result:
         lines = self.stderr.split(b"\n")
         keep = [l for l in lines
                 if not SUMMARY_RE.match(l.decode("utf-8", "replace"))
-                and not SPILL_RE.match(l.decode("utf-8", "replace"))]
+                and not SPILL_RE.match(l.decode("utf-8", "replace"))
+                and not STALE_RE.match(l.decode("utf-8", "replace"))]
         return b"\n".join(keep)
 
     def describe(self):
