@@ -1218,13 +1218,17 @@ static void agent_spill_dir(const char *dir, const char *tmp)
  * started with the agent in LD_PRELOAD by hand sees what it was given.
  * Constructor only (before main, single-threaded).
  */
-static void agent_hide_env(char **envp, const char *preload)
+static void agent_hide_env(const char *preload)
 {
 	size_t n = 0, j = 0, plen = preload ? strlen(preload) : 0;
+	/* Usually the initial vector; another one if a function that ran
+	 * before us (a preinit function, a library's constructor) changed
+	 * the environment. */
+	char **envp = environ;
 	char **v, *user = NULL;
 
-	if (!envp || envp != environ)
-		return; /* changed before us (a preinit function): left alone */
+	if (!envp)
+		return;
 	while (envp[n])
 		n++;
 	if (n < AGENT_ENVIRON_MAX) {
@@ -1369,7 +1373,7 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 		    agent_arena_join(FT_ENV_FUNCTIONS "=", sizeof(FT_ENV_FUNCTIONS), env.functions,
 				     strlen(env.functions));
 	if (env.sock && *env.sock)
-		agent_hide_env(envp, env.preload);
+		agent_hide_env(env.preload);
 	__atomic_store_n(&agent_g.configured, 1, __ATOMIC_RELEASE);
 	agent_open_channel();
 	if (__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED)) {
