@@ -25,8 +25,11 @@ static void agent_on_fatal(int sig, siginfo_t *si, void *uctx)
 	int saved = errno;
 
 	(void)uctx;
+	/* A raw clone child's SIGNAL is its own, never its parent's (and
+	 * one that shares its parent's memory records nothing): one getpid,
+	 * on the way out of the process. */
 	if (__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED) && !agent_t_in_vfork &&
-	    !agent_nested()) {
+	    !agent_nested() && (agent_silent_fork_child() || agent_same_process())) {
 		agent_t_guard++;
 		if (agent_trylock()) {
 			agent_ev_flush_self_locked();

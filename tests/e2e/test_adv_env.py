@@ -330,5 +330,22 @@ def test_slot_word_overwritten(t):
     ft.assert_parent(kid, root, tr)
 
 
+@test
+def test_raw_clone_fatal(t):
+    """A raw clone child dies of SIGABRT: the agent's fatal-signal handler
+    must report it as the child's, not as its parent's (which then read
+    as killed by SIGABRT, though it exited 0)."""
+    res = t.run([prog("adv_env"), "clone", "abort"], expect_rc=0)
+    tr = res.trace
+    root = tr.root()
+    ft.assert_exit(root, code=0, trace=tr)
+    check(not root.marks(cat="signal"), f"the root carries its child's SIGABRT: {root.marks()}")
+    kid = tr.one(pred=lambda p: p is not root)
+    ft.assert_parent(kid, root, tr)
+    ft.assert_exit(kid, signal=6, trace=tr)
+    check([m.get("name") for m in kid.marks(cat="signal")] == ["SIGABRT"],
+          f"the child's own SIGABRT mark: {kid.marks()}")
+
+
 if __name__ == "__main__":
     ft.main()

@@ -15,6 +15,7 @@
  *       42'") and then execs "sh -c 'exit 43'" with execv. The parent
  *       reaps it and exits 0. With "vm": the raw child is CLONE_VM |
  *       CLONE_VFORK (as posix_spawn and Go make theirs) and only execs.
+ *       With "abort": the raw child dies of SIGABRT.
  *   adv_env slot
  *       Overwrites its own process-table slot's committed word with a
  *       value past the slot (any traced program can write the table),
@@ -160,6 +161,20 @@ static int raw_clone(const char *how)
 		tp_expect_code(tp_wait((pid_t)pid), 44, "CLONE_VM child");
 		return 0;
 	}
+	if (strcmp(how, "abort") == 0) {
+		/* The raw child dies of SIGABRT: its parent must not. */
+		pid = syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
+		if (pid < 0)
+			tp_die("raw clone");
+		if (pid == 0) {
+			abort();
+		}
+		int st = tp_wait((pid_t)pid);
+
+		if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGABRT)
+			tp_die("the raw clone child did not die of SIGABRT");
+		return 0;
+	}
 	if (strcmp(how, "clone3") == 0) {
 		struct tp_clone_args ca;
 
@@ -296,6 +311,6 @@ int main(int argc, char **argv)
 		return slot_word();
 	if (argc >= 2 && strcmp(argv[1], "e2big") == 0)
 		return e2big(argc >= 3 ? argv[2] : "fork");
-	fprintf(stderr, "usage: adv_env forged|clone [clone3|vm]|slot|e2big [spawn]\n");
+	fprintf(stderr, "usage: adv_env forged|clone [clone3|vm|abort]|slot|e2big [spawn]\n");
 	return 2;
 }
