@@ -95,7 +95,8 @@ def test_arena_full_tmpdir(t):
         want = ["/bin/true"] + [f"{i:030d}" for i in range(1, 1001)]
         for p in trues:
             check(p.argv == want, f"a true's argv is not whole: {len(p.argv or [])} args")
-        check(res.spill_lines(), f"no spill summary: {res.err!r}")
+        # Whether some of it was spilled first depends on how much of the
+        # tmpfs the process table took by then: only the warning is sure.
         check("cannot spill process data" in res.err and tmp in res.err and NOSPC in res.err,
               f"no warning that the spill file's disk is full\n  {res.describe()}")
 
