@@ -22,6 +22,13 @@ import ftcheck as ft  # noqa: E402
 from ftcheck import check, prog, test  # noqa: E402
 
 
+def asan_build():
+    """Is forktrace built with ASan? It then refuses to start with another
+    library preloaded before its runtime."""
+    with open(ft.forktrace_bin(), "rb") as f:
+        return b"libasan" in f.read()
+
+
 def static_shell(path):
     if not os.access(path, os.X_OK):
         raise ft.Skip(f"{path} is not installed (scripts/setup-deps installs it)")
@@ -118,6 +125,8 @@ def test_nested_run(t):
     from the inner forktrace, which sets its own), the outer trace holds
     the inner forktrace, and both exit as the command does."""
     fbin = ft.forktrace_bin()
+    if asan_build():
+        raise ft.Skip("an ASan forktrace cannot start under the agent (LD_PRELOAD before its runtime)")
     cmd = [fbin, "run", "-q", "-o", t.path("inner.json"), "--",
            "/bin/sh", "-c", "/bin/true; env | grep -c ^FORKTRACE_; exit 4"]
     # The inner forktrace's signal sentinel (a raw clone child that runs
@@ -229,10 +238,7 @@ def test_env_as_untraced(t):
     untraced. The agent must still be in every process."""
     if not os.path.exists(LIBM):
         raise ft.Skip(f"{LIBM} is missing")
-    # An ASan forktrace refuses to start with another library preloaded
-    # before its runtime: that case is for the plain build.
-    with open(ft.forktrace_bin(), "rb") as f:
-        asan = b"libasan" in f.read()
+    asan = asan_build()
     for name, cmd, extra in env_cases():
         if asan and extra.get("LD_PRELOAD"):
             continue
