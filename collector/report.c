@@ -234,6 +234,9 @@ int out_file_open(out_file *rf, const char *path, const char *what, bool seekabl
 	mode_t mode = 0644 & ~cli_umask();
 	const char *slash;
 	int err, sfd;
+	bool replaces = false;
+	uid_t uid = 0;
+	gid_t gid = 0;
 
 	/* A file past RLIMIT_FSIZE is an error (EFBIG) naming it, not the
 	 * end of forktrace by SIGXFSZ with the output lost. (run has done
@@ -285,8 +288,12 @@ int out_file_open(out_file *rf, const char *path, const char *what, bool seekabl
 				return open_fail(rf, what, -errno, NULL);
 			return 0;
 		}
-		/* A file replaced keeps its permissions. */
+		/* A file replaced keeps its permissions, and its owner where
+		 * we may give it (root replacing a user's trace). */
 		mode = st.st_mode & 0777;
+		replaces = true;
+		uid = st.st_uid;
+		gid = st.st_gid;
 	}
 	slash = strrchr(target, '/');
 	if ((size_t)snprintf(rf->name, sizeof(rf->name), "%s", slash ? slash + 1 : target) >=
@@ -302,6 +309,9 @@ int out_file_open(out_file *rf, const char *path, const char *what, bool seekabl
 	err = open_tmp(rf, mode);
 	if (err < 0)
 		return open_fail(rf, what, err, NULL);
+	/* Where we may not (another user's file): it becomes ours. */
+	if (replaces && (uid != geteuid() || gid != getegid()))
+		(void)!fchown(rf->fd, uid, gid);
 	return 0;
 }
 

@@ -246,6 +246,14 @@ def test_symlink_output(t):
     check_trace_file(t.path("sub", "real.json"), "-o link.json")
     check(stat.S_IMODE(os.stat(t.path("sub", "real.json")).st_mode) == 0o600,
           "the replaced file did not keep its permissions")
+    # Root replacing another user's file gives it back to that user.
+    if os.geteuid() == 0:
+        os.chown(t.path("sub", "real.json"), 65534, 65534)
+        t.run(loop_cmd(3), out="link.json", expect_rc=0)
+        st = os.stat(t.path("sub", "real.json"))
+        check((st.st_uid, st.st_gid) == (65534, 65534) and stat.S_IMODE(st.st_mode) == 0o600,
+              f"the replaced file is now {st.st_uid}:{st.st_gid} "
+              f"{oct(stat.S_IMODE(st.st_mode))}, was 65534:65534 0o600")
     # A link to a file not there yet: the file is made.
     os.symlink("sub/new.json", t.path("new-link.json"))
     res = t.forktrace(["combine", t.path("sub", "real.json"), "-o", "new-link.json"])
