@@ -42,6 +42,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,6 +73,7 @@ static volatile sig_atomic_t we_stopped_cmd; /* a TSTP of ours stopped COMMAND *
  * handled[]). */
 static volatile sig_atomic_t deferred[NHANDLED];
 static char sentinel_status[64];        /* /proc/PID/status of the sentinel */
+static pid_t sentinel_pid;                /* the sentinel, or 0 */
 static sigset_t orig_mask, handled_set;
 static bool pipe_was_default;
 static bool xfsz_was_default;
@@ -250,6 +252,7 @@ static void sentinel_start(void)
 		return;
 	}
 	snprintf(sentinel_status, sizeof(sentinel_status), "/proc/%d/status", (int)h);
+	sentinel_pid = h;
 	sentinel_fd = sv[0];
 }
 
@@ -657,6 +660,17 @@ void rsig_finish(void)
 	if (sentinel_fd >= 0)
 		close(sentinel_fd);
 	sentinel_fd = -1;
+	/* Reaped here: left to outlive forktrace, the sentinel would go to
+	 * the reaper above (a container's init, an outer forktrace) as an
+	 * orphan it knows nothing of. Killed, not just told by the end of
+	 * its socket: a stopped one would never read it. An unreaped child's
+	 * pid is not reused. */
+	if (sentinel_pid > 0) {
+		kill(sentinel_pid, SIGKILL);
+		while (waitpid(sentinel_pid, NULL, __WCLONE) < 0 && errno == EINTR)
+			;
+	}
+	sentinel_pid = 0;
 	ntemps = 0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }

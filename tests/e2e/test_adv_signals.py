@@ -565,5 +565,28 @@ def test_reject_flood(t):
     check(len(total) == 1, f"no count of the 200 connections\n  {res.describe()}")
 
 
+@test
+def no_orphan_left(ctx):
+    """Nothing forktrace starts outlives it: its signal sentinel went to the
+    reaper above forktrace (a container's init, an outer forktrace, here
+    this test as a child subreaper) as an orphan it never made."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    check(libc.prctl(36, 1, 0, 0, 0) == 0, "PR_SET_CHILD_SUBREAPER failed")  # PR_SET_CHILD_SUBREAPER
+    res = ctx.forktrace(ctx.run_args(["/bin/true"], quiet=True))
+    check(res.rc == 0, f"forktrace failed\n  {res.describe()}")
+    me = str(os.getpid())
+    mine = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me:
+            mine.append(stat.split("/")[2])
+    check(not mine, f"processes left to the reaper above forktrace: {mine}")
+
+
 if __name__ == "__main__":
     ft.main()
