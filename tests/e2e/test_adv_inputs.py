@@ -268,13 +268,16 @@ def duplicate_keys(t):
            b'"args":{"k":1,"k":2,"n":{"a":1,"\\u0061":[{"z":1,"z":3}]}}},'
            b'{"ph":"i","name":"b","p\\u0069d":5,"pid":6,"tid":6,"ts":2,"s":"t"},'
            b'{"ph":"i","name":"c","pid":7,"tid":7,"ts":3,"s":"t","zz":1,"zz":[1,{"q":0,"q":9}]},'
-           b'{"ph":"i","name":"d","pid":8,"tid":8,"ts":4,"s":"t","args":{"u":1,"v":2}}]}')
+           b'{"ph":"i","name":"d","pid":8,"tid":8,"ts":4,"s":"t","args":{"u":1,"v":2}},'
+           b'{ "ph" : "i" , "name" : "e" , "pid" : 9 , "tid" : 9 , "ts" : 5 , "s" : "t" , '
+           b'"args" : { "a" : 1 , "b" : 2 , "c" : 3 , "d" : 4 , "e" : 5 , "f" : 6 , "g" : 7 , '
+           b'"h" : 8 , "i" : 9 , "a" : [ ] , "j" : { } } }]}')
     with open(t.path("dup.json"), "wb") as f:
         f.write(doc)
     rc, out, err = raw_forktrace(t, ["combine", "dup.json", "-o", "out.json"])
     tr = ft.load_json(t.path("out.json"))  # refuses duplicate keys at any depth
     check(rc == 1, f"combine: exit {rc}, expected 1 (repaired)\n{err}")
-    check("3 events with a key twice" in err, f"no warning of the duplicate keys: {err}")
+    check("4 events with a key twice" in err, f"no warning of the duplicate keys: {err}")
     ev = {e["name"]: e for e in tr["traceEvents"] if e.get("ph") == "i"}
     origin = [e for e in tr["traceEvents"] if e.get("name") == "forktrace_origin"]
     check(len(origin) == 1 and origin[0]["args"]["pid"] == "x" and
@@ -284,8 +287,10 @@ def duplicate_keys(t):
     check(ev["b"]["pid"] == 6, f"event b: {ev['b']}")
     check(ev["c"]["zz"] == [1, {"q": 9}], f"event c: {ev['c']}")
     check(ev["d"]["args"] == {"u": 1, "v": 2}, f"event d changed: {ev['d']}")
+    check(ev["e"]["args"] == {"b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7, "h": 8, "i": 9,
+                              "a": [], "j": {}}, f"event e (ten keys): {ev['e']}")
     rc, out, err = raw_forktrace(t, ["info", "dup.json"])
-    check(rc == 1 and "3 events with a key twice" in out, f"info: exit {rc}: {out}{err}")
+    check(rc == 1 and "4 events with a key twice" in out, f"info: exit {rc}: {out}{err}")
 
 
 SHM_PEER = r"""
