@@ -581,7 +581,7 @@ key:
 		jsonw_sv k = {p + 1, (size_t)(q - p - 1)};
 		unsigned d = depth - 1;
 
-		if ((flags & SF_ESC) || nkeys[d] == DUP_KEYS)
+		if ((flags & (SF_ESC | SF_FIX)) || nkeys[d] == DUP_KEYS)
 			o->dup = true;
 		for (unsigned i = 0; i < nkeys[d] && !o->dup; i++)
 			o->dup = seen[d][i].n == k.n && !memcmp(seen[d][i].p, k.p, k.n);
@@ -848,8 +848,10 @@ static ALWAYS_INLINE int event_fast(const char *p, const char *end, const char *
 			if (flags & SF_FIX)
 				o->fix = true;
 			k = flags & SF_ESC ? -1 : key_id(p + 1, (size_t)(q - p - 1));
-			/* "p\u0069d" may be "pid", or another key. */
-			dup |= (flags & SF_ESC) != 0;
+			/* "p\u0069d" may be "pid", or another key; two keys
+			 * that differ in invalid UTF-8 become one when it is
+			 * repaired. */
+			dup |= (flags & (SF_ESC | SF_FIX)) != 0;
 		}
 		p = q + 1;
 		SKIP_WS_RARE(p);
@@ -1386,12 +1388,14 @@ typedef struct dd_member {
 	char *name;             /* the key unescaped (in dd.names) */
 	size_t name_n, index;
 	bool keep;
+	bool plain; /* written with escapes that it does not need */
 } dd_member;
 
 typedef struct dd {
 	char *out;   /* NULL: only find whether there is a duplicate */
 	size_t n;
-	bool found;
+	bool found; /* something to change */
+	bool dup;   /* of which a key twice */
 	bool nomem;
 } dd;
 
@@ -1433,6 +1437,16 @@ static int dd_cmp(const void *a, const void *b)
 
 static const char *dd_value(dd *d, const char *p, unsigned depth);
 
+/* Whether a key's content can be written between quotes as it is: no
+ * control character, quote or backslash (UTF-8 is fine: it was valid). */
+static bool plain_name(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == '"' || s[i] == '\\' || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
 /* The end of the valid value at p, not looked into. */
 static const char *dd_skip(const char *p)
 {
@@ -1467,7 +1481,7 @@ static const char *dd_object(dd *d, const char *p, unsigned depth)
 	char *names = NULL;
 	size_t n = 0, cap = 0, used = 0, ncap = 0;
 	const char *q = dd_ws(p + 1);
-	bool first = true;
+	bool first = true, escaped = false;
 
 	while (*q != '}') {
 		const char *kend = dd_str_end(q);
@@ -1492,7 +1506,9 @@ static const char *dd_object(dd *d, const char *p, unsigned depth)
 		if (*q == ',')
 			q = dd_ws(q + 1);
 	}
-	if (n > 1) {
+	for (size_t i = 0; i < n && !escaped; i++)
+		escaped = memchr(m[i].key, '\\', (size_t)(m[i].kend - m[i].key)) != NULL;
+	if (n > 1 || escaped) {
 		/* Names unescaped, into one buffer (offsets first: it moves). */
 		for (size_t i = 0; i < n; i++)
 			ncap += (size_t)(m[i].kend - m[i].key);
@@ -1507,12 +1523,21 @@ static const char *dd_object(dd *d, const char *p, unsigned depth)
 			used += m[i].name_n;
 			by[i] = &m[i];
 		}
+		/* A key written with escapes ("p\\u0069d") is written plainly
+		 * when it can be: the scanner then reads it as what it is. */
+		for (size_t i = 0; i < n; i++)
+			if (memchr(m[i].key, '\\', (size_t)(m[i].kend - m[i].key)) != NULL &&
+			    plain_name(m[i].name, m[i].name_n)) {
+				m[i].plain = true;
+				d->found = true;
+			}
 		qsort(by, n, sizeof(*by), dd_cmp);
 		for (size_t i = 0; i + 1 < n; i++)
 			if (by[i]->name_n == by[i + 1]->name_n &&
 			    !memcmp(by[i]->name, by[i + 1]->name, by[i]->name_n)) {
 				by[i]->keep = false;
 				d->found = true;
+				d->dup = true;
 			}
 	}
 	dd_put(d, "{", 1);
@@ -1522,7 +1547,13 @@ static const char *dd_object(dd *d, const char *p, unsigned depth)
 		if (!first)
 			dd_put(d, ",", 1);
 		first = false;
-		dd_put(d, m[i].key, (size_t)(m[i].kend - m[i].key));
+		if (m[i].plain) {
+			dd_put(d, "\"", 1);
+			dd_put(d, m[i].name, m[i].name_n);
+			dd_put(d, "\"", 1);
+		} else {
+			dd_put(d, m[i].key, (size_t)(m[i].kend - m[i].key));
+		}
 		dd_put(d, ":", 1);
 		dd_value(d, m[i].val, depth + 1);
 	}
@@ -1579,7 +1610,7 @@ static const char *dd_value(dd *d, const char *p, unsigned depth)
 	return q;
 }
 
-size_t jsonr_dedup(char *out, jsonw_sv src)
+size_t jsonr_dedup(char *out, jsonw_sv src, bool *dup)
 {
 	dd d = {.out = NULL};
 
@@ -1588,6 +1619,7 @@ size_t jsonr_dedup(char *out, jsonw_sv src)
 	dd_value(&d, dd_ws(src.p), 0);
 	if (d.nomem)
 		return (size_t)-1;
+	*dup = d.dup;
 	if (!d.found)
 		return 0;
 	d = (dd){.out = out};

@@ -139,12 +139,15 @@ static inline size_t jsonr_sanitize_size(size_t n)
  * event's keys the same way, but copied the text with both. jsonr_dedup
  * copies the complete, valid value src into out (src.n + JSONR_PAD bytes)
  * with, in every object at any depth, each member whose key (compared
- * unescaped) comes again later in that object left out; the rest of the
- * text is as it was but whitespace between tokens. Returns the length
- * (out gets JSONR_PAD zero bytes after it), 0 when no object of src has
- * a key twice (out is then undefined), or (size_t)-1 when out of memory.
+ * unescaped) comes again later in that object left out, and keys written
+ * with escapes they do not need ("p\u0069d") written plainly (so that the
+ * scanner reads them as the key they are); the rest of the text is as it
+ * was but whitespace between tokens. Returns the length (out gets
+ * JSONR_PAD zero bytes after it), 0 when there was nothing to change (out
+ * is then undefined), or (size_t)-1 when out of memory. *dup: whether a
+ * key was met twice (the rest is no repair: the same JSON).
  */
-size_t jsonr_dedup(char *out, jsonw_sv src);
+size_t jsonr_dedup(char *out, jsonw_sv src, bool *dup);
 
 /*
  * The content of the JSON string literal lit (with quotes), unescaped into

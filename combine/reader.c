@@ -637,14 +637,16 @@ static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 
 		if (grow(&r->dedup, &r->dedup_cap, text.n + JSONR_PAD) < 0)
 			return -ENOMEM;
-		n = jsonr_dedup(r->dedup, text);
+		bool dup = false;
+
+		n = jsonr_dedup(r->dedup, text, &dup);
 		if (n == (size_t)-1)
 			return -ENOMEM;
 		if (n > 0) {
 			text = (jsonw_sv){r->dedup, n};
 			if (jsonr_value(text.p, text.p + text.n, &next, o, true) != JSONR_OK)
 				return -EINVAL; /* cannot happen: members were left out whole */
-			if (r->inf->dup_fixed++ == 0)
+			if (dup && r->inf->dup_fixed++ == 0)
 				r->inf->dup_offset = r->base + start;
 		}
 	}
@@ -895,7 +897,26 @@ static const char *skip_ws(const char *p, const char *end)
 /* Hands one key to reader_opts.top_key; returns 0 or its error. */
 static int give_key(reader *r, jsonw_sv key, bool in_other_data, jsonw_sv val)
 {
-	int st = r->o->top_key(r->o->top_key_ctx, key, in_other_data, val);
+	int st;
+
+	/* Inside the value, a key twice in an object keeps its last value,
+	 * as in events (the key itself twice at the top: the first counts).
+	 * val may lie in r->fix; the copy goes to r->dedup. */
+	if (val.p[0] == '{' || val.p[0] == '[') {
+		bool dup = false;
+		size_t n;
+
+		if (grow(&r->dedup, &r->dedup_cap, val.n + JSONR_PAD) < 0)
+			return -ENOMEM;
+		n = jsonr_dedup(r->dedup, val, &dup);
+		if (n == (size_t)-1)
+			return -ENOMEM;
+		if (n > 0)
+			val = (jsonw_sv){r->dedup, n};
+		if (dup && r->inf->dup_fixed++ == 0)
+			r->inf->dup_offset = r->base + r->pos;
+	}
+	st = r->o->top_key(r->o->top_key_ctx, key, in_other_data, val);
 
 	if (st < 0)
 		return st;
@@ -909,6 +930,40 @@ static int give_key(reader *r, jsonw_sv key, bool in_other_data, jsonw_sv val)
  * forktrace, which read_meta read, to reader_opts.top_key. Returns 0 or
  * its error.
  */
+/*
+ * Unescapes the key literal lit into *buf (grown) as *out, with every byte
+ * that is not part of well-formed UTF-8 replaced by U+FFFD, as the writer
+ * will write it: two keys that differ only there are one key in the
+ * output, and must be seen as one. Returns 0 or -ENOMEM.
+ */
+static int unescape_key(char **buf, size_t *cap, jsonw_sv lit, jsonw_sv *out)
+{
+	size_t n, w = 0, at = 2 * lit.n;
+	char *b;
+
+	/* Unescaped behind where it is copied to: at most 3 bytes out for
+	 * each byte in, so the copy never overtakes what it reads. */
+	if (grow(buf, cap, 3 * lit.n + 1) < 0)
+		return -ENOMEM;
+	b = *buf;
+	n = jsonr_unescape(b + at, lit);
+	for (size_t i = 0; i < n;) {
+		size_t k = (unsigned char)b[at + i] < 0x80 ? 1 : ostream_utf8_len(b + at + i, n - i);
+
+		if (k == 0) {
+			memcpy(b + w, "\xef\xbf\xbd", 3);
+			w += 3;
+			i++;
+		} else {
+			memmove(b + w, b + at + i, k);
+			w += k;
+			i += k;
+		}
+	}
+	*out = (jsonw_sv){b, w};
+	return 0;
+}
+
 static int give_members(reader *r, jsonw_sv obj)
 {
 	const char *p = obj.p + 1, *end = obj.p + obj.n, *q;
@@ -922,10 +977,8 @@ static int give_members(reader *r, jsonw_sv obj)
 		/* obj is valid: anything else than a key is its '}'. */
 		if (p >= end || *p != '"' || jsonr_value(p, end, &q, &o, false) != JSONR_OK)
 			return 0;
-		if (grow(&r->mkey, &r->mkey_cap, (size_t)(q - p) + 1) < 0)
+		if (unescape_key(&r->mkey, &r->mkey_cap, (jsonw_sv){p, (size_t)(q - p)}, &name) < 0)
 			return -ENOMEM;
-		name.n = jsonr_unescape(r->mkey, (jsonw_sv){p, (size_t)(q - p)});
-		name.p = r->mkey;
 		p = skip_ws(skip_ws(q, end) + 1, end); /* past the ':' */
 		if (jsonr_value(p, end, &q, &o, false) != JSONR_OK)
 			return 0;
@@ -1117,10 +1170,9 @@ static int read_object(reader *r)
 		if (st != JSONR_OK)
 			return value_problem(r, st, &o, "a key");
 		/* Out of the buffer: reading on may move it. */
-		if (grow(&r->key, &r->key_cap, vend - r->pos + 1) < 0)
+		if (unescape_key(&r->key, &r->key_cap, (jsonw_sv){r->buf + r->pos, vend - r->pos},
+				 &key) < 0)
 			return -ENOMEM;
-		key.n = jsonr_unescape(r->key, (jsonw_sv){r->buf + r->pos, vend - r->pos});
-		key.p = r->key;
 		r->pos = vend;
 		c = peek(r);
 		if (c != ':') {

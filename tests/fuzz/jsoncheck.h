@@ -123,6 +123,72 @@ static bool number(val *v)
 	return true;
 }
 
+/* The next code point of a string literal's content at *p (after its
+ * opening quote, valid as string() checked it), escapes decoded (a
+ * surrogate pair joined); -1 at the closing quote. */
+static long key_cp(const unsigned char **p)
+{
+	const unsigned char *q = *p;
+	long c = 0;
+	int n;
+
+	if (*q == '"')
+		return -1;
+	if (*q == '\\') {
+		const char *map = "\"\"\\\\//b\bf\fn\nr\rt\t";
+
+		if (q[1] != 'u') {
+			*p = q + 2;
+			for (int i = 0; map[i]; i += 2)
+				if (map[i] == (char)q[1])
+					return (unsigned char)map[i + 1];
+			return q[1];
+		}
+		for (int i = 2; i < 6; i++)
+			c = c * 16 + (q[i] <= '9' ? q[i] - '0' : (q[i] | 0x20) - 'a' + 10);
+		*p = q + 6;
+		if (c >= 0xd800 && c < 0xdc00 && q[6] == '\\' && q[7] == 'u') {
+			long lo = 0;
+
+			for (int i = 8; i < 12; i++)
+				lo = lo * 16 + (q[i] <= '9' ? q[i] - '0' : (q[i] | 0x20) - 'a' + 10);
+			if (lo >= 0xdc00 && lo < 0xe000) {
+				c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
+				*p = q + 12;
+			}
+		}
+		return c;
+	}
+	if (*q < 0x80) {
+		*p = q + 1;
+		return *q;
+	}
+	n = *q >= 0xf0 ? 4 : *q >= 0xe0 ? 3 : 2;
+	c = *q & (0x7f >> n);
+	for (int i = 1; i < n; i++)
+		c = (c << 6) | (q[i] & 0x3f);
+	*p = q + n;
+	return c;
+}
+
+/* Whether two keys (after their opening quotes) are the same string. */
+static bool same_key(const unsigned char *a, const unsigned char *b)
+{
+	for (;;) {
+		long x = key_cp(&a), y = key_cp(&b);
+
+		if (x != y)
+			return false;
+		if (x < 0)
+			return true;
+	}
+}
+
+/* Every object has each key once (compared decoded, as a JSON parser
+ * would): forktrace never writes an object with a key twice. Keys past
+ * the first JSONCHECK_KEYS of an object are compared with those only. */
+#define JSONCHECK_KEYS 64
+
 static bool value(val *v, int depth)
 {
 	ws(v);
@@ -135,6 +201,8 @@ static bool value(val *v, int depth)
 	case '[': {
 		char close = *v->p == '{' ? '}' : ']';
 		bool obj = close == '}';
+		const unsigned char *keys[JSONCHECK_KEYS], *key;
+		size_t nkeys = 0;
 
 		v->p++;
 		ws(v);
@@ -145,8 +213,16 @@ static bool value(val *v, int depth)
 		for (;;) {
 			if (obj) {
 				ws(v);
-				if (v->p >= v->end || *v->p != '"' || !string(v))
+				if (v->p >= v->end || *v->p != '"')
 					return false;
+				key = v->p + 1;
+				if (!string(v))
+					return false;
+				for (size_t i = 0; i < nkeys; i++)
+					if (same_key(keys[i], key))
+						return false; /* a key twice */
+				if (nkeys < JSONCHECK_KEYS)
+					keys[nkeys++] = key;
 				ws(v);
 				if (v->p >= v->end || *v->p != ':')
 					return false;
