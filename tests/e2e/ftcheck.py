@@ -16,6 +16,8 @@ The environment comes from tests/CMakeLists.txt:
   FT_MPIRUN       the mpirun to use
   FT_KEEP=1       keep the directories of passing tests too
 
+Each test's forktrace runs get a TMPDIR of their own, /tmp/ftt-XXXXXXXX.
+
 Nothing here depends on the order of processes or events in the trace.
 """
 
@@ -581,7 +583,8 @@ def strace_forktrace_run(cmd, cwd, log, events, out="trace.json", env=None, time
         raise Skip("strace is not installed")
     env = dict(os.environ if env is None else env)
     env["ASAN_OPTIONS"] = ":".join(x for x in (env.get("ASAN_OPTIONS"), "detect_leaks=0") if x)
-    argv = [strace, "-f", "-qq", "-o", log, "-e", "trace=" + events, forktrace_bin(),
+    # -s 256: paths whole (the socket's is longer than strace's default 32).
+    argv = [strace, "-f", "-qq", "-s", "256", "-o", log, "-e", "trace=" + events, forktrace_bin(),
             "run", "-q", "-o", out, "--"] + list(cmd)
     p = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -755,6 +758,16 @@ def main():
     base = os.environ.get("FT_E2E_TMP") or tempfile.gettempdir()
     os.makedirs(base, exist_ok=True)
     wd = tempfile.mkdtemp(prefix=f"ft-{name}-", dir=base)
+    # Every forktrace of the test gets a TMPDIR of its own (short: the
+    # socket's path must fit sun_path), unless the test sets one: a run
+    # removes what killed runs of its user left in its TMPDIR, and in a
+    # shared one it would clean up after a test beside it that killed
+    # forktrace on purpose and is still recovering the trace.
+    # Sticky and open to all, as /tmp: processes that give up root reach
+    # the socket directory in it.
+    own_tmp = tempfile.mkdtemp(prefix="ftt-", dir="/tmp")
+    os.chmod(own_tmp, 0o1777)
+    os.environ["TMPDIR"] = own_tmp
     ctx = Context(name, wd)
     status = 1
     try:
@@ -776,8 +789,9 @@ def main():
     finally:
         kill_leftovers(wd)
     if status == 1 or os.environ.get("FT_KEEP") == "1":
-        print(f"(files kept in {wd})")
+        print(f"(files kept in {wd}; TMPDIR was {own_tmp})")
     else:
         shutil.rmtree(wd, ignore_errors=True)
+        shutil.rmtree(own_tmp, ignore_errors=True)
     sys.stdout.flush()
     sys.exit(status)
