@@ -66,6 +66,17 @@ def check(cond, msg):
 # Environment
 
 
+def agent_var(name):
+    """A variable of the agent's, read from inside a traced process: the
+    agent hides them from os.environ (the program sees the environment it
+    would untraced); the process's initial environment still has them."""
+    with open("/proc/self/environ", "rb") as f:
+        for e in f.read().split(b"\0"):
+            if e.startswith(name.encode() + b"="):
+                return e.split(b"=", 1)[1].decode()
+    raise KeyError(name)
+
+
 def forktrace_bin():
     path = os.environ.get("FT_BIN", "")
     check(path and os.access(path, os.X_OK),

@@ -182,15 +182,6 @@ def start_ticks(pid):
     with open(f"/proc/{pid}/stat") as f:
         return int(f.read().rsplit(")", 1)[1].split()[19])
 
-def agent_var(name):
-    """A variable of the agent's: it hides them from os.environ (the
-    program sees the environment it would untraced); the process's
-    initial environment still has them."""
-    with open("/proc/self/environ", "rb") as f:
-        for e in f.read().split(b"\0"):
-            if e.startswith(name.encode() + b"="):
-                return e.split(b"=", 1)[1].decode()
-    raise KeyError(name)
 
 
 
@@ -200,7 +191,7 @@ def say_hello_as(pid, ppid, argv0):
     argv0 that then exits 99. Returns what the collector answered before
     closing, or None when it kept the connection open."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(agent_var("FORKTRACE_SOCK"))
+    s.connect(ft.agent_var("FORKTRACE_SOCK"))
     ts = time_ns()
     s.sendall(frame(1, {1: ts, 2: pid, 3: pid, 4: ppid, 11: start_ticks(pid),
                         7: [argv0], 16: argv0, 20: 0}) +
