@@ -276,6 +276,27 @@ typedef struct spill_file {
 	size_t table; /* index in tables + 1, or 0 */
 } spill_file;
 
+/* Appends f to *v, grown as push() grows its array. Consumes f.path
+ * (NULL: allocation failed), also on error. Returns 0 or -ENOMEM. */
+static int push_spill(spill_file **v, size_t *n, size_t *cap, spill_file f)
+{
+	if (f.path == NULL)
+		return -ENOMEM;
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		spill_file *nv = realloc(*v, nc * sizeof(*nv));
+
+		if (nv == NULL) {
+			free(f.path);
+			return -ENOMEM;
+		}
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = f;
+	return 0;
+}
+
 int spill_prepare(const char *const *paths, size_t n, spill_inputs *sp)
 {
 	spill_file *spills = NULL;
@@ -307,23 +328,11 @@ int spill_prepare(const char *const *paths, size_t n, spill_inputs *sp)
 
 					if (asprintf(&full, "%s/%s", paths[i], de->d_name) < 0)
 						full = NULL;
-					if (nspills == cap_spills) {
-						size_t nc = cap_spills ? cap_spills * 2 : 16;
-						spill_file *nv = realloc(spills, nc * sizeof(*nv));
-
-						if (!nv) {
-							free(full);
-							err = -ENOMEM;
-							break;
-						}
-						spills = nv;
-						cap_spills = nc;
-					}
-					if (!full) {
+					if (push_spill(&spills, &nspills, &cap_spills,
+						       (spill_file){full, true, 0}) < 0) {
 						err = -ENOMEM;
 						break;
 					}
-					spills[nspills++] = (spill_file){full, true, 0};
 					found = true;
 				} else {
 					others = true;
@@ -352,25 +361,11 @@ int spill_prepare(const char *const *paths, size_t n, spill_inputs *sp)
 				free(spills[k].path);
 			nspills = first;
 		} else if (has_spill_name(paths[i]) || sniff_spill(paths[i])) {
-			char *dup = strdup(paths[i]);
-
-			if (nspills == cap_spills) {
-				size_t nc = cap_spills ? cap_spills * 2 : 16;
-				spill_file *nv = realloc(spills, nc * sizeof(*nv));
-
-				if (!nv) {
-					free(dup);
-					err = -ENOMEM;
-					break;
-				}
-				spills = nv;
-				cap_spills = nc;
-			}
-			if (!dup) {
+			if (push_spill(&spills, &nspills, &cap_spills,
+				       (spill_file){strdup(paths[i]), false, 0}) < 0) {
 				err = -ENOMEM;
 				break;
 			}
-			spills[nspills++] = (spill_file){dup, false, 0};
 			continue;
 		}
 		if (err == 0)
