@@ -162,6 +162,14 @@ proc_entry *proc_add_root(proc_tree *pt, pid_t pid, const char *const *argv, con
 /* The host pid of a process entry, for messages. */
 pid_t proc_pid(const proc_entry *pe);
 
+/* Reads /proc/PID/stat into buf (cap bytes) and returns its fields after
+ * the command name ("S PPID PGRP ..."), or NULL when the process is gone
+ * or the file is not as expected. Signal-safe. */
+const char *proc_stat_fields(pid_t pid, char *buf, size_t cap);
+/* The parent of pid as /proc/PID/stat gives it (a zombie's too), or -1
+ * when the process is gone. Signal-safe. */
+pid_t proc_stat_ppid(pid_t pid);
+
 /*
  * Ends the run: every process gets an end time, exit state, parents and
  * trace pids, and processes that are still alive are marked running

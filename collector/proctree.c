@@ -1255,32 +1255,63 @@ proc_entry *proc_add_root(proc_tree *pt, pid_t pid, const char *const *argv, con
 	return pe;
 }
 
+/* No snprintf: it is not signal-safe (a signal handler of runsig.c
+ * follows a sender's parents). */
+const char *proc_stat_fields(pid_t pid, char *buf, size_t cap)
+{
+	char path[32] = "/proc/", digits[12];
+	size_t k = 6;
+	int nd = 0, fd;
+	ssize_t n;
+
+	if (pid <= 0)
+		return NULL;
+	for (pid_t v = pid; v; v /= 10)
+		digits[nd++] = (char)('0' + v % 10);
+	while (nd)
+		path[k++] = digits[--nd];
+	memcpy(path + k, "/stat", 6);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	do
+		n = read(fd, buf, cap - 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	/* pid (comm) state ...: comm may hold anything, its last ')' ends it. */
+	char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2])
+		return NULL;
+	return p + 2;
+}
+
+pid_t proc_stat_ppid(pid_t pid)
+{
+	char buf[1024];
+	const char *p = proc_stat_fields(pid, buf, sizeof(buf));
+	pid_t ppid = 0;
+
+	if (!p || p[1] != ' ' || p[2] < '0' || p[2] > '9')
+		return -1;
+	for (p += 2; *p >= '0' && *p <= '9'; p++)
+		ppid = ppid * 10 + (*p - '0');
+	return ppid;
+}
+
 /* Is this process still alive on the host (same pid, same start)? */
 static bool still_alive(const proc_entry *pe)
 {
-	char path[64], buf[1024];
-	int fd;
-	ssize_t n;
+	char buf[1024];
+	const char *p = proc_stat_fields((pid_t)pe->mp->pid, buf, sizeof(buf));
 
-	snprintf(path, sizeof(path), "/proc/%lld/stat", (long long)pe->mp->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	if (!p)
-		return false;
-	char state = p[2];
-	if (state == 'Z' || state == 'X')
+	if (!p || p[0] == 'Z' || p[0] == 'X')
 		return false;
 	if (!pe->mp->start_ticks)
 		return true;
-	/* Field 22 (starttime) is the 20th after the closing parenthesis. */
-	p += 2;
+	/* Field 22 (starttime) is the 20th after the state (field 3). */
 	for (int field = 3; field < 22 && p; field++) {
 		p = strchr(p, ' ');
 		if (p)

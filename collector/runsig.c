@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "internal.h"
 #include "runsig.h"
 
 enum { PHASE_SETUP, PHASE_RUNNING, PHASE_WAITING };
@@ -313,40 +314,11 @@ static bool sent_by_tree(const siginfo_t *si)
 	if (si->si_code != SI_USER && si->si_code != SI_QUEUE)
 		return false;
 	for (int hops = 0; pid > 1 && hops < 64; hops++) {
-		char path[64], buf[512];
-		ssize_t n;
-		int fd;
-
 		if (pid == self_pid)
 			return hops > 0;
-		/* "/proc/PID/stat" without snprintf, which is not signal-safe. */
-		char digits[16];
-		int nd = 0;
-		for (pid_t v = pid; v && nd < 15; v /= 10)
-			digits[nd++] = (char)('0' + v % 10);
-		size_t k = 0;
-		memcpy(path, "/proc/", 6);
-		k = 6;
-		while (nd)
-			path[k++] = digits[--nd];
-		memcpy(path + k, "/stat", 6);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		pid = proc_stat_ppid(pid);
+		if (pid < 0)
 			return false;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			return false;
-		buf[n] = '\0';
-		/* pid (comm) state ppid ...: comm may hold anything but its
-		 * last ')' ends it. */
-		char *p = strrchr(buf, ')');
-		if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
-			return false;
-		pid_t ppid = 0;
-		for (p += 4; *p >= '0' && *p <= '9'; p++)
-			ppid = ppid * 10 + (*p - '0');
-		pid = ppid;
 	}
 	return false;
 }

@@ -126,20 +126,6 @@ static ssize_t proc_file(pid_t pid, const char *name, char *buf, size_t cap)
 	return n;
 }
 
-/* The parent of pid as /proc/PID/stat gives it (a zombie's too), or -1
- * when the process is gone. */
-static pid_t proc_ppid(pid_t pid)
-{
-	char buf[1024];
-	const char *rp;
-	int ppid;
-
-	if (proc_file(pid, "stat", buf, sizeof(buf)) < 0 || !(rp = strrchr(buf, ')')) ||
-	    sscanf(rp + 1, " %*c %d", &ppid) != 1)
-		return -1;
-	return (pid_t)ppid;
-}
-
 /*
  * Is pid this collector or a process of its tree? The collector is a
  * child subreaper: every process of the tree, orphans and daemons
@@ -154,7 +140,7 @@ static int in_tree(const srv *s, pid_t pid)
 
 		if (pid == s->self)
 			return 1;
-		ppid = proc_ppid(pid);
+		ppid = proc_stat_ppid(pid);
 		if (ppid < 0)
 			return depth == 0 ? -1 : 0;
 		pid = ppid;
