@@ -385,6 +385,11 @@ def test_signal_from_tree(t):
     parent) is not passed back to COMMAND: it used to kill it."""
     res = t.run(["sh", "-c", "kill -TERM $PPID; sleep 0.5; echo alive"], expect_rc=0)
     check(res.out.strip() == "alive", f"COMMAND did not survive\n  {res.describe()}")
+    # From deeper in the tree: forktrace follows the sender's parents.
+    res = t.run(["sh", "-c", 'P=$PPID; sh -c "kill -TERM $P"; sleep 0.5; echo alive'],
+                expect_rc=0)
+    check(res.out.strip() == "alive",
+          f"COMMAND did not survive its child's signal to forktrace\n  {res.describe()}")
 
 
 @test
