@@ -1039,23 +1039,24 @@ int run_main(int argc, char **argv)
 	if (ptab_was_cut())
 		fprintf(stderr, "forktrace: warning: a traced process cut the process table short: "
 				"what images wrote in it from then on is missing, uncounted\n");
-	/* Never "0 lost" when something was left out. */
-	if (rc == 0 && ptab_was_cut())
-		fprintf(stderr, "forktrace: %llu processes, %llu events, %llu lost and the rest of "
-				"the process table (cut short), trace written to %s\n",
-			(unsigned long long)ms.processes, (unsigned long long)ms.events,
-			(unsigned long long)rs->model->lost_events, rs->o.output);
-	else if (rc == 0 && sr->unmerged)
-		fprintf(stderr, "forktrace: %llu processes, %llu events, %llu lost and %zu spill "
-				"file%s not merged (kept in %s), trace written to %s\n",
-			(unsigned long long)ms.processes, (unsigned long long)ms.events,
-			(unsigned long long)rs->model->lost_events, sr->unmerged,
-			sr->unmerged == 1 ? "" : "s", sr->dir, rs->o.output);
-	else if (!rs->o.quiet && rc == 0)
-		fprintf(stderr, "forktrace: %llu processes, %llu events, %llu lost, trace written "
+	/* Never "0 lost" when something was left out: the summary says what,
+	 * even with -q. One write: stderr is unbuffered. */
+	if (rc == 0 && (!rs->o.quiet || sr->unmerged || ptab_was_cut())) {
+		char more[PATH_MAX + 128];
+		int n = 0;
+
+		more[0] = '\0';
+		if (sr->unmerged)
+			n = snprintf(more, sizeof(more), " and %zu spill file%s not merged (kept in %s)",
+				     sr->unmerged, sr->unmerged == 1 ? "" : "s", sr->dir);
+		if (ptab_was_cut() && n >= 0 && (size_t)n < sizeof(more))
+			snprintf(more + n, sizeof(more) - (size_t)n,
+				 " and the rest of the process table (cut short)");
+		fprintf(stderr, "forktrace: %llu processes, %llu events, %llu lost%s, trace written "
 				"to %s\n",
 			(unsigned long long)ms.processes, (unsigned long long)ms.events,
-			(unsigned long long)rs->model->lost_events, rs->o.output);
+			(unsigned long long)rs->model->lost_events, more, rs->o.output);
+	}
 	spill_run_finish(sr, rc == 0);
 
 out_loop:
