@@ -413,7 +413,7 @@ static int agent_peer_foreign(int fd)
 
 	if (agent_syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
 		return 0;
-	return cr.pid == 0 || cr.uid != (uid_t)agent_syscall0(SYS_geteuid);
+	return cr.pid == 0 || cr.uid != agent_sys_geteuid();
 }
 
 void agent_await_ack(void)
