@@ -9,19 +9,9 @@
 #include <string.h>
 
 #include "../../collector/internal.h"
+#include "../check.h"
 
 #define T0 5000000000000ll
-
-static int failures;
-
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                               \
-			failures++;                                                   \
-		}                                                                     \
-	} while (0)
 
 static bool str_is(wire_str s, const char *want)
 {
@@ -192,10 +182,8 @@ static void test_bad_payloads(void)
 
 	msgpack_unpacked_init(&up);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		if (wire_decode(bad[i].bytes, bad[i].n, FT_MSG_EXEC, &up, &m) != -EBADMSG) {
-			fprintf(stderr, "accepted a payload with %s\n", bad[i].what);
-			failures++;
-		}
+		CHECK_MSG(wire_decode(bad[i].bytes, bad[i].n, FT_MSG_EXEC, &up, &m) == -EBADMSG,
+			  "accepted a payload with %s", bad[i].what);
 	}
 	/* Unknown keys are skipped: a newer agent may send more. */
 	CHECK(wire_decode("\x82\x01\x05\x3f\xa3new", 8, FT_MSG_EXIT, &up, &m) == 0 && m.ts == 5);
@@ -211,10 +199,5 @@ int main(int argc, char **argv)
 	test_vectors(argv[1]);
 	test_bad_frames();
 	test_bad_payloads();
-	if (failures) {
-		fprintf(stderr, "%d checks failed\n", failures);
-		return 1;
-	}
-	printf("decode: all checks passed\n");
-	return 0;
+	return check_done("decode");
 }

@@ -14,23 +14,11 @@
 #include <unistd.h>
 
 #include "../../collector/internal.h"
+#include "../check.h"
 
 #define T0 5000000000000ll
 #define ROOT 100
 #define CHILD 300
-
-static int failures;
-
-#define CHECK(cond, ...)                                                              \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, \
-				#cond);                                               \
-			fprintf(stderr, __VA_ARGS__);                                 \
-			fputc('\n', stderr);                                          \
-			failures++;                                                   \
-		}                                                                     \
-	} while (0)
 
 enum fact { F_FORK, F_HELLO, F_EXIT, F_WAIT, F_REAP, F_N };
 static const char *const fact_name[F_N] = {"FORK", "HELLO", "EXIT", "WAIT", "REAP"};
@@ -87,7 +75,7 @@ static void run_order(const struct scenario *sc, const enum fact *order, int n)
 	memset(&child_c, 0, sizeof(child_c));
 	proc_add_root(pt, ROOT, argv, "/bin/root", T0);
 	wire_msg rh = hello(ROOT, getpid(), 11, T0 + 1, 0);
-	CHECK(proc_apply(pt, &root_c, &rh, T0 + 1) == 0, "%s", desc);
+	CHECK_MSG(proc_apply(pt, &root_c, &rh, T0 + 1) == 0, "%s", desc);
 	for (int i = 0; i < n; i++) {
 		wire_msg m;
 
@@ -103,17 +91,17 @@ static void run_order(const struct scenario *sc, const enum fact *order, int n)
 			m.child = CHILD;
 			m.kind = (uint64_t)sc->kind;
 			m.present |= (1ull << FT_K_CHILD) | (1ull << FT_K_KIND);
-			CHECK(proc_apply(pt, &root_c, &m, T0 + 100) == 0, "%s", desc);
+			CHECK_MSG(proc_apply(pt, &root_c, &m, T0 + 100) == 0, "%s", desc);
 			break;
 		case F_HELLO:
 			m = hello(CHILD, sc->hello_ppid, 777, T0 + 20, sc->hello_flags);
-			CHECK(proc_apply(pt, &child_c, &m, T0 + 100) == 0, "%s", desc);
+			CHECK_MSG(proc_apply(pt, &child_c, &m, T0 + 100) == 0, "%s", desc);
 			break;
 		case F_EXIT:
 			m = msg(FT_MSG_EXIT, T0 + 30, CHILD);
 			m.code = 4;
 			m.present |= 1ull << FT_K_CODE;
-			CHECK(proc_apply(pt, &child_c, &m, T0 + 100) == 0, "%s", desc);
+			CHECK_MSG(proc_apply(pt, &child_c, &m, T0 + 100) == 0, "%s", desc);
 			proc_conn_closed(pt, &child_c, T0 + 100);
 			break;
 		case F_WAIT:
@@ -121,7 +109,7 @@ static void run_order(const struct scenario *sc, const enum fact *order, int n)
 			m.child = CHILD;
 			m.status = status;
 			m.present |= (1ull << FT_K_CHILD) | (1ull << FT_K_STATUS);
-			CHECK(proc_apply(pt, &root_c, &m, T0 + 100) == 0, "%s", desc);
+			CHECK_MSG(proc_apply(pt, &root_c, &m, T0 + 100) == 0, "%s", desc);
 			break;
 		case F_REAP:
 			proc_reaped(pt, CHILD, status, T0 + 50);
@@ -136,7 +124,7 @@ static void run_order(const struct scenario *sc, const enum fact *order, int n)
 
 	model_process *root = NULL, *child = NULL;
 	int nchild = 0;
-	CHECK(t->nprocs == 2, "%s: %zu processes, expected 2", desc, t->nprocs);
+	CHECK_MSG(t->nprocs == 2, "%s: %zu processes, expected 2", desc, t->nprocs);
 	for (size_t i = 0; i < t->nprocs; i++) {
 		model_process *p = t->procs[i];
 		if (p->pid == ROOT)
@@ -146,22 +134,22 @@ static void run_order(const struct scenario *sc, const enum fact *order, int n)
 			nchild++;
 		}
 	}
-	CHECK(root && child && nchild == 1, "%s: root %p, %d children", desc, (void *)root,
+	CHECK_MSG(root && child && nchild == 1, "%s: root %p, %d children", desc, (void *)root,
 	      nchild);
 	if (root && child) {
-		CHECK(child->parent == root, "%s: the child's parent is %lld", desc,
+		CHECK_MSG(child->parent == root, "%s: the child's parent is %lld", desc,
 		      child->parent ? (long long)child->parent->pid : -1ll);
-		CHECK(child->exit_kind == MODEL_EXIT_CODE && child->exit_value == 4,
+		CHECK_MSG(child->exit_kind == MODEL_EXIT_CODE && child->exit_value == 4,
 		      "%s: exit kind %d value %d", desc, (int)child->exit_kind, child->exit_value);
-		CHECK(child->spawn_ns == T0 + 10 && child->spawn_kind == sc->kind,
+		CHECK_MSG(child->spawn_ns == T0 + 10 && child->spawn_kind == sc->kind,
 		      "%s: spawn %lld kind %d", desc, (long long)child->spawn_ns, child->spawn_kind);
-		CHECK(child->start_ns == T0 + 10, "%s: start %lld", desc,
+		CHECK_MSG(child->start_ns == T0 + 10, "%s: start %lld", desc,
 		      (long long)child->start_ns);
-		CHECK(child->out_pid == CHILD, "%s: trace pid %lld", desc,
+		CHECK_MSG(child->out_pid == CHILD, "%s: trace pid %lld", desc,
 		      (long long)child->out_pid);
-		CHECK(!sc->hello || child->start_ticks == 777, "%s: start ticks %llu", desc,
+		CHECK_MSG(!sc->hello || child->start_ticks == 777, "%s: start ticks %llu", desc,
 		      (unsigned long long)child->start_ticks);
-		CHECK(child->end_ns >= T0 + 30 && child->end_ns <= T0 + 50, "%s: end %lld", desc,
+		CHECK_MSG(child->end_ns >= T0 + 30 && child->end_ns <= T0 + 50, "%s: end %lld", desc,
 		      (long long)child->end_ns);
 		/* An exec'd image (not a fork child's HELLO) is the last one;
 		 * only a fork child has the parent's image before it, a
@@ -169,7 +157,7 @@ static void run_order(const struct scenario *sc, const enum fact *order, int n)
 		size_t want = 1;
 		if (sc->kind == FT_SPAWN_FORK && sc->hello && !(sc->hello_flags & FT_HELLO_FORKED))
 			want = 2;
-		CHECK(child->nsegs == want, "%s: %zu images, expected %zu", desc, child->nsegs,
+		CHECK_MSG(child->nsegs == want, "%s: %zu images, expected %zu", desc, child->nsegs,
 		      want);
 	}
 	proc_tree_free(pt);
@@ -273,7 +261,7 @@ static void reuse_run(const int *order)
 	proc_finish(pt, T0 + 200, true);
 
 	model_process *a = NULL, *b = NULL;
-	CHECK(t->nprocs == 3, "pid reuse%s: %zu processes, expected 3", desc, t->nprocs);
+	CHECK_MSG(t->nprocs == 3, "pid reuse%s: %zu processes, expected 3", desc, t->nprocs);
 	for (size_t i = 0; i < t->nprocs; i++) {
 		model_process *p = t->procs[i];
 		if (p->pid == CHILD && p->exit_value == 4)
@@ -281,15 +269,15 @@ static void reuse_run(const int *order)
 		else if (p->pid == CHILD && p->exit_value == 5)
 			b = p;
 	}
-	CHECK(a && b, "pid reuse%s: A %p B %p", desc, (void *)a, (void *)b);
+	CHECK_MSG(a && b, "pid reuse%s: A %p B %p", desc, (void *)a, (void *)b);
 	if (a && b) {
-		CHECK(a->parent && a->parent->pid == ROOT && a->spawn_ns == T0 + 10,
+		CHECK_MSG(a->parent && a->parent->pid == ROOT && a->spawn_ns == T0 + 10,
 		      "pid reuse%s: A's creator", desc);
-		CHECK(b->parent && b->parent->pid == ROOT && b->spawn_ns == T0 + 20 &&
+		CHECK_MSG(b->parent && b->parent->pid == ROOT && b->spawn_ns == T0 + 20 &&
 			  b->start_ticks == 888,
 		      "pid reuse%s: B's creator %lld ticks %llu", desc, (long long)b->spawn_ns,
 		      (unsigned long long)b->start_ticks);
-		CHECK(a->out_pid != b->out_pid, "pid reuse%s: one trace pid", desc);
+		CHECK_MSG(a->out_pid != b->out_pid, "pid reuse%s: one trace pid", desc);
 	}
 	proc_tree_free(pt);
 	model_free(t);
@@ -427,28 +415,28 @@ static void img_run(const int *order)
 	proc_finish(pt, T0 + 200, true);
 
 	model_process *ch = NULL;
-	CHECK(t->nprocs == 2, "images%s: %zu processes", desc, t->nprocs);
+	CHECK_MSG(t->nprocs == 2, "images%s: %zu processes", desc, t->nprocs);
 	for (size_t i = 0; i < t->nprocs; i++)
 		if (t->procs[i]->pid == CHILD)
 			ch = t->procs[i];
-	CHECK(ch && ch->nsegs == 2, "images%s: %zu images", desc, ch ? ch->nsegs : 0);
+	CHECK_MSG(ch && ch->nsegs == 2, "images%s: %zu images", desc, ch ? ch->nsegs : 0);
 	if (ch && ch->nsegs == 2) {
-		CHECK(ch->segs[0].instrumented && ch->segs[0].nmods == 0,
+		CHECK_MSG(ch->segs[0].instrumented && ch->segs[0].nmods == 0,
 		      "images%s: the fork image", desc);
-		CHECK(ch->segs[1].exe && strcmp(ch->segs[1].exe, "/bin/x") == 0 &&
+		CHECK_MSG(ch->segs[1].exe && strcmp(ch->segs[1].exe, "/bin/x") == 0 &&
 			  ch->segs[1].nmods == 1,
 		      "images%s: the exec'd image has exe %s, %zu modules", desc,
 		      ch->segs[1].exe ? ch->segs[1].exe : "(null)", ch->segs[1].nmods);
-		CHECK(ch->segs[1].start_ns == T0 + 14, "images%s: exec'd image starts at %lld",
+		CHECK_MSG(ch->segs[1].start_ns == T0 + 14, "images%s: exec'd image starts at %lld",
 		      desc, (long long)ch->segs[1].start_ns);
-		CHECK(ch->exit_kind == MODEL_EXIT_CODE && ch->exit_value == 4 && ch->parent,
+		CHECK_MSG(ch->exit_kind == MODEL_EXIT_CODE && ch->exit_value == 4 && ch->parent,
 		      "images%s: exit or parent", desc);
 		model_thread *th = model_find_thread(ch, CHILD);
 		int nchunks = 0;
 		for (model_chunk *c = th ? th->chunks : NULL; c; c = c->next, nchunks++)
-			CHECK(c->seg == (c->data[0] == 'F' ? 0u : 1u),
+			CHECK_MSG(c->seg == (c->data[0] == 'F' ? 0u : 1u),
 			      "images%s: chunk %c recorded by image %u", desc, c->data[0], c->seg);
-		CHECK(nchunks == 2, "images%s: %d chunks", desc, nchunks);
+		CHECK_MSG(nchunks == 2, "images%s: %d chunks", desc, nchunks);
 	}
 	proc_tree_free(pt);
 	model_free(t);
@@ -512,9 +500,6 @@ int main(void)
 	for (int i = 0; i < I_N; i++)
 		img[i] = i;
 	img_permute(img, 0);
-	if (img_runs == 0)
-		failures++;
-	if (failures)
-		fprintf(stderr, "%d checks failed\n", failures);
-	return failures ? 1 : 0;
+	CHECK(img_runs > 0);
+	return check_done("proctree");
 }

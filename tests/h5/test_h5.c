@@ -19,29 +19,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../check.h"
 #include "h5.h"
 #include "merge.h"
 #include "model.h"
 #include "sink.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                               \
-			failures++;                                                   \
-		}                                                                     \
-	} while (0)
-
-#define MUST(x)                                                                       \
-	do {                                                                          \
-		if (!(x)) {                                                           \
-			fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #x);  \
-			exit(1);                                                      \
-		}                                                                     \
-	} while (0)
 
 static void slurp(const char *path, char **buf, size_t *len)
 {
@@ -229,16 +211,14 @@ static void test_model_round_trip(const char *dir)
 	CHECK(st.events > 20 && st.bytes > 0);
 	CHECK(reader_h5_is(ph) == 1);
 	CHECK(reader_h5_is(pj) == 0);
-	CHECK(reader_h5_is("/nonexistent/x.h5") == -ENOENT);
+	CHECK_INT(reader_h5_is("/nonexistent/x.h5"), ==, -ENOENT);
 	MUST(h5_to_json(ph, prt) == 0);
 	slurp(pj, &a, &na);
 	slurp(prt, &b, &nb);
 	/* The same lines: the reader emits process by process, where the
 	 * merge wrote a child's flow start next to the child. */
 	same = same_lines(a, na, b, nb);
-	CHECK(same);
-	if (!same)
-		fprintf(stderr, "round trip differs: diff %s %s\n", pj, prt);
+	CHECK_MSG(same, "round trip differs: diff %s %s", pj, prt);
 	free(a);
 	free(b);
 	/* A JSON file is not an HDF5 trace. */
@@ -515,7 +495,5 @@ int main(int argc, char **argv)
 	test_args(argv[2]);
 	test_model_round_trip(argv[2]);
 	test_synthetic(argv[2]);
-	if (failures > 0)
-		fprintf(stderr, "test_h5: %d checks failed\n", failures);
-	return failures > 0;
+	return check_done("test_h5");
 }

@@ -15,20 +15,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../check.h"
 #include "combine.h"
 #include "jsonr.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
-			fprintf(stderr, __VA_ARGS__);                                              \
-			fputc('\n', stderr);                                                       \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
 
 /* Combines paths with read size chunk; returns the output (malloc'd). */
 static char *combine_to_mem(const char *const *paths, size_t n, size_t chunk, size_t *len,
@@ -44,7 +33,7 @@ static char *combine_to_mem(const char *const *paths, size_t n, size_t chunk, si
 		abort();
 	err = combine_files(paths, n, &o, s, res);
 	s->free(s);
-	CHECK(err == 0, "combine_files with chunk %zu: %d", chunk, err);
+	CHECK_MSG(err == 0, "combine_files with chunk %zu: %d", chunk, err);
 	size = lseek(fd, 0, SEEK_END);
 	buf = malloc((size_t)size + 1);
 	if (pread(fd, buf, (size_t)size, 0) != size)
@@ -64,17 +53,17 @@ static void test_chunks(const char *const *paths, size_t n)
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		char *out = combine_to_mem(paths, n, sizes[i], &len, &res);
 
-		CHECK(len == ref_len && !memcmp(out, ref, len),
+		CHECK_MSG(len == ref_len && !memcmp(out, ref, len),
 		      "read size %zu: output differs (%zu bytes, %zu expected)", sizes[i], len,
 		      ref_len);
-		CHECK(res.events == ref_res.events && res.problems == ref_res.problems,
+		CHECK_MSG(res.events == ref_res.events && res.problems == ref_res.problems,
 		      "read size %zu: %llu events, %zu problems; expected %llu, %zu", sizes[i],
 		      (unsigned long long)res.events, res.problems,
 		      (unsigned long long)ref_res.events, ref_res.problems);
 		for (size_t k = 0; k < res.ninputs && k < ref_res.ninputs; k++) {
 			const char *a = res.inputs[k].error, *b = ref_res.inputs[k].error;
 
-			CHECK((a == NULL) == (b == NULL) && (a == NULL || !strcmp(a, b)),
+			CHECK_MSG((a == NULL) == (b == NULL) && (a == NULL || !strcmp(a, b)),
 			      "read size %zu, %s: error '%s', expected '%s'", sizes[i],
 			      res.inputs[k].path, a ? a : "(none)", b ? b : "(none)");
 		}
@@ -114,7 +103,7 @@ static void test_numbers(void)
 		int64_t ns = -42;
 		bool ok = jsonr_parse_us_ns(jsonw_sv_c(cases[i].text), &ns);
 
-		CHECK(ok == cases[i].ok && (!ok || ns == cases[i].ns), "parse_us_ns(%s) = %d, %lld",
+		CHECK_MSG(ok == cases[i].ok && (!ok || ns == cases[i].ns), "parse_us_ns(%s) = %d, %lld",
 		      cases[i].text, ok, (long long)ns);
 	}
 }
@@ -137,15 +126,15 @@ static void test_id_keys(void)
 		jsonw_sv id2, bind;
 
 		memcpy(buf, events[i], n);
-		CHECK(jsonr_value(buf, buf + n, &next, &o, true) == JSONR_OK && next == buf + n,
+		CHECK_MSG(jsonr_value(buf, buf + n, &next, &o, true) == JSONR_OK && next == buf + n,
 		      "event %zu: not scanned", i);
 		id2 = o.v[JSONR_K_ID2];
 		bind = o.v[JSONR_K_BIND_ID];
-		CHECK(id2.p != NULL && id2.n == 16 && !memcmp(id2.p, "{\"global\":\"0x1\"}", 16),
+		CHECK_MSG(id2.p != NULL && id2.n == 16 && !memcmp(id2.p, "{\"global\":\"0x1\"}", 16),
 		      "event %zu: id2 is '%.*s'", i, (int)id2.n, id2.p ? id2.p : "");
-		CHECK(bind.p != NULL && bind.n == 5 && !memcmp(bind.p, "\"0x5\"", 5),
+		CHECK_MSG(bind.p != NULL && bind.n == 5 && !memcmp(bind.p, "\"0x5\"", 5),
 		      "event %zu: bind_id is '%.*s'", i, (int)bind.n, bind.p ? bind.p : "");
-		CHECK(o.v[JSONR_K_ID].p == NULL, "event %zu: an id found", i);
+		CHECK_MSG(o.v[JSONR_K_ID].p == NULL, "event %zu: an id found", i);
 	}
 }
 
@@ -155,10 +144,5 @@ int main(int argc, char **argv)
 	test_id_keys();
 	if (argc > 1)
 		test_chunks((const char *const *)argv + 1, (size_t)(argc - 1));
-	if (failures) {
-		fprintf(stderr, "%d failures\n", failures);
-		return 1;
-	}
-	printf("ok\n");
-	return 0;
+	return check_done("jsonr");
 }

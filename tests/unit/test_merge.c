@@ -17,28 +17,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../check.h"
 #include "jsonw.h"
 #include "merge.h"
 #include "model.h"
 #include "ostream.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
-
-#define MUST(ptr)                                                                                  \
-	do {                                                                                       \
-		if ((ptr) == NULL) {                                                               \
-			fprintf(stderr, "%s:%d: allocation failed\n", __FILE__, __LINE__);         \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
 
 static void check_fmt(size_t (*fmt)(char *, int64_t), int64_t v, const char *want)
 {
@@ -47,10 +30,9 @@ static void check_fmt(size_t (*fmt)(char *, int64_t), int64_t v, const char *wan
 
 	CHECK(n <= OSTREAM_NUM_MAX);
 	buf[n < OSTREAM_NUM_MAX ? n : OSTREAM_NUM_MAX] = '\0';
-	if (strcmp(buf, want) != 0) {
-		fprintf(stderr, "format %" PRId64 ": got '%s', want '%s'\n", v, buf, want);
-		failures++;
-	}
+	if (strcmp(buf, want) != 0)
+		check_fail_at(__FILE__, __LINE__, "format %" PRId64 ": got '%s', want '%s'", v, buf,
+			      want);
 }
 
 static void check_u64(uint64_t v, const char *want)
@@ -59,10 +41,9 @@ static void check_u64(uint64_t v, const char *want)
 	size_t n = ostream_fmt_u64(buf, v);
 
 	buf[n < OSTREAM_NUM_MAX ? n : OSTREAM_NUM_MAX] = '\0';
-	if (strcmp(buf, want) != 0) {
-		fprintf(stderr, "u64 %" PRIu64 ": got '%s', want '%s'\n", v, buf, want);
-		failures++;
-	}
+	if (strcmp(buf, want) != 0)
+		check_fail_at(__FILE__, __LINE__, "u64 %" PRIu64 ": got '%s', want '%s'", v, buf,
+			      want);
 }
 
 static void test_numbers(void)
@@ -126,10 +107,8 @@ static void check_escape(const char *in, size_t n, const char *want)
 	CHECK(ostream_finish(&o) == 0);
 	got = read_back(fd, &len);
 	CHECK(got != NULL);
-	if (got != NULL && strcmp(got, want) != 0) {
-		fprintf(stderr, "escape: got '%s', want '%s'\n", got, want);
-		failures++;
-	}
+	if (got != NULL && strcmp(got, want) != 0)
+		check_fail_at(__FILE__, __LINE__, "escape: got '%s', want '%s'", got, want);
 	free(got);
 	close(fd);
 
@@ -148,11 +127,9 @@ static void check_escape_cut(const char *in, size_t cap, const char *want)
 	size_t n = jsonw_escape(buf, cap, in, strlen(in));
 
 	CHECK(n <= cap);
-	if (n != strlen(want) || memcmp(buf, want, n) != 0) {
-		fprintf(stderr, "jsonw_escape cap %zu: got '%.*s', want '%s'\n", cap, (int)n, buf,
-			want);
-		failures++;
-	}
+	if (n != strlen(want) || memcmp(buf, want, n) != 0)
+		check_fail_at(__FILE__, __LINE__, "jsonw_escape cap %zu: got '%.*s', want '%s'",
+			      cap, (int)n, buf, want);
 }
 
 #define ESC(lit, want) check_escape(lit, sizeof(lit) - 1, want)
@@ -204,9 +181,9 @@ static void test_escape_random(void)
 		CHECK(ostream_finish(&o) == 0);
 		got = read_back(fd, &len);
 		if (got == NULL || len != pad + wlen || memcmp(got + pad, want, wlen) != 0) {
-			fprintf(stderr, "escape round %d: ostream_json_str and jsonw_escape differ\n",
-				round);
-			failures++;
+			check_fail_at(__FILE__, __LINE__,
+				      "escape round %d: ostream_json_str and jsonw_escape differ",
+				      round);
 			free(got);
 			break;
 		}
@@ -513,14 +490,14 @@ int main(int argc, char **argv)
 
 	model_free(NULL);
 	t = build_model();
-	CHECK(strcmp(model_process_name(t->procs[0]), "make") == 0);
-	CHECK(strcmp(model_process_name(t->procs[3]), "odd\"na\\me") == 0);
-	CHECK(strcmp(model_process_name(t->procs[4]), "?") == 0);
+	CHECK_STR_EQ(model_process_name(t->procs[0]), "make");
+	CHECK_STR_EQ(model_process_name(t->procs[3]), "odd\"na\\me");
+	CHECK_STR_EQ(model_process_name(t->procs[4]), "?");
 
 	snprintf(path, sizeof(path), "%s/test_merge.json", argv[3]);
 	CHECK(write_file(t, path, 0, &st) == 0);
-	CHECK(st.processes == 5);
-	CHECK(st.threads == 8); /* 100,101,102 200 300 200',201 400 */
+	CHECK_UINT(st.processes, ==, 5);
+	CHECK_UINT(st.threads, ==, 8); /* 100,101,102 200 300 200',201 400 */
 	CHECK(st.bytes > 0);
 	fprintf(stderr, "test_merge: %" PRIu64 " events, %" PRIu64 " bytes\n", st.events, st.bytes);
 	CHECK(run_check(argv[1], argv[2], "model", path) == 0);
@@ -533,14 +510,9 @@ int main(int argc, char **argv)
 	t = build_chain(10000);
 	snprintf(path, sizeof(path), "%s/test_merge_chain.json.gz", argv[3]);
 	CHECK(write_file(t, path, 0, &st) == 0);
-	CHECK(st.processes == 10000);
+	CHECK_UINT(st.processes, ==, 10000);
 	CHECK(run_check(argv[1], argv[2], "chain", path) == 0);
 	model_free(t);
 
-	if (failures != 0) {
-		fprintf(stderr, "test_merge: %d failure(s)\n", failures);
-		return 1;
-	}
-	fprintf(stderr, "test_merge: ok\n");
-	return 0;
+	return check_done("test_merge");
 }

@@ -24,19 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../check.h"
 #include "symtab.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
-			fprintf(stderr, __VA_ARGS__);                                              \
-			fputc('\n', stderr);                                                       \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
 
 /* Checks that off in path resolves to want (NULL: to nothing). */
 #define CHECK_NAME(s, path, off, want) check_name(s, path, off, want, __LINE__)
@@ -46,11 +35,9 @@ static void check_name(symtab *s, const char *path, uint64_t off, const char *wa
 	const char *got = symtab_lookup(s, path, off);
 	bool ok = want == NULL ? got == NULL : got != NULL && strcmp(got, want) == 0;
 
-	if (!ok) {
-		fprintf(stderr, "FAIL %s:%d: %s+%#" PRIx64 ": got %s, want %s\n", __FILE__, line,
-			path, off, got != NULL ? got : "NULL", want != NULL ? want : "NULL");
-		failures++;
-	}
+	if (!ok)
+		check_fail_at(__FILE__, line, "%s+%#" PRIx64 ": got %s, want %s", path, off,
+			      got != NULL ? got : "NULL", want != NULL ? want : "NULL");
 }
 
 /* The functions every fixture has, by the name the executables print. */
@@ -115,7 +102,7 @@ static void *lib_offsets(const char *lib, struct fx_offs *o)
 		fprintf(stderr, "%s: not found by dl_iterate_phdr\n", lib);
 		exit(1);
 	}
-	CHECK(fm.bias != 0, "a shared library is loaded with a bias");
+	CHECK_MSG(fm.bias != 0, "a shared library is loaded with a bias");
 	/* A function pointer from dlsym's void *, as POSIX allows. */
 	sa = dlsym(h, "symtab_fx_static_addr");
 	if (sa == NULL)
@@ -186,7 +173,7 @@ static void prog_offsets(const char *prog, bool pie, struct fx_offs *o)
 	}
 	/* Proves the fixture is what its name says: a PIE is loaded at a
 	 * bias, a non-PIE executable at its link address. */
-	CHECK(pie ? bias != 0 : bias == 0, "%s: bias %#" PRIx64, prog, bias);
+	CHECK_MSG(pie ? bias != 0 : bias == 0, "%s: bias %#" PRIx64, prog, bias);
 	o->has_main = true;
 }
 
@@ -240,7 +227,7 @@ static void check_full(symtab *s, const char *path, const struct fx_offs *o)
 	/* The name is borrowed from the cache: the same pointer each time. */
 	a1 = symtab_lookup(s, path, o->twice_i + 1);
 	a2 = symtab_lookup(s, path, o->twice_i + 2);
-	CHECK(a1 != NULL && a1 == a2 && a1 == symtab_lookup(s, path, o->twice_i + 1),
+	CHECK_MSG(a1 != NULL && a1 == a2 && a1 == symtab_lookup(s, path, o->twice_i + 1),
 	      "%s: one stable name per function", path);
 }
 
@@ -268,7 +255,7 @@ static void check_many(symtab *s, const char *path, const struct fx_offs *o, uin
 
 	for (uint64_t off = from; off < to; off++)
 		named += symtab_lookup(s, path, off) != NULL;
-	CHECK(named > 0, "%s: no name in [%#" PRIx64 ", %#" PRIx64 ")", path, from, to);
+	CHECK_MSG(named > 0, "%s: no name in [%#" PRIx64 ", %#" PRIx64 ")", path, from, to);
 	check_full(s, path, o);
 }
 
@@ -467,10 +454,5 @@ int main(int argc, char **argv)
 		bench_big("libstdc++", n / 10);
 	}
 	dlclose(h);
-	if (failures != 0) {
-		fprintf(stderr, "%d failure(s)\n", failures);
-		return 1;
-	}
-	printf("test_symtab: all checks passed\n");
-	return 0;
+	return check_done("test_symtab");
 }

@@ -11,13 +11,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../check.h"
 #include "forktrace/wire.h"
 #include "encode.h"
 
 #define T0 5000000000000ull
 #define BUF 4096
-
-static int failures;
 
 /* Encode into a buffer of cap bytes; the vectors are built by these. */
 typedef ssize_t (*vec_fn)(unsigned char *buf, size_t cap);
@@ -151,8 +150,7 @@ static void check(const char *dir, const char *name, vec_fn fn)
 	snprintf(path, sizeof(path), "%s/%s.bin", dir, name);
 	f = fopen(path, "rb");
 	if (!f) {
-		fprintf(stderr, "%s: %s\n", path, strerror(errno));
-		failures++;
+		check_fail_at(__FILE__, __LINE__, "%s: %s", path, strerror(errno));
 		return;
 	}
 	m = (ssize_t)fread(want, 1, sizeof(want), f);
@@ -161,22 +159,15 @@ static void check(const char *dir, const char *name, vec_fn fn)
 	if (n != m || memcmp(got, want, (size_t)n) != 0) {
 		for (i = 0; n > 0 && i < (size_t)n && i < (size_t)m && got[i] == want[i]; i++)
 			;
-		fprintf(
-		    stderr,
-		    "%s: encoder gives %zd bytes, vector has %zd; first difference at byte %zu\n",
-		    path, n, m, i);
-		failures++;
+		check_fail_at(__FILE__, __LINE__,
+			      "%s: encoder gives %zd bytes, vector has %zd; first difference at byte %zu",
+			      path, n, m, i);
 		return;
 	}
-	if (fn(got, (size_t)n - 1) != -ENOBUFS) {
-		fprintf(stderr, "%s: encoding into %zd bytes did not fail with -ENOBUFS\n", name,
-			n - 1);
-		failures++;
-	}
-	if (ft_wire_payload_len(got) != (uint32_t)(n - FT_WIRE_HEADER_SIZE)) {
-		fprintf(stderr, "%s: header length does not match the payload\n", name);
-		failures++;
-	}
+	CHECK_MSG(fn(got, (size_t)n - 1) == -ENOBUFS,
+		  "%s: encoding into %zd bytes did not fail with -ENOBUFS", name, n - 1);
+	CHECK_MSG(ft_wire_payload_len(got) == (uint32_t)(n - FT_WIRE_HEADER_SIZE),
+		  "%s: header length does not match the payload", name);
 }
 
 int main(int argc, char **argv)
@@ -189,8 +180,5 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++)
 		check(argv[1], vectors[i].name, vectors[i].fn);
-	if (failures)
-		return 1;
-	printf("%zu vectors match\n", sizeof(vectors) / sizeof(vectors[0]));
-	return 0;
+	return check_done("wire_vectors");
 }
