@@ -149,8 +149,9 @@ def check_raw_clone(t, how):
     """adv_env clone HOW: a child made by a raw clone system call forks a
     grandchild (which forks one exiting 41, then execs sh exiting 42) and
     execs sh exiting 43. It inherited its parent's agent: it must speak as
-    itself. Before, its exec renamed the root (adv_env became "sh") and
-    its children hung under the root."""
+    itself: speaking as its parent, its exec would rename the root
+    (adv_env would become "sh") and its children would hang under the
+    root."""
     res = t.run([prog("adv_env"), "clone", how], expect_rc=0)
     tr = res.trace
     root = tr.root()
@@ -233,9 +234,9 @@ def test_env_as_untraced(t):
     LD_PRELOAD, FORKTRACE_SOCK or FORKTRACE_SPILL of the agent's, the
     user's own LD_PRELOAD as it was (set, empty or unset), in every shape
     of environment a program passes on (inherited, env -i, a custom one,
-    Python's env={} and posix_spawn with a dict). Before, `env -i env`
-    printed LD_PRELOAD and FORKTRACE_SOCK under forktrace and nothing
-    untraced. The agent must still be in every process."""
+    Python's env={} and posix_spawn with a dict): an agent that left its
+    variables in a custom environment would make `env -i env` print
+    LD_PRELOAD and FORKTRACE_SOCK under forktrace and nothing untraced. The agent must still be in every process."""
     if not os.path.exists(LIBM):
         raise ft.Skip(f"{LIBM} is missing")
     asan = asan_build()

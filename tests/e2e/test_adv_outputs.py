@@ -79,9 +79,9 @@ def check_full_disk_error(res, path, what):
 @test
 def test_arena_full_tmpdir(t):
     """--max-memory spills process data to a file in TMPDIR. On a full
-    TMPDIR a write to its mapping was SIGBUS: forktrace died, the trace was
-    lost. Now the space is reserved first, and what does not fit stays in
-    memory, with a warning."""
+    TMPDIR a write to its mapping is SIGBUS, which would kill forktrace
+    and lose the trace: so the space is reserved first, and what does not
+    fit stays in memory, with a warning."""
     with small_tmpfs() as tmp:
         env = dict(os.environ, TMPDIR=tmp)
         # 100 processes with 1000 arguments of 30 bytes each (within

@@ -97,8 +97,8 @@ def spill_merged_at_end(ctx):
     """Images that cannot reach forktrace while it runs (here: a mount
     namespace hides its socket directory from them) spill to
     OUTPUT.spill/: the run merges those files into its trace (every
-    process whole, 0 lost), says so, and removes them. Before, the run
-    never read them and said "0 lost"."""
+    process whole, 0 lost), says so, and removes them. A run that did not
+    read them would say "0 lost" with their processes missing."""
     if os.geteuid() != 0 or not shutil.which("unshare"):
         raise ft.Skip("needs root and unshare(1) for a mount namespace")
     # Short: forktrace puts its socket directory in $TMPDIR only when
@@ -162,9 +162,9 @@ def collector_killed_recovery(ctx):
     """forktrace is SIGKILLed while a program forks short and long
     children: the program goes on, and `forktrace combine OUTPUT.spill`
     gives back every process it made afterwards, every one still running
-    then, and itself, with their exit codes; none twice. Before, images
-    went on writing into the process table that nobody read (no spill
-    file at all for most of them)."""
+    then, and itself, with their exit codes; none twice. Images that went
+    on writing into the process table nobody reads any more would leave
+    no spill file at all."""
     nbefore, nlong, nafter = 200, 6, 40
     started = ctx.start(ctx.run_args([prog("spill_tree"), "crash", str(nbefore), str(nlong),
                                       str(nafter), ctx.dir]))

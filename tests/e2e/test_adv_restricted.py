@@ -30,9 +30,10 @@ def test_setuid_drop(t):
     """A root process gives up root for nobody, then starts children that
     exec and start children of their own (a daemon, sudo): every one of
     them is in the trace, instrumented, with its exit code, and nothing is
-    lost. Before, the socket directory and the table were root's alone:
-    the children's images could neither connect nor open the table nor
-    spill, their own children were missing, and the summary said 0 lost."""
+    lost. Were the socket directory and the table root's alone, the
+    children's images could neither connect nor open the table nor spill,
+    their own children would be missing, and the summary would say 0
+    lost."""
     need_root()
     res = t.run_compare([prog("restricted"), "drop", str(NOBODY)])
     # Each image of nobody waits at its end for the collector's word that
@@ -65,8 +66,8 @@ def test_seccomp_kill_socket(t):
     though the argv it execs is too long for a process-table slot (which
     made the agent connect, for the EXEC record and for the new image's
     HELLO): the agent makes no connection under a filter, and writes both
-    in the table with a shortened argv. Before, the process died of
-    SIGSYS."""
+    in the table with a shortened argv. A connection would kill the
+    process with SIGSYS."""
     res = t.run_compare([prog("restricted"), "killsock", "60"])
     tr = res.trace
     root = tr.root()
@@ -91,9 +92,10 @@ def test_seccomp_enosys(t):
     and with posix_spawn: all of them are in the trace with their exit
     codes, and /bin/true is instrumented. The
     agent keeps its fd on the process table from before the filter (which
-    closefrom spares), and hands it to the images it execs. Before,
-    the filtered children could neither connect, nor open the table, nor
-    spill: their own children were missing, and the summary said 0 lost."""
+    closefrom spares), and hands it to the images it execs. Without that
+    fd the filtered children could neither connect, nor open the table,
+    nor spill: their own children would be missing, and the summary would
+    say 0 lost."""
     need_root()
     res = t.run_compare([prog("restricted"), "sandbox"])
     tr = res.trace
@@ -141,9 +143,9 @@ def test_seccomp_strict(t):
     """A process that enters seccomp strict mode (read, write, exit and
     sigreturn only) and then faults dies of SIGSEGV as it does untraced:
     the agent stops, and gives the fatal signals back to their default
-    action, before the process enters the mode. Before, the agent's
-    handler made system calls there and the kernel killed the process
-    with SIGKILL."""
+    action, before the process enters the mode: its handler would make
+    system calls there, and the kernel would kill the process with
+    SIGKILL."""
     res = t.run_compare([prog("restricted"), "strict"], expect_rc=0)
     tr = res.trace
     kids = tr.children(tr.root())
@@ -222,8 +224,9 @@ def liar():
 def test_hello_other_pid(t):
     """A traced process that connects and says HELLO as its parent (its
     pid and start time, a new image that exits 99) is refused: the
-    connection's credentials name another process. Before, the collector
-    took the parent to have exec'd the impostor and exited 99."""
+    connection's credentials name another process. Believed, the liar
+    would make the parent seem to have exec'd the impostor and exited
+    99."""
     res = t.run([ft.PYTHON, os.path.abspath(__file__), "--liar"], expect_rc=0)
     tr = res.trace
     root = tr.root()
@@ -252,7 +255,7 @@ def test_pid_namespace(t):
 
 @test
 def test_outsider_refused(t):
-    """The socket is open to every uid now (for processes that drop
+    """The socket is open to every uid (for processes that drop
     privileges), but a process of another uid that is not of the traced
     tree is refused at once and leaves nothing in the trace."""
     need_root()

@@ -110,7 +110,7 @@ def test_group_signal_once(t):
     """A signal sent to forktrace's process group (kill -TERM -PGID, a
     job-control kill) reaches COMMAND once: forktrace, which gets it too,
     does not pass it on. One sent to forktrace alone is passed on, once
-    (SIGQUIT and SIGUSR1 too: they used to kill forktrace)."""
+    (SIGQUIT and SIGUSR1 too: their default action would kill forktrace)."""
     started, cmd = start_sig_count(t)
     pgid = started[0].pid
     check(os.getpgid(cmd) == pgid, "COMMAND is not in forktrace's process group")
@@ -127,7 +127,8 @@ def test_group_signal_once(t):
     wait_for(lambda: counts(t).get("INT", 0) >= 1, "COMMAND to count SIGINT", started)
     os.kill(pgid, signal.SIGQUIT)
     wait_for(lambda: counts(t).get("QUIT", 0) >= 1, "COMMAND to count SIGQUIT", started)
-    # SIGUSR1 to forktrace alone used to kill it (no trace); COMMAND's.
+    # SIGUSR1 to forktrace alone goes to COMMAND (its default action would
+    # kill forktrace: no trace).
     os.kill(pgid, signal.SIGUSR1)
     wait_for(lambda: counts(t).get("USR1", 0) >= 1, "COMMAND to count SIGUSR1", started)
     os.killpg(pgid, signal.SIGUSR1)
@@ -139,8 +140,9 @@ def test_group_signal_once(t):
 def test_terminal_keys(t):
     """In an interactive bash on a real terminal (a pty, as `script` or tmux
     give): Ctrl-C and Ctrl-\\ reach COMMAND once and leave forktrace
-    running (Ctrl-\\ used to kill forktrace: no trace); Ctrl-Z stops
-    COMMAND and forktrace, `fg` resumes both; the trace is written."""
+    running (SIGQUIT's default action would kill forktrace: no trace);
+    Ctrl-Z stops COMMAND and forktrace, `fg` resumes both; the trace is
+    written."""
     master, slave = pty.openpty()
 
     def preexec():
@@ -215,8 +217,8 @@ def test_terminal_keys(t):
 
 @test
 def test_direct_stop_cont(t):
-    """SIGTSTP sent to forktrace alone stops COMMAND with it (it used to
-    stop forktrace only); SIGCONT sent to forktrace alone resumes both.
+    """SIGTSTP sent to forktrace alone stops COMMAND with it (not forktrace
+    alone); SIGCONT sent to forktrace alone resumes both.
     forktrace runs in a process group of its own in the test's session,
     as a shell's job does (in an orphaned group the kernel stops no one)."""
     argv = [ft.forktrace_bin()] + ft.Context.run_args([ft.prog("sig_count")])
@@ -284,8 +286,9 @@ def kill_quietly(pid):
 def test_signal_ends_wait(t):
     """Once COMMAND has exited and forktrace waits for a daemon, SIGINT ends
     the wait as --wait-timeout does: the daemon is marked running, the
-    trace is written, the exit code is COMMAND's (the signal used to be
-    ignored: only SIGKILL, losing the trace, stopped forktrace)."""
+    trace is written, the exit code is COMMAND's (ignored, the signal
+    would leave SIGKILL, which loses the trace, as the only way to stop
+    forktrace)."""
     daemon = None
     try:
         started, daemon = start_daemon_run(t)
@@ -382,7 +385,7 @@ def test_inherited_dispositions(t):
 @test
 def test_signal_from_tree(t):
     """A signal the traced tree sends to forktrace (COMMAND signalling its
-    parent) is not passed back to COMMAND: it used to kill it."""
+    parent) is not passed back to COMMAND: passed back, it would kill it."""
     res = t.run(["sh", "-c", "kill -TERM $PPID; sleep 0.5; echo alive"], expect_rc=0)
     check(res.out.strip() == "alive", f"COMMAND did not survive\n  {res.describe()}")
     # From deeper in the tree: forktrace follows the sender's parents in
@@ -399,7 +402,7 @@ def test_numeric_options(t):
     """Every numeric option takes the whole value or refuses it with a
     usage error before COMMAND runs: no NaN, sign, blank, hexadecimal,
     trailing junk or overflow slips through as some other number. inf and
-    huge --wait-timeout values wait (they used to time out at once)."""
+    huge --wait-timeout values wait (they must not time out at once)."""
     marker = t.path("ran")
     cmd = ["sh", "-c", f": > {marker}"]
     bad = {

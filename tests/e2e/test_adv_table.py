@@ -20,8 +20,9 @@ CUT = ('d=$(dirname "$(tr "\\0" "\\n" </proc/$$/environ | sed -n "s/^FORKTRACE_S
 
 @test
 def table_cut_short(ctx):
-    """A traced process cuts the table file to nothing: forktrace's next
-    read of a slot's page was SIGBUS, which ended it with the trace lost.
+    """A traced process cuts the table file to nothing: a read of a slot's
+    page past the end is SIGBUS, which would end forktrace with the trace
+    lost.
     It must write the trace with what came before, warn, and not say
     "0 lost". (The agents that write in the cut file die of SIGBUS
     themselves: docs/SECURITY.md.)"""
