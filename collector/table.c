@@ -584,8 +584,8 @@ static void release_flush(ptab *t)
 /* The slot's pages can go: its image can write it no more. Slots retire
  * mostly in the order they were claimed, so neighbours are punched out in
  * one call, at the end of a read: each call takes locks of the file that
- * an agent mapping its slot waits for (a loop of 2000 children: 2000
- * calls before, ~130 now). */
+ * an agent mapping its slot waits for (a loop of 2000 children: ~130
+ * calls, not 2000). */
 static void release_pages(ptab *t, uint32_t idx)
 {
 	journal_slot(t, idx);

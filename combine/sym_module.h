@@ -3,7 +3,8 @@
  * libforktrace-sym.so, loaded with dlopen the first time a name is looked
  * up (symload.c). It needs elfutils' libdw and libelf, and libstdc++ for
  * its demangler; linked into the forktrace binary, they cost every run,
- * combine and report 0.5 ms of loading (docs/BENCHMARKS.md, session 8),
+ * combine and report 0.5 ms of loading (docs/BENCHMARKS.md, "The
+ * collector's fixed costs"),
  * though only traces with in-process function events look a name up.
  *
  * The module exports one symbol, FT_SYM_API_SYMBOL, a struct ft_sym_api:

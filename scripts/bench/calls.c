@@ -1,5 +1,5 @@
 /*
- * calls: the workload of issue 3's in-process events benchmark
+ * calls: the workload of the in-process events benchmark
  * (scripts/bench/events.py builds and runs it).
  *
  *   calls fib THREADS      22,700,000 instrumented calls in all: a unit of

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""forktrace combine's benchmark (issue 4): throughput and peak memory.
+"""forktrace combine's benchmark: throughput and peak memory.
 
 Generates the inputs by replicating the real VizTracer 1.1.1 per-process
 files (../shared/data/viztracer/v1.1.1_cli_pid_suffix_8proc, decompressed)

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""forktrace's process-tracing benchmark (issue: forktrace run).
+"""forktrace's process-tracing benchmark: what `forktrace run` costs per
+traced process.
 
 Runs each workload untraced, under forktrace, and under strace -f, in
 interleaved rounds, each round in a new random order (the machine is

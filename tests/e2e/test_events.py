@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""End-to-end tests of in-process events (issue 3): the instrumentation API
+"""End-to-end tests of in-process events: the instrumentation API
 (regions, instants, counters, thread names), -finstrument-functions with
 names from the executable and its libraries, and the lossless guarantees
 (SIGKILL, SIGSEGV, fork and exec while threads record, a flood of events).
