@@ -6,7 +6,7 @@
  * any fd the program does not have. The process table's fd that the agent
  * keeps under a seccomp filter is spared by close, close_range and
  * closefrom too (a program that puts a file of its own at its number
- * makes the agent drop it: table.c checks it before each use).
+ * makes the agent drop it: slot.c checks it before each use).
  *
  * In a vfork child the fd table is a copy, so the calls go through
  * untouched there (moving our fd would corrupt the parent's state, which
@@ -27,7 +27,7 @@ static int agent_our_fd(void)
 }
 
 /* Our fds, ascending, -1 for none: the socket (or spill file), and the
- * process table's fd kept under a seccomp filter (table.c), which the
+ * process table's fd kept under a seccomp filter (slot.c), which the
  * images it execs need as much (it is checked to be the table still: the
  * program may have put a file of its own at that number). */
 static void agent_our_fds(int fds[2])

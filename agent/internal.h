@@ -376,7 +376,7 @@ bool agent_same_process(void);
  * the fork. Only async-signal-safe calls. */
 void agent_fork_child(pid_t parent_pid, uint64_t boot_before);
 
-/* The process table (table.c, include/forktrace/wire.h). */
+/* The process table (slot.c, include/forktrace/wire.h). */
 /* Claims a slot of the collector's table and writes the n bytes of hello
  * (this image's HELLO frame) into it. Returns 0: the image speaks there
  * from now on; or -errno: it must connect (no table, full, HELLO too

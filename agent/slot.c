@@ -1,5 +1,5 @@
 /*
- * table.c - an image's slot in the collector's process table.
+ * slot.c - an image's slot in the collector's process table.
  *
  * A Unix socket connection costs a short-lived image ~40 us, more than all
  * the rest of the agent (docs/BENCHMARKS.md); a build starts thousands of
