@@ -422,6 +422,14 @@ struct ft_table_target *agent_table_targets(void);
 
 /* CLOCK_BOOTTIME ns, the clock of start_ticks. Signal-safe. */
 uint64_t agent_boot_now(void);
+/* Field 22 (starttime, in clock ticks) of /proc/self/stat; the comm into
+ * name (namecap bytes) unless name is NULL. 0 when it cannot be read.
+ * Signal-safe. */
+uint64_t agent_read_stat(char *name, size_t namecap);
+/* A fork child's start time in clock ticks from before, agent_boot_now()
+ * taken by its parent just before the fork; 0 when it cannot tell.
+ * Signal-safe. */
+uint64_t agent_fork_start_ticks(uint64_t before);
 /* In a vfork child: agent_boot_now() as the vfork began (vfork.c). */
 uint64_t agent_vfork_boot_before(void);
 /* In a vfork child (agent_t_in_vfork): its exec call of path with argv at
