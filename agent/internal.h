@@ -331,6 +331,8 @@ void agent_emit_frame(const void *frame, ssize_t n);
  * lock: for a wait hook reached from a signal handler while the thread is
  * inside the agent. Counts a loss when the queue is full. Signal-safe. */
 void agent_defer_wait(uint64_t ts, pid_t child, int status);
+/* In a fork child: forget the parent's deferred records. Signal-safe. */
+void agent_defer_fork_child(void);
 
 /* Count one dropped event (no lock needed). Signal-safe. */
 void agent_count_lost(void);
