@@ -486,6 +486,18 @@ struct agent_env {
 	char area[2048] __attribute__((aligned(16)));
 };
 
+/* n bytes of the start-up arena (pointer-aligned when align), or NULL
+ * when it is full. Start-up only: the constructor, or agent_env_ready
+ * before it. */
+char *agent_arena_take(size_t n, bool align);
+/* The alen bytes at a and the blen at b (borrowed), joined and
+ * '\0'-terminated in the arena; NULL when it is full. Start-up only. */
+char *agent_arena_join(const char *a, size_t alen, const char *b, size_t blen);
+/* Prepares the strings for env merging from sock (FORKTRACE_SOCK's value)
+ * and preload (LD_PRELOAD's, or NULL), both borrowed. Returns 0 or -1.
+ * Start-up only. */
+int agent_prepare_env(const char *sock, const char *preload);
+
 /* Are the strings for env merging prepared? Prepares them once from
  * /proc/self/environ when a hook runs before the constructor (STYLE
  * "never" rule 8). Only async-signal-safe calls, except dladdr on that
