@@ -565,42 +565,6 @@ void agent_write_locked(const void *frame, ssize_t n)
 	(void)agent_writev_locked(&iov, 1, n, -1, 1);
 }
 
-void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
-{
-	/* The lock word was copied locked: nobody else exists to release it. */
-	__atomic_store_n(&agent_g.lockword, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&agent_g.fork_tid, 0, __ATOMIC_RELAXED);
-	agent_g.start_ticks = agent_fork_start_ticks(boot_before);
-	agent_g.pid = (pid_t)agent_syscall0(SYS_getpid);
-	agent_g.ppid = parent_pid;
-	agent_g.lost = 0;
-	agent_g.exit_sent = 0;
-	agent_g.reconnected = 0;
-	agent_g.ack_wait = 0;
-	agent_g.introduced = 0;
-	/* Each reset below writes only when there is something to reset:
-	 * every page a fork child writes costs it a copy-on-write fault, and
-	 * most fork children only exec. */
-	agent_threads_reset();
-	agent_popen_reset();
-	agent_ev_fork_child();
-	agent_table_fork_child();
-	agent_defer_fork_child();
-	/* Close the parent's connection without ever writing on it. */
-	if (agent_g.fd >= 0)
-		agent_syscall(SYS_close, agent_g.fd); /* errno untouched */
-	agent_g.fd = -1;
-	/*
-	 * Connect only when there is something to say. Most fork children
-	 * exec at once, and the new image introduces itself; a connection
-	 * here would double the per-process cost of a build for nothing
-	 * (the parent's FORK and WAIT records already tell when the child
-	 * started and how it ended).
-	 */
-	agent_g.forked = 1;
-	agent_g.pending_connect = 1;
-}
-
 /* Copy argv into the arena for HELLO, truncating (never failing) when it
  * does not fit. */
 static void agent_cache_argv(int argc, char **argv)
