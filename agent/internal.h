@@ -286,6 +286,12 @@ int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd,
  * pending losses after a successful write. Signal-safe. Preserves errno. */
 void agent_write_locked(const void *frame, ssize_t n);
 
+/* The image introduces itself: in a slot of the collector's process
+ * table if it can, else on a new connection; if neither works, through
+ * agent_on_collector_gone. Caller holds the send lock or is
+ * single-threaded. Signal-safe. */
+void agent_open_channel(void);
+
 /* A fork child that has not spoken yet (connects at its first write).
  * Signal-safe. */
 static inline bool agent_silent_fork_child(void)
