@@ -174,7 +174,7 @@ struct agent_state {
 	pid_t ppid;
 	uint64_t start_ticks;
 	uint64_t lost; /* events dropped, not yet reported (atomic) */
-	/* The deferred-WAIT queue's next slot to reserve and to send (core.c),
+	/* The deferred-WAIT queue's next slot to reserve and to send (lock.c),
 	 * beside the lock's word: every unlock reads them. */
 	unsigned defer_head;
 	unsigned defer_tail;
@@ -374,7 +374,7 @@ void agent_fail(const char *msg);
 
 /* Is this still the process agent_g describes? A raw clone child becomes
  * a fork child here; false for one that shares its parent's memory, which
- * must record nothing (core.c). Caller is not inside the agent.
+ * must record nothing (runtime.c). Caller is not inside the agent.
  * Signal-safe. Preserves errno. */
 bool agent_same_process(void);
 

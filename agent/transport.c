@@ -1,17 +1,14 @@
 /*
- * Agent core: constructor, real-symbol resolution, the send lock, the
- * connection to the collector and HELLO, and the fork child reset.
+ * The transport: how a frame reaches the collector. An image introduces
+ * itself (HELLO) in a slot of the process table (slot.c) or on a
+ * connection; frames go where it speaks, a connection when the slot is
+ * full or an fd travels with them; when the collector cannot be reached,
+ * a spill file takes them. Callers hold the send lock (lock.c).
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
-#include <linux/kcmp.h>
 #include <poll.h>
-#include <stddef.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
