@@ -5,7 +5,9 @@
  * function is signal-safe and safe in the child of a multithreaded fork.
  *
  * Each enc_* function returns the frame length in bytes, or -ENOBUFS when the
- * frame does not fit in cap bytes (the buffer content is then unspecified).
+ * frame does not fit in cap bytes (the buffer content is then unspecified),
+ * or -EPROTO when it wrote another number of keys than its map announced (a
+ * map's size is counted by hand: tests/wire/ checks every variant).
  * Keys are written in ascending key order, so the bytes are a function of the
  * arguments only (tests/wire/ checks them against fixed vectors).
  *
