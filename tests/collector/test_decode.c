@@ -90,9 +90,42 @@ static void test_vectors(const char *dir)
 	CHECK(m.realtime == 1700000000123456789ull && m.start_ticks == 123456);
 	CHECK(str_is(m.name, "printf") && m.flags == FT_HELLO_ARGV_TRUNCATED);
 
+	CHECK(!wire_has(&m, FT_K_EXEC_TS) && !wire_has(&m, FT_K_TABLE_SLOT));
+
+	static const char *const true_argv[] = { "true" };
+	decode_vector(dir, "hello_exec_ts", FT_MSG_HELLO, &up, &m);
+	CHECK(m.ts == T0 + 100 && m.tid == 4250 && m.pid == 4250 && m.ppid == 4242);
+	CHECK(argv_is(&m, true_argv, 1) && str_is(m.cwd, "/") && str_is(m.exe, "/usr/bin/true"));
+	CHECK(m.realtime == 1700000000123556789ull && m.start_ticks == 123460);
+	CHECK(str_is(m.name, "true") && m.flags == 0);
+	CHECK(wire_has(&m, FT_K_EXEC_TS) && m.exec_ts == T0 + 50);
+	CHECK(!wire_has(&m, FT_K_TABLE_SLOT));
+
+	decode_vector(dir, "hello_resumed", FT_MSG_HELLO, &up, &m);
+	CHECK(m.ts == T0 + 200 && m.pid == 4250 && m.realtime == 1700000000123656789ull);
+	CHECK(argv_is(&m, true_argv, 1) && m.flags == FT_HELLO_RESUMED);
+	CHECK(m.exec_ts == T0 + 50);
+	CHECK(wire_has(&m, FT_K_TABLE_SLOT) && m.table_slot == 17);
+
+	decode_vector(dir, "hello_forked_resumed", FT_MSG_HELLO, &up, &m);
+	CHECK(m.ts == T0 + 300 && m.pid == 4251 && m.ppid == 4250 && m.start_ticks == 123470);
+	CHECK(m.flags == (FT_HELLO_FORKED | FT_HELLO_RESUMED));
+	CHECK(!wire_has(&m, FT_K_EXEC_TS) && m.table_slot == 18);
+
 	decode_vector(dir, "fork", FT_MSG_FORK, &up, &m);
 	CHECK(m.ts == T0 + 1000 && m.tid == 4242 && m.child == 4243 && m.kind == FT_SPAWN_FORK);
 	CHECK(wire_has(&m, FT_K_CHILD) && !wire_has(&m, FT_K_ERRNO));
+
+	decode_vector(dir, "fork_failed", FT_MSG_FORK, &up, &m);
+	CHECK(m.ts == T0 + 1100 && m.tid == 4242 && m.err == EAGAIN && m.kind == FT_SPAWN_FORK);
+	CHECK(!wire_has(&m, FT_K_CHILD) && wire_has(&m, FT_K_ERRNO));
+
+	decode_vector(dir, "vfork_exec", FT_MSG_FORK, &up, &m);
+	static const char *const echo_argv[] = { "echo", "hi" };
+	CHECK(m.ts == T0 + 1400 && m.child == 4247 && m.kind == FT_SPAWN_VFORK);
+	CHECK(str_is(m.path, "/bin/echo") && argv_is(&m, echo_argv, 2));
+	CHECK(m.exec_ts == T0 + 1450);
+	CHECK(!wire_has(&m, FT_K_CHILD_ERRNO) && !wire_has(&m, FT_K_ERRNO));
 
 	decode_vector(dir, "vfork_exec_fail", FT_MSG_FORK, &up, &m);
 	static const char *const vfork_argv[] = { "nope", "x" };
@@ -114,6 +147,12 @@ static void test_vectors(const char *dir)
 	CHECK(m.ts == T0 + 3000 && m.child == 4244 && str_is(m.path, "sh"));
 	CHECK(argv_is(&m, spawn_argv, 3) && m.err == 0 && m.kind == FT_SPAWN_POSIX_SPAWNP);
 
+	decode_vector(dir, "spawn_failed", FT_MSG_SPAWN, &up, &m);
+	static const char *const spawn_failed_argv[] = { "nonexistent" };
+	CHECK(m.ts == T0 + 3100 && str_is(m.path, "/nonexistent"));
+	CHECK(argv_is(&m, spawn_failed_argv, 1) && m.kind == FT_SPAWN_POSIX_SPAWN);
+	CHECK(m.err == ENOENT && !wire_has(&m, FT_K_CHILD));
+
 	decode_vector(dir, "wait", FT_MSG_WAIT, &up, &m);
 	CHECK(m.ts == T0 + 4000 && m.child == 4244 && m.status == 768);
 
@@ -133,9 +172,33 @@ static void test_vectors(const char *dir)
 	CHECK(m.ts == T0 + 10000 && m.kind == FT_SPAWN_SYSTEM && str_is(m.cmd, "echo hi | wc -c"));
 	decode_vector(dir, "shell_end", FT_MSG_SHELL_END, &up, &m);
 	CHECK(m.ts == T0 + 11000 && m.status == 0 && str_is(m.cmd, "echo hi | wc -c"));
+	CHECK(!wire_has(&m, FT_K_ERRNO));
+	decode_vector(dir, "shell_end_failed", FT_MSG_SHELL_END, &up, &m);
+	CHECK(m.ts == T0 + 11500 && m.err == EMFILE && m.status == -1);
+	CHECK(m.kind == FT_SPAWN_POPEN && str_is(m.cmd, "ls"));
 
 	decode_vector(dir, "lost", FT_MSG_LOST, &up, &m);
 	CHECK(m.ts == T0 + 12000 && m.count == 70000);
+
+	decode_vector(dir, "continue", FT_MSG_CONTINUE, &up, &m);
+	CHECK(m.ts == T0 + 13000 && m.tid == 4242 && m.table_slot == 17);
+
+	decode_vector(dir, "shm", FT_MSG_SHM, &up, &m);
+	CHECK(m.ts == T0 + 14000 && m.tid == 4242 && m.count == 4 && m.slot == 8);
+	CHECK(m.tsc == 0x123456789abcull && m.size == 65536);
+
+	decode_vector(dir, "events", FT_MSG_EVENTS, &up, &m);
+	static const char records[] = "\x92\x00\xcf\x00\x00\x12\x34\x56\x78\x9a\xbc"
+				      "\x93\x03\x0a\xa4step\x92\x04\x14";
+	CHECK(m.ts == T0 + 15000 && m.tid == 4242 && m.slot == 8 && m.offset == 4096);
+	CHECK(m.tsc == 0x123456789abcull + 5);
+	CHECK(m.data.ptr && m.data.len == sizeof(records) - 1 &&
+	      memcmp(m.data.ptr, records, sizeof(records) - 1) == 0);
+
+	decode_vector(dir, "module", FT_MSG_MODULE, &up, &m);
+	CHECK(m.ts == T0 + 16000 && str_is(m.path, "/usr/lib/libfoo.so"));
+	CHECK(m.addr == 0x7f0000000000ull && m.lo == 0x7f0000001000ull &&
+	      m.hi == 0x7f0000005000ull);
 
 	msgpack_unpacked_destroy(&up);
 }

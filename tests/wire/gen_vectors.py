@@ -16,14 +16,21 @@ import msgpack
 
 # enum ft_msg_type
 HELLO, FORK, EXEC, EXEC_FAIL, SPAWN, WAIT, THREAD_START, THREAD_END, THREAD_NAME, EXIT, \
-    SIGNAL, SHELL_BEGIN, SHELL_END, LOST = range(1, 15)
+    SIGNAL, SHELL_BEGIN, SHELL_END, LOST, SHM, EVENTS, MODULE, CONTINUE = range(1, 19)
 # enum ft_key
 TS, TID, PID, PPID, CHILD, PATH, ARGV, CWD, EXE, REALTIME, START_TICKS, ERRNO, STATUS, CODE, \
-    SIGNO, NAME, KIND, COUNT, CMD, FLAGS, EXEC_TS = range(1, 22)
-CHILD_ERRNO = 31
+    SIGNO, NAME, KIND, COUNT, CMD, FLAGS, EXEC_TS, SLOT, OFFSET, TSC, DATA, ADDR, LO, HI, SIZE, \
+    TABLE_SLOT, CHILD_ERRNO = range(1, 32)
+# enum ft_ev_type, for the records in an EVENTS frame
+EV_TIME, EV_REGION_BEGIN, EV_REGION_END = 0, 3, 4
 VERSION = 1
 
 T0 = 5_000_000_000_000  # a monotonic time past 2^32 ns, so TS is a uint64
+TSC0 = 0x123456789abc  # a time stamp counter value past 2^32
+
+# The records an EVENTS frame carries in DATA: TIME, then a region.
+RECORDS = (msgpack.packb([EV_TIME, TSC0]) + msgpack.packb([EV_REGION_BEGIN, 10, 'step']) +
+           msgpack.packb([EV_REGION_END, 20]))
 
 # (file name, message type, payload map with keys in ascending order)
 VECTORS = [
@@ -32,7 +39,22 @@ VECTORS = [
                       CWD: '/tmp/a directory name longer than 31 bytes',
                       EXE: '/usr/bin/printf', REALTIME: 1_700_000_000_123_456_789,
                       START_TICKS: 123456, NAME: 'printf', FLAGS: 1}),
+    ('hello_exec_ts', HELLO, {TS: T0 + 100, TID: 4250, PID: 4250, PPID: 4242, ARGV: ['true'],
+                              CWD: '/', EXE: '/usr/bin/true',
+                              REALTIME: 1_700_000_000_123_556_789, START_TICKS: 123460,
+                              NAME: 'true', FLAGS: 0, EXEC_TS: T0 + 50}),
+    ('hello_resumed', HELLO, {TS: T0 + 200, TID: 4250, PID: 4250, PPID: 4242, ARGV: ['true'],
+                              CWD: '/', EXE: '/usr/bin/true',
+                              REALTIME: 1_700_000_000_123_656_789, START_TICKS: 123460,
+                              NAME: 'true', FLAGS: 4, EXEC_TS: T0 + 50, TABLE_SLOT: 17}),
+    ('hello_forked_resumed', HELLO, {TS: T0 + 300, TID: 4251, PID: 4251, PPID: 4250,
+                                     ARGV: ['true'], CWD: '/', EXE: '/usr/bin/true',
+                                     REALTIME: 1_700_000_000_123_756_789, START_TICKS: 123470,
+                                     NAME: 'true', FLAGS: 6, TABLE_SLOT: 18}),
     ('fork', FORK, {TS: T0 + 1000, TID: 4242, CHILD: 4243, KIND: 0}),
+    ('fork_failed', FORK, {TS: T0 + 1100, TID: 4242, ERRNO: 11, KIND: 0}),
+    ('vfork_exec', FORK, {TS: T0 + 1400, TID: 4242, CHILD: 4247, PATH: '/bin/echo',
+                          ARGV: ['echo', 'hi'], KIND: 1, EXEC_TS: T0 + 1450}),
     ('vfork_exec_fail', FORK, {TS: T0 + 1500, TID: 4242, CHILD: 4246, PATH: '/nope',
                                ARGV: ['nope', 'x'], KIND: 1, EXEC_TS: T0 + 1600,
                                CHILD_ERRNO: 2}),
@@ -40,6 +62,8 @@ VECTORS = [
     ('exec_fail', EXEC_FAIL, {TS: T0 + 2001, TID: 4243, PATH: 'ls', ERRNO: 2}),
     ('spawn', SPAWN, {TS: T0 + 3000, TID: 4242, CHILD: 4244, PATH: 'sh',
                       ARGV: ['sh', '-c', 'exit 3'], ERRNO: 0, KIND: 3}),
+    ('spawn_failed', SPAWN, {TS: T0 + 3100, TID: 4242, PATH: '/nonexistent',
+                             ARGV: ['nonexistent'], ERRNO: 2, KIND: 2}),
     ('wait', WAIT, {TS: T0 + 4000, TID: 4242, CHILD: 4244, STATUS: 768}),
     ('thread_start', THREAD_START, {TS: T0 + 5000, TID: 4245}),
     ('thread_end', THREAD_END, {TS: T0 + 7000, TID: 4245}),
@@ -49,7 +73,15 @@ VECTORS = [
     ('shell_begin', SHELL_BEGIN, {TS: T0 + 10000, TID: 4242, KIND: 4, CMD: 'echo hi | wc -c'}),
     ('shell_end', SHELL_END, {TS: T0 + 11000, TID: 4242, STATUS: 0, KIND: 4,
                               CMD: 'echo hi | wc -c'}),
+    ('shell_end_failed', SHELL_END, {TS: T0 + 11500, TID: 4242, ERRNO: 24, STATUS: -1, KIND: 5,
+                                     CMD: 'ls'}),
     ('lost', LOST, {TS: T0 + 12000, TID: 4242, COUNT: 70000}),
+    ('continue', CONTINUE, {TS: T0 + 13000, TID: 4242, TABLE_SLOT: 17}),
+    ('shm', SHM, {TS: T0 + 14000, TID: 4242, COUNT: 4, SLOT: 8, TSC: TSC0, SIZE: 65536}),
+    ('events', EVENTS, {TS: T0 + 15000, TID: 4242, SLOT: 8, OFFSET: 4096, TSC: TSC0 + 5,
+                        DATA: RECORDS}),
+    ('module', MODULE, {TS: T0 + 16000, TID: 4242, PATH: '/usr/lib/libfoo.so',
+                        ADDR: 0x7f0000000000, LO: 0x7f0000001000, HI: 0x7f0000005000}),
 ]
 
 

@@ -16,6 +16,7 @@
 #include "encode.h"
 
 #define T0 5000000000000ull
+#define TSC0 0x123456789abcull
 #define BUF 4096
 
 /* Encode into a buffer of cap bytes; the vectors are built by these. */
@@ -42,9 +43,93 @@ static ssize_t v_hello(unsigned char *b, size_t cap)
 	return enc_hello(b, cap, &h);
 }
 
+/* The HELLO of an image whose exec handed over the call's time. */
+static ssize_t v_hello_exec_ts(unsigned char *b, size_t cap)
+{
+	static const char *const argv[] = {"true"};
+	struct enc_hello h = {
+	    .ts = T0 + 100,
+	    .exec_ts = T0 + 50,
+	    .realtime = 1700000000123556789ull,
+	    .start_ticks = 123460,
+	    .pid = 4250,
+	    .ppid = 4242,
+	    .tid = 4250,
+	    .exe = "/usr/bin/true",
+	    .cwd = "/",
+	    .name = "true",
+	    .argv = argv,
+	    .argc = 1,
+	};
+
+	return enc_hello(b, cap, &h);
+}
+
+/* The same image's HELLO on a connection, after it wrote in table slot 17. */
+static ssize_t v_hello_resumed(unsigned char *b, size_t cap)
+{
+	static const char *const argv[] = {"true"};
+	struct enc_hello h = {
+	    .ts = T0 + 200,
+	    .exec_ts = T0 + 50,
+	    .realtime = 1700000000123656789ull,
+	    .start_ticks = 123460,
+	    .from_table = true,
+	    .table_slot = 17,
+	    .pid = 4250,
+	    .ppid = 4242,
+	    .tid = 4250,
+	    .flags = FT_HELLO_RESUMED,
+	    .exe = "/usr/bin/true",
+	    .cwd = "/",
+	    .name = "true",
+	    .argv = argv,
+	    .argc = 1,
+	};
+
+	return enc_hello(b, cap, &h);
+}
+
+/* A fork child's HELLO on a connection, after it wrote in table slot 18
+ * (no EXEC_TS: it was not exec'd). */
+static ssize_t v_hello_forked_resumed(unsigned char *b, size_t cap)
+{
+	static const char *const argv[] = {"true"};
+	struct enc_hello h = {
+	    .ts = T0 + 300,
+	    .realtime = 1700000000123756789ull,
+	    .start_ticks = 123470,
+	    .from_table = true,
+	    .table_slot = 18,
+	    .pid = 4251,
+	    .ppid = 4250,
+	    .tid = 4251,
+	    .flags = FT_HELLO_FORKED | FT_HELLO_RESUMED,
+	    .exe = "/usr/bin/true",
+	    .cwd = "/",
+	    .name = "true",
+	    .argv = argv,
+	    .argc = 1,
+	};
+
+	return enc_hello(b, cap, &h);
+}
+
 static ssize_t v_fork(unsigned char *b, size_t cap)
 {
 	return enc_fork(b, cap, T0 + 1000, 4242, FT_SPAWN_FORK, 4243, 0);
+}
+
+static ssize_t v_fork_failed(unsigned char *b, size_t cap)
+{
+	return enc_fork(b, cap, T0 + 1100, 4242, FT_SPAWN_FORK, -1, EAGAIN);
+}
+
+static ssize_t v_vfork_exec(unsigned char *b, size_t cap)
+{
+	static const char *const argv[] = {"echo", "hi"};
+
+	return enc_vfork(b, cap, T0 + 1400, 4242, 4247, T0 + 1450, "/bin/echo", argv, 2, 0);
 }
 
 static ssize_t v_vfork_exec_fail(unsigned char *b, size_t cap)
@@ -71,6 +156,14 @@ static ssize_t v_spawn(unsigned char *b, size_t cap)
 	static const char *const argv[] = {"sh", "-c", "exit 3"};
 
 	return enc_spawn(b, cap, T0 + 3000, 4242, FT_SPAWN_POSIX_SPAWNP, 4244, 0, "sh", argv, 3);
+}
+
+static ssize_t v_spawn_failed(unsigned char *b, size_t cap)
+{
+	static const char *const argv[] = {"nonexistent"};
+
+	return enc_spawn(b, cap, T0 + 3100, 4242, FT_SPAWN_POSIX_SPAWN, 4249, ENOENT,
+			 "/nonexistent", argv, 1);
 }
 
 static ssize_t v_wait(unsigned char *b, size_t cap)
@@ -113,9 +206,51 @@ static ssize_t v_shell_end(unsigned char *b, size_t cap)
 	return enc_shell(b, cap, 1, T0 + 11000, 4242, FT_SPAWN_SYSTEM, "echo hi | wc -c", 0);
 }
 
+static ssize_t v_shell_end_failed(unsigned char *b, size_t cap)
+{
+	return enc_shell_fail(b, cap, T0 + 11500, 4242, FT_SPAWN_POPEN, "ls", -1, EMFILE);
+}
+
 static ssize_t v_lost(unsigned char *b, size_t cap)
 {
 	return enc_lost(b, cap, T0 + 12000, 4242, 70000);
+}
+
+static ssize_t v_continue(unsigned char *b, size_t cap)
+{
+	return enc_continue(b, cap, T0 + 13000, 4242, 17);
+}
+
+static ssize_t v_shm(unsigned char *b, size_t cap)
+{
+	return enc_shm(b, cap, T0 + 14000, 4242, 8, 4, 65536, TSC0);
+}
+
+/* EVENTS is sent as its head and the records behind it: the vector is
+ * both, and does not fit when the records do not. */
+static ssize_t v_events(unsigned char *b, size_t cap)
+{
+	/* [TIME, TSC0], [REGION_BEGIN, 10, "step"], [REGION_END, 20] */
+	static const unsigned char records[] = {
+	    0x92, FT_EV_TIME, 0xcf, 0x00, 0x00, 0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc,
+	    0x93, FT_EV_REGION_BEGIN, 0x0a, 0xa4, 's', 't', 'e', 'p',
+	    0x92, FT_EV_REGION_END, 0x14,
+	};
+	ssize_t n = enc_events_head(b, cap, T0 + 15000, 4242, 8, 4096, TSC0 + 5,
+				    (uint32_t)sizeof(records));
+
+	if (n < 0)
+		return n;
+	if (sizeof(records) > cap - (size_t)n)
+		return -ENOBUFS;
+	memcpy(b + n, records, sizeof(records));
+	return n + (ssize_t)sizeof(records);
+}
+
+static ssize_t v_module(unsigned char *b, size_t cap)
+{
+	return enc_module(b, cap, T0 + 16000, 4242, "/usr/lib/libfoo.so", 0x7f0000000000ull,
+			  0x7f0000001000ull, 0x7f0000005000ull);
 }
 
 static const struct {
@@ -123,11 +258,17 @@ static const struct {
 	vec_fn fn;
 } vectors[] = {
     {"hello", v_hello},
+    {"hello_exec_ts", v_hello_exec_ts},
+    {"hello_resumed", v_hello_resumed},
+    {"hello_forked_resumed", v_hello_forked_resumed},
     {"fork", v_fork},
+    {"fork_failed", v_fork_failed},
+    {"vfork_exec", v_vfork_exec},
     {"vfork_exec_fail", v_vfork_exec_fail},
     {"exec", v_exec},
     {"exec_fail", v_exec_fail},
     {"spawn", v_spawn},
+    {"spawn_failed", v_spawn_failed},
     {"wait", v_wait},
     {"thread_start", v_thread_start},
     {"thread_end", v_thread_end},
@@ -136,7 +277,12 @@ static const struct {
     {"signal", v_signal},
     {"shell_begin", v_shell_begin},
     {"shell_end", v_shell_end},
+    {"shell_end_failed", v_shell_end_failed},
     {"lost", v_lost},
+    {"continue", v_continue},
+    {"shm", v_shm},
+    {"events", v_events},
+    {"module", v_module},
 };
 
 static void check(const char *dir, const char *name, vec_fn fn)
