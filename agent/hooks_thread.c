@@ -209,6 +209,17 @@ AGENT_EXPORT int pthread_setname_np(pthread_t th, const char *name)
 	return ret;
 }
 
+/* Keeps the process table's fd (agent_table_keep) under the send lock,
+ * which guards the table's state. */
+static void agent_keep_table(void)
+{
+	agent_t_guard++;
+	agent_lock();
+	agent_table_keep();
+	agent_unlock();
+	agent_t_guard--;
+}
+
 /*
  * prctl(PR_SET_SECCOMP). Strict mode allows read, write, exit and
  * sigreturn only: the agent's next system call of any other kind (a
@@ -235,7 +246,7 @@ static int agent_prctl_seccomp(agent_prctl_fn f, unsigned long mode, unsigned lo
 	}
 	/* A filter may refuse open(): the table stays at hand. */
 	if (mode == SECCOMP_MODE_FILTER && __atomic_load_n(&agent_g.configured, __ATOMIC_ACQUIRE))
-		agent_table_keep();
+		agent_keep_table();
 	ret = f(PR_SET_SECCOMP, mode, a3, a4, a5);
 	err = errno;
 	if (ret == 0 && mode == SECCOMP_MODE_FILTER)
@@ -266,7 +277,7 @@ AGENT_EXPORT int seccomp_load(void *ctx)
 	if (!f)
 		return -ENOSYS; /* libseccomp's convention: a negative errno */
 	if (!agent_t_in_vfork && __atomic_load_n(&agent_g.configured, __ATOMIC_ACQUIRE))
-		agent_table_keep();
+		agent_keep_table();
 	ret = f(ctx);
 	if (ret == 0 && !agent_t_in_vfork)
 		agent_seccomp_seen();

@@ -402,8 +402,8 @@ int agent_table_continue(const struct iovec *iov, int cnt, size_t n);
 void agent_table_leave(void);
 /* A seccomp filter is about to be installed, which may refuse open():
  * opens the table now (if this process has none kept) and keeps the fd,
- * for this process's new slots and for the images it execs. Takes the
- * send lock. */
+ * for this process's new slots and for the images it execs. Caller holds
+ * the send lock. */
 void agent_table_keep(void);
 /* In the constructor: fd (FORKTRACE_TABLE_FD's value) was handed over by
  * the image before the exec; kept if it is open on a process table. */

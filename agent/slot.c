@@ -149,14 +149,10 @@ void agent_table_keep(void)
 		agent_syscall(SYS_close, fd);
 		fd = hi;
 	}
-	agent_t_guard++;
-	agent_lock();
 	if (agent_syscall(SYS_fstat, fd, &st) == 0 && agent_table_map_header(fd) == 0)
 		agent_table_keep_fd(fd, &st);
 	else
 		agent_syscall(SYS_close, fd);
-	agent_unlock();
-	agent_t_guard--;
 }
 
 void agent_table_take_fd(const char *v)
