@@ -194,6 +194,9 @@ struct agent_state {
 	uint32_t table_handed;	  /* the slot FORKTRACE_EXEC_TS handed over + 1, or 0 */
 	uint32_t table_capacity;  /* slots the table file holds, once its header is mapped */
 	uint32_t table_used;	  /* bytes this image committed in table_slot */
+	/* agent_fork_child, for agent_same_process below it: registered by
+	 * the constructor before it sets pid (with pid 0 nothing is reset). */
+	void (*fork_child_reset)(pid_t parent_pid, uint64_t boot_before);
 	struct agent_reals real;
 	struct sockaddr_un addr;
 	socklen_t addrlen;

@@ -235,7 +235,7 @@ bool agent_same_process(void)
 	/* A handler must not find the agent half reset. */
 	sigfillset(&all);
 	(void)agent_raw_sigmask(SIG_SETMASK, &all, &old);
-	agent_fork_child((pid_t)agent_syscall0(SYS_getppid), 0);
+	agent_g.fork_child_reset((pid_t)agent_syscall0(SYS_getppid), 0);
 	(void)agent_raw_sigmask(SIG_SETMASK, &old, NULL);
 	return true;
 }
