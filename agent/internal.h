@@ -437,10 +437,25 @@ uint64_t agent_boot_now(void);
  * name (namecap bytes) unless name is NULL. 0 when it cannot be read.
  * Signal-safe. */
 uint64_t agent_read_stat(char *name, size_t namecap);
-/* A fork child's start time in clock ticks from before, agent_boot_now()
- * taken by its parent just before the fork; 0 when it cannot tell.
- * Signal-safe. */
-uint64_t agent_fork_start_ticks(uint64_t before);
+/*
+ * The start time of a fork child in clock ticks, as /proc/<pid>/stat will
+ * show it, without reading /proc: in a new process that costs ~6 us of
+ * kernel time (its /proc entries are made, then torn down at exit), which
+ * a fork+exec loop pays for every child. The kernel takes the child's
+ * start time during fork, so it lies between the parent's clock reading
+ * before the call (before) and the child's first one after it; when both
+ * fall in the same tick, that tick is the start time. Otherwise (a fork
+ * across a tick boundary: about fork's duration in 10 ms) returns 0, and
+ * the child reads /proc when it needs the value. Signal-safe.
+ */
+static inline uint64_t agent_fork_start_ticks(uint64_t before)
+{
+	uint64_t after = agent_boot_now();
+
+	if (!agent_g.tick_ns || !before || before / agent_g.tick_ns != after / agent_g.tick_ns)
+		return 0;
+	return after / agent_g.tick_ns;
+}
 /* In a vfork child: agent_boot_now() as the vfork began (vfork.c). */
 uint64_t agent_vfork_boot_before(void);
 /* In a vfork child (agent_t_in_vfork): its exec call of path with argv at
@@ -496,9 +511,19 @@ struct agent_env {
 };
 
 /* n bytes of the start-up arena (pointer-aligned when align), or NULL
- * when it is full. Start-up only: the constructor, or agent_env_ready
+ * when it is full. Start-up only: the constructor, or agent_env_load
  * before it. */
-char *agent_arena_take(size_t n, bool align);
+static inline char *agent_arena_take(size_t n, bool align)
+{
+	size_t at = agent_g.arena_used;
+
+	if (align)
+		at = (at + sizeof(void *) - 1) & ~(sizeof(void *) - 1);
+	if (n > sizeof(agent_g.arena) - at)
+		return NULL;
+	agent_g.arena_used = at + n;
+	return agent_g.arena + at;
+}
 /* The alen bytes at a and the blen at b (borrowed), joined and
  * '\0'-terminated in the arena; NULL when it is full. Start-up only. */
 char *agent_arena_join(const char *a, size_t alen, const char *b, size_t blen);

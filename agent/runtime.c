@@ -181,26 +181,6 @@ void agent_seccomp_seen(void)
 }
 
 /*
- * The start time of a fork child in clock ticks, as /proc/<pid>/stat will
- * show it, without reading /proc: in a new process that costs ~6 us of
- * kernel time (its /proc entries are made, then torn down at exit), which
- * a fork+exec loop pays for every child. The kernel takes the child's
- * start time during fork, so it lies between the parent's clock reading
- * before the call (before) and the child's first one after it; when both
- * fall in the same tick, that tick is the start time. Otherwise (a fork
- * across a tick boundary: about fork's duration in 10 ms) returns 0, and
- * the child reads /proc when it needs the value. Signal-safe.
- */
-uint64_t agent_fork_start_ticks(uint64_t before)
-{
-	uint64_t after = agent_boot_now();
-
-	if (!agent_g.tick_ns || !before || before / agent_g.tick_ns != after / agent_g.tick_ns)
-		return 0;
-	return after / agent_g.tick_ns;
-}
-
-/*
  * Is this still the process agent_g describes? A child made by a raw
  * clone or clone3 system call (Go, Rust's std with pidfds, sandboxes: no
  * glibc fork, so no fork hook ran) starts with a copy of its parent's

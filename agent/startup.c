@@ -15,21 +15,6 @@
 
 #include "internal.h"
 
-/* n bytes of the start-up arena (pointer-aligned when align), or NULL
- * when it is full. Start-up only: the constructor, or agent_env_load
- * before it. */
-char *agent_arena_take(size_t n, bool align)
-{
-	size_t at = agent_g.arena_used;
-
-	if (align)
-		at = (at + sizeof(void *) - 1) & ~(sizeof(void *) - 1);
-	if (n > sizeof(agent_g.arena) - at)
-		return NULL;
-	agent_g.arena_used = at + n;
-	return agent_g.arena + at;
-}
-
 /* The alen bytes at a and the blen at b, joined and '\0'-terminated in
  * the arena; NULL when it is full. */
 char *agent_arena_join(const char *a, size_t alen, const char *b, size_t blen)
