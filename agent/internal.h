@@ -221,8 +221,11 @@ struct agent_state {
 	char arena[AGENT_ARENA_SIZE];
 };
 
-extern struct agent_state agent_g;
-extern unsigned char agent_buf[AGENT_BUF_SIZE];
+/* Declared hidden, as they are defined: every file then reaches them
+ * relative to its code, as core.c did when it held them and most of
+ * their users, not through an address loaded first. */
+extern struct agent_state agent_g __attribute__((visibility("hidden")));
+extern unsigned char agent_buf[AGENT_BUF_SIZE] __attribute__((visibility("hidden")));
 
 /* Per-thread state, initial-exec TLS (house rule 10). */
 extern AGENT_TLS int agent_t_guard;    /* >0: inside the agent, hooks pass through */
