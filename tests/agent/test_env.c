@@ -398,15 +398,6 @@ static void test_exec_ts_round_trip(void)
 	CHECK_UINT(n + AGENT_EXEC_TS_SLOT + AGENT_EXEC_TS_EXE, <=, sizeof(buf));
 }
 
-/* Never called: a test does not fork as the agent does (runtime.c
- * refers to it). */
-void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
-{
-	(void)parent_pid;
-	(void)boot_before;
-	abort();
-}
-
 /* No process table in this test. */
 struct ft_table_target *agent_table_targets(void)
 {

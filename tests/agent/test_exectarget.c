@@ -397,15 +397,6 @@ static void test_cache(void)
 	cache_on = false;
 }
 
-/* Never called: a test does not fork as the agent does (runtime.c
- * refers to it). */
-void agent_fork_child(pid_t parent_pid, uint64_t boot_before)
-{
-	(void)parent_pid;
-	(void)boot_before;
-	abort();
-}
-
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
