@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "jsonw.h"
 
 /* Bytes after the end of a scanned text that must be readable. */
 #define JSONR_PAD 16

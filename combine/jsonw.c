@@ -1,9 +1,8 @@
 /*
- * The JSON writer and the trace-event core (internal.h).
+ * The JSON writer and the trace-event core (jsonw.h).
  */
 #include <errno.h>
 
-#include "internal.h"
 #include "jsonw.h"
 
 void jsonw_init(jsonw *w, ostream *os)

@@ -12,8 +12,8 @@
 
 #include "forktrace/wire.h"
 #include "h5.h"
-#include "internal.h"
 #include "merge.h"
+#include "records.h"
 #include "sink.h"
 
 #ifndef FT_VERSION_STRING

@@ -30,8 +30,8 @@
 #include <string.h>
 
 #include "forktrace/wire.h"
-#include "internal.h"
 #include "model.h"
+#include "records.h"
 #include "symtab.h"
 
 /* Pairs closer than this are thinned out: their noise (tens of ns) would

@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "jsonw.h"
 #include "merge.h"
 #include "model.h"
 
