@@ -361,4 +361,24 @@ void out_spool_error(int err);
 int report_write_model(const model_trace *t, int fd, const report_opts *ro,
 		       merge_stats *stats);
 
+/* ---- run.c: options ---------------------------------------------------- */
+
+typedef struct run_opts {
+	const char *output;
+	double wait_timeout; /* seconds; < 0: wait forever */
+	uint64_t max_memory;
+	int gzip_level;
+	bool quiet;
+	char **command;
+	const char *report; /* --report FILE, or NULL */
+	report_opts ro;     /* --include, --exclude, --pids */
+	bool no_functions;  /* --no-functions */
+	const char **fn_filter; /* --filter (NULL-terminated, malloc'd) */
+	size_t nfilter;
+} run_opts;
+
+/* Parses `forktrace run`'s options into o (zero-initialized; strings
+ * borrowed from argv). Returns 0 to go on, or the exit code to leave with. */
+int run_parse_opts(int argc, char **argv, run_opts *o);
+
 #endif /* FT_COLLECTOR_INTERNAL_H */

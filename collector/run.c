@@ -50,20 +50,6 @@ extern char **environ;
  * the table's page accounting get. */
 #define TABLE_INTERVAL_MS 50
 
-typedef struct run_opts {
-	const char *output;
-	double wait_timeout; /* seconds; < 0: wait forever */
-	uint64_t max_memory;
-	int gzip_level;
-	bool quiet;
-	char **command;
-	const char *report; /* --report FILE, or NULL */
-	report_opts ro;     /* --include, --exclude, --pids */
-	bool no_functions;  /* --no-functions */
-	const char **fn_filter; /* --filter (NULL-terminated, malloc'd) */
-	size_t nfilter;
-} run_opts;
-
 typedef struct run_state {
 	run_opts o;
 	uv_loop_t loop;
@@ -196,8 +182,7 @@ static const char run_usage[] =
 	"  forktrace run --wait-timeout 5 -- ./start-daemons.sh\n"
 	"  forktrace run -- mpirun -np 4 ./solver\n";
 
-/* Returns 0 to go on, or the exit code to leave with. */
-static int parse_opts(int argc, char **argv, run_opts *o)
+int run_parse_opts(int argc, char **argv, run_opts *o)
 {
 	enum { OPT_WAIT = 256, OPT_MAXMEM, OPT_LEVEL, OPT_REPORT, OPT_NOFUNC, OPT_FILTER };
 	static const struct option longopts[] = {
@@ -766,7 +751,7 @@ int run_main(int argc, char **argv)
 	rs->out.fd = -1;
 	rs->rep.fd = -1;
 	rs->sr.dirfd = rs->sr.pdirfd = -1;
-	rc = parse_opts(argc, argv, &rs->o);
+	rc = run_parse_opts(argc, argv, &rs->o);
 	if (rc == CLI_EXIT_OK_DONE) {
 		code = 0;
 		goto out_free;
