@@ -267,15 +267,15 @@ int ft_add_clock_pair(model_trace *t);
 
 int run_main(int argc, char **argv);
 
-/* ---- combine_cmd.c, info_cmd.c ------------------------------------------ */
+/* ---- cli/combine_cmd.c, cli/info_cmd.c, cli/report_cmd.c ---------------- */
 
 /* `forktrace combine` and `forktrace info` (argv[0] is the subcommand);
  * return the exit code. */
 int combine_main(int argc, char **argv);
 int info_main(int argc, char **argv);
-int report_main(int argc, char **argv); /* report_cmd.c */
+int report_main(int argc, char **argv);
 
-/* ---- report.c ---------------------------------------------------------- */
+/* ---- cli/report_opts.c -------------------------------------------------- */
 
 /* getopt values of the report options (shared by run and report). */
 enum { REPORT_OPT_INCLUDE = 512, REPORT_OPT_EXCLUDE, REPORT_OPT_PIDS };
@@ -295,6 +295,13 @@ int report_opt(report_opts *ro, int opt, const char *arg);
  * printing what is wrong (sub names the subcommand). */
 int report_check(const report_opts *ro, const char *sub);
 void report_opts_free(report_opts *ro);
+
+/* Writes the HTML report of model t to fd (borrowed). Returns 0 or a
+ * negative errno. stats may be NULL. */
+int report_write_model(const model_trace *t, int fd, const report_opts *ro,
+		       merge_stats *stats);
+
+/* ---- outfile.c --------------------------------------------------------- */
 
 /*
  * An output file. A regular file (or a name not taken yet) is written to
@@ -356,12 +363,8 @@ int out_check_paths(const char *sub, const char *const *outs, size_t nout,
  * (combine_result.spool_error), not the output. */
 void out_spool_error(int err);
 
-/* Writes the HTML report of model t to fd (borrowed). Returns 0 or a
- * negative errno. stats may be NULL. */
-int report_write_model(const model_trace *t, int fd, const report_opts *ro,
-		       merge_stats *stats);
 
-/* ---- run.c: options ---------------------------------------------------- */
+/* ---- cli/run_cmd.c ----------------------------------------------------- */
 
 typedef struct run_opts {
 	const char *output;

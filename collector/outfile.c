@@ -1,10 +1,7 @@
 /*
- * report.c - what `forktrace run --report` and `forktrace report` share:
- * the report options (--include, --exclude, --pids) and writing a live
- * model's report through the HTML sink; and the output file of every
- * subcommand (out_file, internal.h): written unnamed and put in place only
- * when complete, in place for FIFOs, devices and stdout, never one of the
- * inputs or the other output.
+ * outfile.c - the output file of every subcommand (out_file, internal.h):
+ * written unnamed and put in place only when complete, in place for FIFOs,
+ * devices and stdout, never one of the inputs or the other output.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,52 +18,6 @@
 #include "cli.h"
 #include "combine.h"
 #include "internal.h"
-#include "sink.h"
-
-static int push(const char ***v, size_t *n, const char *s)
-{
-	const char **q = realloc(*v, (*n + 2) * sizeof(*q));
-
-	if (q == NULL)
-		return -ENOMEM;
-	q[(*n)++] = s;
-	q[*n] = NULL;
-	*v = q;
-	return 0;
-}
-
-int report_opt(report_opts *ro, int opt, const char *arg)
-{
-	switch (opt) {
-	case REPORT_OPT_INCLUDE:
-		return push(&ro->include, &ro->ninclude, arg);
-	case REPORT_OPT_EXCLUDE:
-		return push(&ro->exclude, &ro->nexclude, arg);
-	case REPORT_OPT_PIDS:
-		ro->pids = arg;
-		return 0;
-	default:
-		return -EINVAL;
-	}
-}
-
-int report_check(const report_opts *ro, const char *sub)
-{
-	htmlw_opts ho = {ro->include, ro->exclude, ro->pids};
-	char msg[512];
-
-	if (htmlw_check_opts(&ho, msg, sizeof(msg)) < 0)
-		return cli_usage_error(sub, "%s", msg);
-	return 0;
-}
-
-void report_opts_free(report_opts *ro)
-{
-	free(ro->include);
-	free(ro->exclude);
-	ro->include = ro->exclude = NULL;
-	ro->ninclude = ro->nexclude = 0;
-}
 
 /* The directory part of path ("." when there is none) into out. */
 static int dir_of(const char *path, char *out, size_t outsz)
@@ -692,16 +643,4 @@ void out_spool_error(int err)
 	fprintf(stderr, "forktrace: cannot write the temporary file of the inputs' top-level "
 			"keys in %s: %s\n", cli_esc(dir != NULL && *dir != '\0' ? dir : "/tmp"),
 		strerror(-err));
-}
-
-int report_write_model(const model_trace *t, int fd, const report_opts *ro, merge_stats *stats)
-{
-	htmlw_opts ho = {ro->include, ro->exclude, ro->pids};
-	trace_sink *s;
-	int err = 0;
-
-	s = sink_html_new(fd, &ho, &err);
-	if (s == NULL)
-		return err;
-	return merge_model_write(t, s, stats);
 }

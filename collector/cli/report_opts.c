@@ -1,0 +1,68 @@
+/*
+ * report_opts.c - what `forktrace run --report` and `forktrace report`
+ * share: the report options (--include, --exclude, --pids), and writing a
+ * live model's report through the HTML sink with them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "internal.h"
+#include "sink.h"
+
+static int push(const char ***v, size_t *n, const char *s)
+{
+	const char **q = realloc(*v, (*n + 2) * sizeof(*q));
+
+	if (q == NULL)
+		return -ENOMEM;
+	q[(*n)++] = s;
+	q[*n] = NULL;
+	*v = q;
+	return 0;
+}
+
+int report_opt(report_opts *ro, int opt, const char *arg)
+{
+	switch (opt) {
+	case REPORT_OPT_INCLUDE:
+		return push(&ro->include, &ro->ninclude, arg);
+	case REPORT_OPT_EXCLUDE:
+		return push(&ro->exclude, &ro->nexclude, arg);
+	case REPORT_OPT_PIDS:
+		ro->pids = arg;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+int report_check(const report_opts *ro, const char *sub)
+{
+	htmlw_opts ho = {ro->include, ro->exclude, ro->pids};
+	char msg[512];
+
+	if (htmlw_check_opts(&ho, msg, sizeof(msg)) < 0)
+		return cli_usage_error(sub, "%s", msg);
+	return 0;
+}
+
+void report_opts_free(report_opts *ro)
+{
+	free(ro->include);
+	free(ro->exclude);
+	ro->include = ro->exclude = NULL;
+	ro->ninclude = ro->nexclude = 0;
+}
+
+int report_write_model(const model_trace *t, int fd, const report_opts *ro, merge_stats *stats)
+{
+	htmlw_opts ho = {ro->include, ro->exclude, ro->pids};
+	trace_sink *s;
+	int err = 0;
+
+	s = sink_html_new(fd, &ho, &err);
+	if (s == NULL)
+		return err;
+	return merge_model_write(t, s, stats);
+}

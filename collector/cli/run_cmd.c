@@ -1,0 +1,223 @@
+/*
+ * run_cmd.c - `forktrace run`'s options: its help text and the parser that
+ * checks every option before the command starts (run.c runs it).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "internal.h"
+
+static const char run_usage[] =
+	"Usage: forktrace run [OPTIONS] -- COMMAND [ARGS...]\n"
+	"\n"
+	"Run COMMAND with the forktrace agent in it and in every process it\n"
+	"starts, wait until the whole process tree has ended, and write one\n"
+	"trace of all of it (Chrome Trace Event JSON: open it in\n"
+	"https://ui.perfetto.dev or chrome://tracing).\n"
+	"\n"
+	"COMMAND runs as it would without forktrace: same input, output and\n"
+	"exit code. forktrace exits with COMMAND's exit code, 128+N when COMMAND\n"
+	"was killed by signal N, 127 when COMMAND does not exist, 126 when it\n"
+	"cannot be executed, 2 for a usage error and 1 when the trace cannot be\n"
+	"written.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output FILE        where to write the trace (default:\n"
+	"                           forktrace.json). A name ending in .gz is\n"
+	"                           written gzip-compressed, one ending in .h5\n"
+	"                           as HDF5 (docs/HDF5_LAYOUT.md). The path is\n"
+	"                           checked before COMMAND starts. '-' is\n"
+	"                           stdout (after COMMAND's own output); a\n"
+	"                           FIFO or device is written in place, a\n"
+	"                           symlink's target is written.\n"
+	"      --level N            compression level, 1 (fast) to 9 (small):\n"
+	"                           gzip for .gz (default 6), deflate for .h5\n"
+	"                           (default 4).\n"
+	"      --wait-timeout SECS  after COMMAND exits, wait at most SECS for\n"
+	"                           the rest of the tree (daemons); processes\n"
+	"                           still alive then are marked running in the\n"
+	"                           trace. SECS is a decimal number (30, 0.5);\n"
+	"                           inf, the default, waits for all of them.\n"
+	"      --max-memory SIZE    memory the collector may use for what it\n"
+	"                           keeps of each process (argv, paths, names);\n"
+	"                           past it, that data goes to a temporary file\n"
+	"                           (suffixes K, M, G, T; default 256M).\n"
+	"      --report FILE        also write an HTML report of the run to FILE:\n"
+	"                           one self-contained page (no network needed)\n"
+	"                           with the process timeline, per-program and\n"
+	"                           per-function tables, concurrency and\n"
+	"                           counters. Same page as 'forktrace report'.\n"
+	"                           Checked before COMMAND starts.\n"
+	"      --include REGEX      report only processes whose program or\n"
+	"                           command line matches REGEX (POSIX extended),\n"
+	"                           and regions/functions that match; repeatable.\n"
+	"      --exclude REGEX      leave out instrumented functions whose name\n"
+	"                           matches REGEX, from the trace and the report;\n"
+	"                           the report also leaves out processes whose\n"
+	"                           program matches, and regions and counters\n"
+	"                           that match. Repeatable.\n"
+	"      --pids RANGES        report only these trace pids, e.g. 0-3,7,10-.\n"
+	"                           --include and --pids apply to the report\n"
+	"                           only; the trace holds every process.\n"
+	"\n"
+	"In-process events (see include/forktrace.h): regions, instants and\n"
+	"counters that programs record with the forktrace API, and every call\n"
+	"of code built with -finstrument-functions, named from the symbol\n"
+	"tables of the executable and its libraries:\n"
+	"      --no-functions       do not record -finstrument-functions calls.\n"
+	"      --filter REGEX       keep only instrumented functions whose name\n"
+	"                           (C++ demangled) matches REGEX (POSIX\n"
+	"                           extended); repeatable: any may match.\n"
+	"                           Example: --filter '^(solve|mylib_)'.\n"
+	"  -q, --quiet              no progress and no summary on stderr.\n"
+	"  -h, --help               show this help.\n"
+	"\n"
+	"Signals: COMMAND runs in forktrace's process group, so what is sent\n"
+	"to the group (Ctrl-C, Ctrl-Z, kill -TERM -PGID) reaches it directly;\n"
+	"SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP and\n"
+	"SIGCONT sent to forktrace alone are passed to COMMAND. Either way\n"
+	"COMMAND gets each signal once, and the trace is written. Once\n"
+	"COMMAND has exited, the first SIGINT, SIGTERM, SIGHUP or SIGQUIT\n"
+	"stops the wait for the rest of the tree as --wait-timeout does; a\n"
+	"second SIGINT, SIGTERM or SIGQUIT ends forktrace at once, by that\n"
+	"signal, without a trace.\n"
+	"\n"
+	"If forktrace itself is killed, the traced processes go on and write\n"
+	"what they record to spill files in OUTPUT.spill/ (forktrace.spill/\n"
+	"when OUTPUT is stdout, a FIFO or a device), beside a journal of what\n"
+	"forktrace had read; get the trace back with\n"
+	"'forktrace combine OUTPUT.spill -o OUTPUT'. A run does not start over\n"
+	"such a directory, and removes what killed runs of the same user left\n"
+	"in TMPDIR and /dev/shm. Processes that cannot reach forktrace while it\n"
+	"runs spill there too, and the run merges their files.\n"
+	"\n"
+	"Environment:\n"
+	"  TMPDIR            where the private socket directory is made.\n"
+	"  FORKTRACE_AGENT   path of libforktrace-agent.so (default: next to\n"
+	"                    the forktrace executable, or ../lib/forktrace/\n"
+	"                    from it when installed).\n"
+	"\n"
+	"Examples:\n"
+	"  forktrace run -- make -j4\n"
+	"  forktrace run -o build.json.gz -- bash build.sh\n"
+	"  forktrace run --report build.html -- make -j8\n"
+	"  forktrace run --wait-timeout 5 -- ./start-daemons.sh\n"
+	"  forktrace run -- mpirun -np 4 ./solver\n";
+
+int run_parse_opts(int argc, char **argv, run_opts *o)
+{
+	enum { OPT_WAIT = 256, OPT_MAXMEM, OPT_LEVEL, OPT_REPORT, OPT_NOFUNC, OPT_FILTER };
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "wait-timeout", required_argument, NULL, OPT_WAIT },
+		{ "max-memory", required_argument, NULL, OPT_MAXMEM },
+		{ "level", required_argument, NULL, OPT_LEVEL },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "report", required_argument, NULL, OPT_REPORT },
+		{ "include", required_argument, NULL, REPORT_OPT_INCLUDE },
+		{ "exclude", required_argument, NULL, REPORT_OPT_EXCLUDE },
+		{ "pids", required_argument, NULL, REPORT_OPT_PIDS },
+		{ "no-functions", no_argument, NULL, OPT_NOFUNC },
+		{ "filter", required_argument, NULL, OPT_FILTER },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	o->output = "forktrace.json";
+	o->wait_timeout = -1;
+	o->max_memory = 256ull << 20;
+	o->gzip_level = 0; /* the format's own default */
+	opterr = 0;
+	optind = 1;
+	/* '+': stop at the first non-option, the start of COMMAND. */
+	while ((c = getopt_long(argc, argv, "+o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			o->output = optarg;
+			break;
+		case OPT_WAIT:
+			if (cli_parse_seconds(optarg, &o->wait_timeout) < 0)
+				return cli_usage_error("run", "--wait-timeout takes a number of "
+							      "seconds such as 5 or 0.5 (or inf), "
+							      "got '%s'", optarg);
+			break;
+		case OPT_MAXMEM: {
+			int prc = cli_parse_size(optarg, &o->max_memory);
+
+			if (prc < 0)
+				return cli_usage_error("run", "--max-memory takes a size such as "
+							      "512M%s, got '%s'",
+						       prc == -ERANGE ? " (at most 2^64-1 bytes)" : "",
+						       optarg);
+			break;
+		}
+		case OPT_LEVEL: {
+			uint64_t l;
+
+			if (cli_parse_uint(optarg, 9, &l) < 0 || l < 1)
+				return cli_usage_error("run", "--level takes 1 to 9, got '%s'",
+						       optarg);
+			o->gzip_level = (int)l;
+			break;
+		}
+		case 'q':
+			o->quiet = true;
+			break;
+		case OPT_REPORT:
+			o->report = optarg;
+			break;
+		case OPT_NOFUNC:
+			o->no_functions = true;
+			break;
+		case OPT_FILTER: {
+			const char **v = realloc(o->fn_filter, (o->nfilter + 2) * sizeof(*v));
+			regex_t re;
+
+			if (!v)
+				return 1;
+			o->fn_filter = v;
+			v[o->nfilter++] = optarg;
+			v[o->nfilter] = NULL;
+			if (regcomp(&re, optarg, REG_EXTENDED | REG_NOSUB) != 0)
+				return cli_usage_error("run", "--filter takes a POSIX extended "
+							      "regular expression, got '%s'", optarg);
+			regfree(&re);
+			break;
+		}
+		case REPORT_OPT_INCLUDE:
+		case REPORT_OPT_EXCLUDE:
+		case REPORT_OPT_PIDS:
+			if (report_opt(&o->ro, c, optarg) < 0)
+				return 1;
+			break;
+		case 'h':
+			fputs(run_usage, stdout);
+			return CLI_EXIT_OK_DONE;
+		case '?':
+		default:
+			if (optopt)
+				return cli_usage_error("run", "unknown option '-%c'", optopt);
+			return cli_usage_error("run", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("run", "no COMMAND given (forktrace run [OPTIONS] -- "
+					      "COMMAND [ARGS...])");
+	o->command = argv + optind;
+	if ((o->ro.ninclude || o->ro.pids) && !o->report)
+		return cli_usage_error("run", "--include and --pids filter the report: "
+					      "give --report FILE too");
+	{
+		const char *outs[] = { o->output, o->report };
+		int rc = out_check_paths("run", outs, o->report ? 2 : 1, NULL, 0);
+
+		if (rc)
+			return rc;
+	}
+	return report_check(&o->ro, "run");
+}
