@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "../check.h"
+#include "check.h"
 #include "internal.h"
 
 #define SOCK "/run/ft/sock"

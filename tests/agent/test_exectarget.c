@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../check.h"
+#include "check.h"
 #include "internal.h"
 
 /* The fixtures' directory, as made and as the kernel names it. */

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../collector/internal.h"
-#include "../check.h"
+#include "check.h"
+#include "internal.h"
 
 #define T0 5000000000000ll
 

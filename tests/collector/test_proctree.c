@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../collector/internal.h"
-#include "../check.h"
+#include "check.h"
+#include "internal.h"
 
 #define T0 5000000000000ll
 #define ROOT 100

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../collector/internal.h"
+#include "internal.h"
 #include "merge.h"
 
 #define NCONN 4

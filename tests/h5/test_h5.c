@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../check.h"
+#include "check.h"
 #include "h5.h"
 #include "merge.h"
 #include "model.h"

@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../check.h"
+#include "check.h"
 #include "combine.h"
 #include "jsonr.h"
 

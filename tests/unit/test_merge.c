@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../check.h"
+#include "check.h"
 #include "jsonw.h"
 #include "merge.h"
 #include "model.h"

@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../check.h"
+#include "check.h"
 #include "symtab.h"
 
 /* Checks that off in path resolves to want (NULL: to nothing). */

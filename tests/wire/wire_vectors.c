@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../check.h"
+#include "check.h"
 #include "forktrace/wire.h"
 #include "encode.h"
 

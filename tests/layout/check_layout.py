@@ -1,0 +1,88 @@
+#!/usr/bin/python3
+"""The folder boundaries of the source tree (docs/ARCHITECTURE.md).
+
+  check_layout.py lint SRC_DIR
+      Every quoted #include names a header by its name, never by a path
+      that climbs out of its folder ("../io/x.h"): which headers a file
+      may see is its build target's business. Files of collector/ outside
+      collector/cli/ include no header of cli/. No combine/ folder other
+      than its own has a header named internal.h on a shared path.
+
+  check_layout.py include HEADER EXPECT -- COMPILER ARGS...
+      Compiles a file that includes HEADER with a target's include path
+      (ARGS): EXPECT "ok" wants it to compile, "missing" wants the
+      compiler to say HEADER is not found, so that a folder's private
+      header cannot be reached from another folder's target.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+SOURCE_DIRS = ("agent", "collector", "combine", "include", "tests", "scripts")
+
+
+def sources(root):
+    for top in SOURCE_DIRS:
+        for d, subdirs, files in os.walk(os.path.join(root, top)):
+            subdirs[:] = [s for s in subdirs if s not in ("corpus", "node_modules")]
+            for f in files:
+                if f.endswith((".c", ".h", ".cpp")):
+                    yield os.path.join(d, f)
+
+
+def lint(root):
+    bad = []
+    cli = os.path.join(root, "collector", "cli")
+    cli_headers = {f for f in os.listdir(cli) if f.endswith(".h")}
+    for path in sources(root):
+        rel = os.path.relpath(path, root)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        for name in INCLUDE.findall(text):
+            if name.startswith("../") or "/../" in name or name.startswith("./"):
+                bad.append(f"{rel}: #include \"{name}\": a relative path (a header is found "
+                           f"through its target's include directories)")
+            if (rel.startswith("collector/") and not rel.startswith("collector/cli/")
+                    and os.path.basename(name) in cli_headers):
+                bad.append(f"{rel}: #include \"{name}\": collector/ does not see collector/cli/")
+    if os.path.exists(os.path.join(root, "combine", "include", "internal.h")):
+        bad.append("combine/include/internal.h: a folder's internal header is its own")
+    for b in bad:
+        print(b)
+    return 1 if bad else 0
+
+
+def include(header, expect, cmd):
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "probe.c")
+        with open(src, "w") as f:
+            f.write(f'#include "{header}"\n')
+        r = subprocess.run(cmd + ["-fsyntax-only", src], capture_output=True, text=True)
+    out = r.stdout + r.stderr
+    if expect == "ok":
+        if r.returncode != 0:
+            print(f"\"{header}\" should compile with these include directories:\n{out}")
+            return 1
+        return 0
+    if r.returncode == 0 or f"{header}: No such file" not in out and f"'{header}' file not found" not in out:
+        print(f"\"{header}\" should not be found with these include directories "
+              f"(exit {r.returncode}):\n{out}")
+        return 1
+    return 0
+
+
+def main(argv):
+    if len(argv) == 3 and argv[1] == "lint":
+        return lint(argv[2])
+    if len(argv) > 5 and argv[1] == "include" and argv[4] == "--":
+        return include(argv[2], argv[3], argv[5:])
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
