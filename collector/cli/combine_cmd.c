@@ -1,6 +1,6 @@
 /*
  * combine_cmd.c - `forktrace combine [OPTIONS] FILES... -o OUT`: the
- * command line around combine_files (combine/combine.h).
+ * command line around combine_files (combine/include/combine.h).
  */
 #include <errno.h>
 #include <getopt.h>

@@ -1,6 +1,6 @@
 /*
  * info_cmd.c - `forktrace info FILE...`: what a trace holds, read in one
- * streaming pass (info_read, combine/combine.h).
+ * streaming pass (info_read, combine/include/combine.h).
  */
 #include <getopt.h>
 #include <inttypes.h>

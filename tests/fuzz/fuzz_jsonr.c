@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: the trace reader (combine/reader.c, combine/jsonr.c) on
+ * libFuzzer target: the trace reader (combine/readers/reader.c, combine/io/jsonr.c) on
  * arbitrary bytes. The input is combined twice (so the second copy's pids
  * collide and are remapped) into the JSON sink, and the output must be
  * valid JSON and valid UTF-8, checked by a small strict validator written

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: the decoder of in-process event records
- * (combine/records.c; include/forktrace/wire.h, enum ft_ev_type) on
+ * (combine/model/records.c; include/forktrace/wire.h, enum ft_ev_type) on
  * arbitrary bytes. A program can scribble over its event buffer and send
  * any clock pair, so records and clocks are both untrusted.
  *

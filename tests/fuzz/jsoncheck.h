@@ -1,6 +1,6 @@
 /*
  * A small strict JSON + UTF-8 validator for the fuzz targets' outputs,
- * written independently of combine/jsonr.c so that it does not share its
+ * written independently of combine/io/jsonr.c so that it does not share its
  * bugs. Header-only: each target is one translation unit.
  */
 #ifndef FT_FUZZ_JSONCHECK_H

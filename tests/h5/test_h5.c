@@ -1,5 +1,5 @@
 /*
- * Tests of the HDF5 sink and reader (combine/h5.h).
+ * Tests of the HDF5 sink and reader (combine/include/h5.h).
  *
  *   test_h5 unit DIR        edge cases of args and extra keys (DIR/args.h5,
  *                           DIR/args_rt.json, for check_h5.py); a model

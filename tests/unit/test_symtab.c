@@ -1,5 +1,5 @@
 /*
- * test_symtab: function names for file addresses (combine/symtab.h).
+ * test_symtab: function names for file addresses (combine/include/symtab.h).
  *
  * The fixtures (tests/unit/symtab/) hold known functions: C ones, a static
  * one that only .symtab names, a zero-size one written in assembly, and an
