@@ -7,8 +7,8 @@
  * -ENOBUFS. The wire vectors check that every message the agent sends
  * has its count right.
  */
-#include "../../agent/encode.c"
-#include "../check.h"
+#include "encode.c"
+#include "check.h"
 
 /* A frame of type EXIT whose map announces `promised` keys and holds
  * `written` of TS, TID, CODE, SIGNO (in that order), into cap bytes. */
