@@ -1,7 +1,7 @@
 /*
  * table.c - the process table (ptab_): where short-lived images speak
  * without a connection (include/forktrace/wire.h, "The process table";
- * agent/table.c is the other side).
+ * agent/slot.c is the other side).
  *
  * The collector maps the whole file and reads each slot's committed
  * frames into the process tree through the same proc_apply as a
