@@ -1,6 +1,39 @@
 /*
  * Internals of libforktrace-agent.so, shared by the files of agent/ only.
  *
+ * Module map. The files form layers, lowest first (agent_layers in
+ * agent/CMakeLists.txt): a file calls into its own layer and the ones below
+ * it, never above, and the files' calls form no cycle. The sections of this
+ * header follow the layers; unit.agent_layers checks all three on the
+ * object files. Where a lower layer must reach a higher one, the higher one
+ * registers a function with it (agent_g.fork_child_reset).
+ *
+ *   layer      file            what it does
+ *   base       str.c           libc's string functions, the agent's own (no imports)
+ *              encode.c        the wire encoder (encode.h): a frame into the caller's buffer
+ *              sys.h           system calls made inline, without libc's wrappers
+ *   runtime    runtime.c       agent_g and the per-thread variables, real symbols (dlsym),
+ *                              the clocks, the thread id, the one error line, the process's
+ *                              start time, whether it is still the process agent_g describes
+ *   startup    startup.c       the start-up arena; the strings exec and spawn merge into a new
+ *                              image's environment, prepared once (also before the constructor)
+ *   slot       slot.c          this image's slot in the collector's process table
+ *   transport  transport.c     HELLO, the connection, the spill file: where a frame goes
+ *   lock       lock.c          the send lock; the WAIT records that signal handlers leave for
+ *                              its next release
+ *   support    events.c        in-process events: per-thread buffers, forktrace.h, -finstrument-
+ *                              functions
+ *              env.c           environment merging for exec and spawn, FORKTRACE_EXEC_TS
+ *              exectarget.c    will the image an exec starts load the agent itself?
+ *   hooks      hooks_exec.c    the exec family and posix_spawn
+ *              hooks_fd.c      close, dup2, close_range, closefrom: the agent's fds stay its own
+ *              hooks_proc.c    fork and the fork child's reset, the wait family, the exit paths,
+ *                              system, popen
+ *              hooks_thread.c  pthread_create and exit, thread names, prctl, seccomp
+ *              signal.c        the fatal-signal handlers
+ *              vfork.c         vfork
+ *   init       init.c          the constructor: auxv, the environment it reads and hides, argv
+ *
  * Lock order: the agent has one lock, the process-wide send lock
  * (agent_lock). It guards the connection (agent_g.fd), the frame buffer
  * (agent_buf), the thread table and the popen table. It is only ever taken
@@ -53,6 +86,20 @@
 /* Bounds of the argv copy taken in the constructor for HELLO. */
 #define AGENT_ARGV_MAX 1024
 #define AGENT_ARGV_BYTES (32u * 1024u)
+
+/* Room for a frame with no string in it (FORK, WAIT, EXIT, SIGNAL, LOST). */
+#define AGENT_SMALL_FRAME 64
+
+/* The process environment (glibc's `environ`). */
+extern char **environ;
+
+/* ==== base: str.c encode.c (encode.h), sys.h ================================================== */
+
+/* Appends the decimal digits of v to p; returns the end, unterminated.
+ * Signal-safe (agent/str.c). */
+char *agent_utoa(char *p, uint64_t v);
+
+/* ==== runtime: runtime.c ====================================================================== */
 
 /*
  * Real functions, found with dlsym(RTLD_NEXT) in the constructor and lazily
@@ -275,105 +322,12 @@ uint64_t agent_clock_ns(clockid_t id);
 /* CLOCK_MONOTONIC ns. Signal-safe. */
 uint64_t agent_now(void);
 
-/* Send lock (futex). Signal-safe trylock; lock/unlock never allocate. */
-void agent_lock(void);
-bool agent_trylock(void);
-void agent_unlock(void);
-
-/* Write a frame of n bytes gathered from iov[0..cnt) (cnt <= 4; n < 0:
- * the encoder failed), with passfd (>= 0) attached as SCM_RIGHTS. When it
- * cannot be written, nevents events are counted lost and a negative errno
- * is returned; 0 on success. Caller holds the send lock. Signal-safe.
- * Preserves errno. */
-int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd, uint64_t nevents);
-
-/* Write a frame of n bytes (n < 0: the encoder failed, count a loss).
- * Caller holds the send lock. Reconnects once on EBADF/EPIPE, reports
- * pending losses after a successful write. Signal-safe. Preserves errno. */
-void agent_write_locked(const void *frame, ssize_t n);
-
-/* The image introduces itself: in a slot of the collector's process
- * table if it can, else on a new connection; if neither works, through
- * agent_on_collector_gone. Caller holds the send lock or is
- * single-threaded. Signal-safe. */
-void agent_open_channel(void);
-
-/* A fork child that has not spoken yet (connects at its first write).
- * Signal-safe. */
-static inline bool agent_silent_fork_child(void)
-{
-	return __atomic_load_n(&agent_g.pending_connect, __ATOMIC_RELAXED) != 0;
-}
-
-/*
- * Will the image that exec(kind, dirfd, path, flags) starts load the agent
- * itself (a dynamic, non-setuid ELF of our class, or a script)? Then its
- * HELLO tells everything an EXEC record would. False whenever it cannot
- * tell, and for a relative name when !cwd_known (posix_spawn file actions
- * may change directory first). kind is an FT_EXEC_* (the p-variants search
- * $PATH). exe (cap bytes, borrowed) gets what /proc/<pid>/exe
- * of the new image will say: the absolute, symlink-free path of the file
- * opened, for an ELF only (a script's is its interpreter); "" when it
- * cannot tell. Only async-signal-safe calls and stack memory: it runs in
- * fork children. Preserves errno.
- */
-bool agent_exec_target(unsigned kind, int dirfd, const char *path, int flags, bool cwd_known,
-		       char *exe, size_t cap);
-
-/* Write one frame of n bytes (see agent_write_locked) under the send lock,
- * raising the nesting guard. For frames encoded into the caller's stack:
- * a fork parent then writes no page of agent_buf, which fork made
- * copy-on-write. Signal-safe. Preserves errno. */
-void agent_emit_frame(const void *frame, ssize_t n);
-
-/* Room for a frame with no string in it (FORK, WAIT, EXIT, SIGNAL, LOST). */
-#define AGENT_SMALL_FRAME 64
-
-/* Encode with `call` into agent_buf and write it, under the send lock. */
-#define AGENT_EMIT(call)                                                                           \
-	do {                                                                                       \
-		agent_t_guard++;                                                                   \
-		agent_lock();                                                                      \
-		agent_write_locked(agent_buf, (call));                                             \
-		agent_unlock();                                                                    \
-		agent_t_guard--;                                                                   \
-	} while (0)
-
-/* Queue a WAIT record of this thread for its next release of the send
- * lock: for a wait hook reached from a signal handler while the thread is
- * inside the agent. Counts a loss when the queue is full. Signal-safe. */
-void agent_defer_wait(uint64_t ts, pid_t child, int status);
-/* In a fork child: forget the parent's deferred records. Signal-safe. */
-void agent_defer_fork_child(void);
-
 /* Count one dropped event (no lock needed). Signal-safe. */
 void agent_count_lost(void);
 
-/* The collector cannot be reached: write to a spill file from now on
- * (docs/TRACE_FORMAT.md, "Spill files"), or stop recording when that
- * fails too. Caller holds the send lock or is single-threaded.
- * Signal-safe. */
-void agent_on_collector_gone(void);
-
-/* The image ends: if its connection is to a collector of another uid
- * (this process gave up the collector's uid) or outside its pid
- * namespace, waits (a second at most) for the byte with which the
- * collector says it checked this process's HELLO, which it cannot once
- * the process is gone. Preserves errno. */
-void agent_await_ack(void);
-
-/* May the agent make a connection (socket, connect), or is the process
- * under a seccomp filter that might kill it for that? Asks the kernel
- * until a filter is seen (one prctl). Signal-safe. */
-bool agent_may_connect(void);
 /* A seccomp filter is in force (a hook installed it, or an image of a
  * filtered process handed over the table's fd). Signal-safe. */
 void agent_seccomp_seen(void);
-/* Must a frame of n bytes be made shorter (a prefix of its argv) to go
- * anywhere: this image writes in the table, the frame would not fit a
- * slot, and a seccomp filter forbids the connection it would need?
- * Signal-safe. */
-bool agent_frame_needs_cut(ssize_t n);
 
 /* Write the one "forktrace-agent: <msg>" line to stderr and disable. */
 void agent_fail(const char *msg);
@@ -384,11 +338,63 @@ void agent_fail(const char *msg);
  * Signal-safe. Preserves errno. */
 bool agent_same_process(void);
 
-/* In the child of fork(), with the send lock held and signals blocked:
- * drop inherited state, release the lock; the child connects at its first
- * write. boot_before is agent_boot_now() taken by the parent just before
- * the fork. Only async-signal-safe calls. */
-void agent_fork_child(pid_t parent_pid, uint64_t boot_before);
+/* CLOCK_BOOTTIME ns, the clock of start_ticks. Signal-safe. */
+uint64_t agent_boot_now(void);
+/* Field 22 (starttime, in clock ticks) of /proc/self/stat; the comm into
+ * name (namecap bytes) unless name is NULL. 0 when it cannot be read.
+ * Signal-safe. */
+uint64_t agent_read_stat(char *name, size_t namecap);
+/*
+ * The start time of a fork child in clock ticks, as /proc/<pid>/stat will
+ * show it, without reading /proc: in a new process that costs ~6 us of
+ * kernel time (its /proc entries are made, then torn down at exit), which
+ * a fork+exec loop pays for every child. The kernel takes the child's
+ * start time during fork, so it lies between the parent's clock reading
+ * before the call (before) and the child's first one after it; when both
+ * fall in the same tick, that tick is the start time. Otherwise (a fork
+ * across a tick boundary: about fork's duration in 10 ms) returns 0, and
+ * the child reads /proc when it needs the value. Signal-safe.
+ */
+static inline uint64_t agent_fork_start_ticks(uint64_t before)
+{
+	uint64_t after = agent_boot_now();
+
+	if (!agent_g.tick_ns || !before || before / agent_g.tick_ns != after / agent_g.tick_ns)
+		return 0;
+	return after / agent_g.tick_ns;
+}
+
+/* ==== startup: startup.c ====================================================================== */
+
+/* n bytes of the start-up arena (pointer-aligned when align), or NULL
+ * when it is full. Start-up only: the constructor, or agent_env_load
+ * before it. */
+static inline char *agent_arena_take(size_t n, bool align)
+{
+	size_t at = agent_g.arena_used;
+
+	if (align)
+		at = (at + sizeof(void *) - 1) & ~(sizeof(void *) - 1);
+	if (n > sizeof(agent_g.arena) - at)
+		return NULL;
+	agent_g.arena_used = at + n;
+	return agent_g.arena + at;
+}
+/* The alen bytes at a and the blen at b (borrowed), joined and
+ * '\0'-terminated in the arena; NULL when it is full. Start-up only. */
+char *agent_arena_join(const char *a, size_t alen, const char *b, size_t blen);
+/* Prepares the strings for env merging from sock (FORKTRACE_SOCK's value)
+ * and preload (LD_PRELOAD's, or NULL), both borrowed. Returns 0 or -1.
+ * Start-up only. */
+int agent_prepare_env(const char *sock, const char *preload);
+
+/* Are the strings for env merging prepared? Prepares them once from
+ * /proc/self/environ when a hook runs before the constructor (STYLE
+ * "never" rule 8). Only async-signal-safe calls, except dladdr on that
+ * one early call. */
+bool agent_env_ready(void);
+
+/* ==== slot: slot.c ============================================================================ */
 
 /* The process table (slot.c, include/forktrace/wire.h). */
 /* Claims a slot of the collector's table and writes the n bytes of hello
@@ -434,38 +440,88 @@ int agent_table_claim_for(uint32_t *idx);
  * without it. Signal-safe. */
 struct ft_table_target *agent_table_targets(void);
 
-/* CLOCK_BOOTTIME ns, the clock of start_ticks. Signal-safe. */
-uint64_t agent_boot_now(void);
-/* Field 22 (starttime, in clock ticks) of /proc/self/stat; the comm into
- * name (namecap bytes) unless name is NULL. 0 when it cannot be read.
- * Signal-safe. */
-uint64_t agent_read_stat(char *name, size_t namecap);
-/*
- * The start time of a fork child in clock ticks, as /proc/<pid>/stat will
- * show it, without reading /proc: in a new process that costs ~6 us of
- * kernel time (its /proc entries are made, then torn down at exit), which
- * a fork+exec loop pays for every child. The kernel takes the child's
- * start time during fork, so it lies between the parent's clock reading
- * before the call (before) and the child's first one after it; when both
- * fall in the same tick, that tick is the start time. Otherwise (a fork
- * across a tick boundary: about fork's duration in 10 ms) returns 0, and
- * the child reads /proc when it needs the value. Signal-safe.
- */
-static inline uint64_t agent_fork_start_ticks(uint64_t before)
-{
-	uint64_t after = agent_boot_now();
+/* ==== transport: transport.c ================================================================== */
 
-	if (!agent_g.tick_ns || !before || before / agent_g.tick_ns != after / agent_g.tick_ns)
-		return 0;
-	return after / agent_g.tick_ns;
+/* Write a frame of n bytes gathered from iov[0..cnt) (cnt <= 4; n < 0:
+ * the encoder failed), with passfd (>= 0) attached as SCM_RIGHTS. When it
+ * cannot be written, nevents events are counted lost and a negative errno
+ * is returned; 0 on success. Caller holds the send lock. Signal-safe.
+ * Preserves errno. */
+int agent_writev_locked(const struct iovec *iov, int cnt, ssize_t n, int passfd, uint64_t nevents);
+
+/* Write a frame of n bytes (n < 0: the encoder failed, count a loss).
+ * Caller holds the send lock. Reconnects once on EBADF/EPIPE, reports
+ * pending losses after a successful write. Signal-safe. Preserves errno. */
+void agent_write_locked(const void *frame, ssize_t n);
+
+/* The image introduces itself: in a slot of the collector's process
+ * table if it can, else on a new connection; if neither works, through
+ * agent_on_collector_gone. Caller holds the send lock or is
+ * single-threaded. Signal-safe. */
+void agent_open_channel(void);
+
+/* A fork child that has not spoken yet (connects at its first write).
+ * Signal-safe. */
+static inline bool agent_silent_fork_child(void)
+{
+	return __atomic_load_n(&agent_g.pending_connect, __ATOMIC_RELAXED) != 0;
 }
-/* In a vfork child: agent_boot_now() as the vfork began (vfork.c). */
-uint64_t agent_vfork_boot_before(void);
-/* In a vfork child (agent_t_in_vfork): its exec call of path with argv at
- * ts is about to be made / returned err; the parent's FORK record tells
- * it (agent/vfork.c). Signal-safe. */
-void agent_vfork_note_exec(uint64_t ts, const char *path, char *const argv[]);
-void agent_vfork_note_fail(int err);
+
+/* The collector cannot be reached: write to a spill file from now on
+ * (docs/TRACE_FORMAT.md, "Spill files"), or stop recording when that
+ * fails too. Caller holds the send lock or is single-threaded.
+ * Signal-safe. */
+void agent_on_collector_gone(void);
+
+/* The image ends: if its connection is to a collector of another uid
+ * (this process gave up the collector's uid) or outside its pid
+ * namespace, waits (a second at most) for the byte with which the
+ * collector says it checked this process's HELLO, which it cannot once
+ * the process is gone. Preserves errno. */
+void agent_await_ack(void);
+
+/* May the agent make a connection (socket, connect), or is the process
+ * under a seccomp filter that might kill it for that? Asks the kernel
+ * until a filter is seen (one prctl). Signal-safe. */
+bool agent_may_connect(void);
+
+/* Must a frame of n bytes be made shorter (a prefix of its argv) to go
+ * anywhere: this image writes in the table, the frame would not fit a
+ * slot, and a seccomp filter forbids the connection it would need?
+ * Signal-safe. */
+bool agent_frame_needs_cut(ssize_t n);
+
+/* ==== lock: lock.c ============================================================================ */
+
+/* Send lock (futex). Signal-safe trylock; lock/unlock never allocate. */
+void agent_lock(void);
+bool agent_trylock(void);
+void agent_unlock(void);
+
+/* Write one frame of n bytes (see agent_write_locked) under the send lock,
+ * raising the nesting guard. For frames encoded into the caller's stack:
+ * a fork parent then writes no page of agent_buf, which fork made
+ * copy-on-write. Signal-safe. Preserves errno. */
+void agent_emit_frame(const void *frame, ssize_t n);
+
+/* Encode with `call` into agent_buf and write it, under the send lock. */
+#define AGENT_EMIT(call)                                                                           \
+	do {                                                                                       \
+		agent_t_guard++;                                                                   \
+		agent_lock();                                                                      \
+		agent_write_locked(agent_buf, (call));                                             \
+		agent_unlock();                                                                    \
+		agent_t_guard--;                                                                   \
+	} while (0)
+
+/* Queue a WAIT record of this thread for its next release of the send
+ * lock: for a wait hook reached from a signal handler while the thread is
+ * inside the agent. Counts a loss when the queue is full. Signal-safe. */
+void agent_defer_wait(uint64_t ts, pid_t child, int status);
+/* In a fork child: forget the parent's deferred records. Signal-safe. */
+void agent_defer_fork_child(void);
+
+/* ==== support: events.c env.c exectarget.c ==================================================== */
 
 /* In-process events (events.c). */
 /* Reads FORKTRACE_FUNCTIONS ("0": the -finstrument-functions hooks do
@@ -482,22 +538,6 @@ void agent_ev_thread_end(void);
 /* In a fork child: forget the parent's buffers. Signal-safe. */
 void agent_ev_fork_child(void);
 
-/* Fatal-signal handlers, installed by the constructor. */
-void agent_signals_install(void);
-/* Gives the signals where our handler is back to their default action. */
-void agent_signals_uninstall(void);
-/* libseccomp's (its scmp_filter_ctx is a void *), hooked in hooks_thread.c. */
-int seccomp_load(void *ctx);
-/* Registers the on_exit handler that sends EXIT when main returns or
- * exit() runs (hooks_proc.c). Constructor only. */
-void agent_exit_watch(void);
-
-/* Thread table (pthread_t -> tid), guarded by the send lock. */
-void agent_threads_reset(void);
-
-/* Popen table reset in a fork child. */
-void agent_popen_reset(void);
-
 /*
  * Environment merging for exec and spawn: make sure envp carries LD_PRELOAD
  * with this agent and FORKTRACE_SOCK. Only uses the strings prepared in the
@@ -512,34 +552,6 @@ struct agent_env {
 	 * stack of a fork child, where every page written costs a fault. */
 	char area[2048] __attribute__((aligned(16)));
 };
-
-/* n bytes of the start-up arena (pointer-aligned when align), or NULL
- * when it is full. Start-up only: the constructor, or agent_env_load
- * before it. */
-static inline char *agent_arena_take(size_t n, bool align)
-{
-	size_t at = agent_g.arena_used;
-
-	if (align)
-		at = (at + sizeof(void *) - 1) & ~(sizeof(void *) - 1);
-	if (n > sizeof(agent_g.arena) - at)
-		return NULL;
-	agent_g.arena_used = at + n;
-	return agent_g.arena + at;
-}
-/* The alen bytes at a and the blen at b (borrowed), joined and
- * '\0'-terminated in the arena; NULL when it is full. Start-up only. */
-char *agent_arena_join(const char *a, size_t alen, const char *b, size_t blen);
-/* Prepares the strings for env merging from sock (FORKTRACE_SOCK's value)
- * and preload (LD_PRELOAD's, or NULL), both borrowed. Returns 0 or -1.
- * Start-up only. */
-int agent_prepare_env(const char *sock, const char *preload);
-
-/* Are the strings for env merging prepared? Prepares them once from
- * /proc/self/environ when a hook runs before the constructor (STYLE
- * "never" rule 8). Only async-signal-safe calls, except dladdr on that
- * one early call. */
-bool agent_env_ready(void);
 
 /* Fill e->envp from envp (borrowed; NULL means empty). */
 void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra);
@@ -577,9 +589,6 @@ size_t agent_env_exec_ts(char *buf, uint64_t ns, uint64_t ticks, uint64_t boot_b
 /* Puts "<slot>:" at buf + off, before the exe there (buf as filled by
  * agent_env_exec_ts, with AGENT_EXEC_TS_SLOT bytes left). Signal-safe. */
 void agent_env_exec_ts_slot(char *buf, size_t off, uint32_t slot);
-/* Appends the decimal digits of v to p; returns the end, unterminated.
- * Signal-safe (agent/str.c). */
-char *agent_utoa(char *p, uint64_t v);
 
 /* The variables the constructor reads (borrowed from envp, NULL when
  * unset). */
@@ -609,7 +618,55 @@ bool agent_env_is_ours(const char *e);
 /* Release what agent_env_merge mapped. Preserves errno. */
 void agent_env_release(struct agent_env *e);
 
-/* The process environment (glibc's `environ`). */
-extern char **environ;
+/*
+ * Will the image that exec(kind, dirfd, path, flags) starts load the agent
+ * itself (a dynamic, non-setuid ELF of our class, or a script)? Then its
+ * HELLO tells everything an EXEC record would. False whenever it cannot
+ * tell, and for a relative name when !cwd_known (posix_spawn file actions
+ * may change directory first). kind is an FT_EXEC_* (the p-variants search
+ * $PATH). exe (cap bytes, borrowed) gets what /proc/<pid>/exe
+ * of the new image will say: the absolute, symlink-free path of the file
+ * opened, for an ELF only (a script's is its interpreter); "" when it
+ * cannot tell. Only async-signal-safe calls and stack memory: it runs in
+ * fork children. Preserves errno.
+ */
+bool agent_exec_target(unsigned kind, int dirfd, const char *path, int flags, bool cwd_known,
+		       char *exe, size_t cap);
+
+/* ==== hooks: hooks_exec.c hooks_fd.c hooks_proc.c hooks_thread.c signal.c vfork.c ============= */
+
+/* Fatal-signal handlers, installed by the constructor. */
+void agent_signals_install(void);
+/* Gives the signals where our handler is back to their default action. */
+void agent_signals_uninstall(void);
+/* libseccomp's (its scmp_filter_ctx is a void *), hooked in hooks_thread.c. */
+int seccomp_load(void *ctx);
+/* Registers the on_exit handler that sends EXIT when main returns or
+ * exit() runs (hooks_proc.c). Constructor only. */
+void agent_exit_watch(void);
+
+/* Thread table (pthread_t -> tid), guarded by the send lock. */
+void agent_threads_reset(void);
+
+/* Popen table reset in a fork child. */
+void agent_popen_reset(void);
+
+/* In the child of fork(), with the send lock held and signals blocked:
+ * drop inherited state, release the lock; the child connects at its first
+ * write. boot_before is agent_boot_now() taken by the parent just before
+ * the fork. Only async-signal-safe calls. */
+void agent_fork_child(pid_t parent_pid, uint64_t boot_before);
+
+/* In a vfork child: agent_boot_now() as the vfork began (vfork.c). */
+uint64_t agent_vfork_boot_before(void);
+/* In a vfork child (agent_t_in_vfork): its exec call of path with argv at
+ * ts is about to be made / returned err; the parent's FORK record tells
+ * it (agent/vfork.c). Signal-safe. */
+void agent_vfork_note_exec(uint64_t ts, const char *path, char *const argv[]);
+void agent_vfork_note_fail(int err);
+
+/* ==== init: init.c ============================================================================ */
+
+/* init.c declares nothing: the constructor is static, and nothing calls up into it. */
 
 #endif /* AGENT_INTERNAL_H */
