@@ -78,6 +78,7 @@ def cycles(graph):
 
 DECL = re.compile(r"^(?:extern\s+)?[A-Za-z_][\w\s\*]*?\b([A-Za-z_]\w*)\s*[\(\[;]")
 SECTION = re.compile(r"^/\* =+ (\w+):")
+ATTR = re.compile(r"__attribute__\(\((?:[^()]|\([^()]*\))*\)\)")
 
 
 def header_sections(path):
@@ -92,7 +93,7 @@ def header_sections(path):
             if section is None or line[:1] in (" ", "\t", "#", "/", "}", "\n") or \
                     line.startswith("static ") or line.startswith("typedef "):
                 continue
-            m = DECL.match(line)
+            m = DECL.match(ATTR.sub("", line))
             if m:
                 where[m.group(1)] = section
     return where
