@@ -269,8 +269,8 @@ struct agent_state {
 };
 
 /* Declared hidden, as they are defined: every file then reaches them
- * relative to its code, as core.c did when it held them and most of
- * their users, not through an address loaded first. */
+ * relative to its code, not through an address it loads first (a load
+ * and a register more in every hook). */
 extern struct agent_state agent_g __attribute__((visibility("hidden")));
 extern unsigned char agent_buf[AGENT_BUF_SIZE] __attribute__((visibility("hidden")));
 

@@ -1,8 +1,9 @@
 /*
- * The agent's runtime, below everything else of it: the process-wide state
- * and the per-thread variables, real-symbol resolution, the clocks, the
- * thread id, the one error line, and who this process is (its start time,
- * whether it is still the process agent_g describes).
+ * The agent's runtime, which every layer above the string functions and
+ * the encoder builds on: the process-wide state and the per-thread
+ * variables, real-symbol resolution, the clocks, the thread id, the one
+ * error line, and who this process is (its start time, whether it is
+ * still the process agent_g describes).
  */
 #include <dlfcn.h>
 #include <errno.h>

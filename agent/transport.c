@@ -3,7 +3,8 @@
  * itself (HELLO) in a slot of the process table (slot.c) or on a
  * connection; frames go where it speaks, a connection when the slot is
  * full or an fd travels with them; when the collector cannot be reached,
- * a spill file takes them. Callers hold the send lock (lock.c).
+ * a spill file takes them. Whoever writes holds the send lock, which
+ * lock.c, the layer above, takes and releases.
  */
 #include <errno.h>
 #include <fcntl.h>
