@@ -22,7 +22,7 @@
 #include <msgpack.h>
 
 #include "forktrace/wire.h"
-#include "merge.h"
+#include "events.h"
 #include "model.h"
 
 /* ---- decode.c ---------------------------------------------------------- */
@@ -299,7 +299,7 @@ void report_opts_free(report_opts *ro);
 /* Writes the HTML report of model t to fd (borrowed). Returns 0 or a
  * negative errno. stats may be NULL. */
 int report_write_model(const model_trace *t, int fd, const report_opts *ro,
-		       merge_stats *stats);
+		       events_stats *stats);
 
 /* ---- outfile.c --------------------------------------------------------- */
 

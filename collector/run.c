@@ -30,7 +30,7 @@
 #include "cli.h"
 #include "internal.h"
 #include "h5.h"
-#include "merge.h"
+#include "events.h"
 #include "runsig.h"
 #include "selfpath.h"
 #include "server.h"
@@ -197,10 +197,10 @@ static int check_fds(void)
 static int open_output(run_state *rs)
 {
 	/* HDF5 is written by a module loaded on demand: it must be there. */
-	if (merge_format_for_path(rs->o.output) == TRACE_FORMAT_H5 && sink_h5_load() < 0)
+	if (events_format_for_path(rs->o.output) == TRACE_FORMAT_H5 && sink_h5_load() < 0)
 		return -ELIBACC;
 	return out_file_open(&rs->out, rs->o.output, "trace",
-			     merge_format_for_path(rs->o.output) == TRACE_FORMAT_H5);
+			     events_format_for_path(rs->o.output) == TRACE_FORMAT_H5);
 }
 
 /* Where the socket directory goes: $TMPDIR when its path is short
@@ -515,9 +515,9 @@ static int spawn_root(run_state *rs, const char *path, char **env)
 static int write_trace_fd(void *ctx, int fd)
 {
 	run_state *rs = ctx;
-	merge_opts mo = { .gzip_level = rs->o.gzip_level };
+	events_opts mo = { .gzip_level = rs->o.gzip_level };
 
-	return merge_write(rs->model, fd, merge_format_for_path(rs->o.output), &mo, NULL);
+	return events_write(rs->model, fd, events_format_for_path(rs->o.output), &mo, NULL);
 }
 
 static int write_report_fd(void *ctx, int fd)
@@ -739,12 +739,12 @@ int run_main(int argc, char **argv)
 		code = 128 + WTERMSIG(rs->root_status);
 	rs->model->exit_status = code;
 
-	merge_opts mo = { .gzip_level = rs->o.gzip_level };
-	merge_stats ms = { 0 };
-	rc = merge_format_for_path(rs->o.output) == TRACE_FORMAT_H5 ? out_file_name(&rs->out) : 0;
+	events_opts mo = { .gzip_level = rs->o.gzip_level };
+	events_stats ms = { 0 };
+	rc = events_format_for_path(rs->o.output) == TRACE_FORMAT_H5 ? out_file_name(&rs->out) : 0;
 	rsig_add_temp(rs->out.tmp, false);
 	if (rc == 0)
-		rc = merge_write(rs->model, rs->out.fd, merge_format_for_path(rs->o.output), &mo,
+		rc = events_write(rs->model, rs->out.fd, events_format_for_path(rs->o.output), &mo,
 				 &ms);
 	if (rc == 0)
 		rc = out_file_commit(&rs->out);
@@ -759,7 +759,7 @@ int run_main(int argc, char **argv)
 	}
 	if (rs->o.report) {
 		/* The same events again, into the HTML sink. */
-		merge_stats rstats = { 0 };
+		events_stats rstats = { 0 };
 		int rrc = report_write_model(rs->model, rs->rep.fd, &rs->o.ro, &rstats);
 
 		if (rrc == 0)

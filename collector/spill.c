@@ -183,7 +183,7 @@ static int read_spill(proc_tree *pt, ptab *t, int dirfd, const char *name, const
 static int write_model(spill_inputs *sp, model_trace *t)
 {
 	const char *dir = getenv("TMPDIR");
-	merge_stats stats;
+	events_stats stats;
 	int fd, err;
 
 	snprintf(sp->tmp, sizeof(sp->tmp), "%s/forktrace-spill-XXXXXX.json",
@@ -196,7 +196,7 @@ static int write_model(spill_inputs *sp, model_trace *t)
 		sp->tmp[0] = '\0';
 		return err;
 	}
-	err = merge_write(t, fd, TRACE_FORMAT_JSON, NULL, &stats);
+	err = events_write(t, fd, TRACE_FORMAT_JSON, NULL, &stats);
 	if (close(fd) < 0 && err == 0)
 		err = -errno;
 	if (err < 0)

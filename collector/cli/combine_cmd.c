@@ -15,7 +15,7 @@
 #include "combine.h"
 #include "internal.h"
 #include "spill.h"
-#include "merge.h"
+#include "events.h"
 
 #define PROGRESS_INTERVAL_NS 200000000LL
 
@@ -162,7 +162,7 @@ int combine_main(int argc, char **argv)
 	combine_opts co = {0};
 	combine_result res = {0};
 	spill_inputs sp;
-	merge_opts mo;
+	events_opts mo;
 	out_file rf;
 	trace_sink *sink;
 	progress prog = {0};
@@ -209,11 +209,11 @@ int combine_main(int argc, char **argv)
 		return code;
 
 	if (out_file_open(&rf, output, "trace",
-			  merge_format_for_path(output) == TRACE_FORMAT_H5) < 0)
+			  events_format_for_path(output) == TRACE_FORMAT_H5) < 0)
 		return 1;
 	mo.gzip_level = level;
-	err = merge_format_for_path(output) == TRACE_FORMAT_H5 ? out_file_name(&rf) : 0;
-	sink = err < 0 ? NULL : merge_sink_for(merge_format_for_path(output), rf.fd, &mo, &err);
+	err = events_format_for_path(output) == TRACE_FORMAT_H5 ? out_file_name(&rf) : 0;
+	sink = err < 0 ? NULL : events_sink_for(events_format_for_path(output), rf.fd, &mo, &err);
 	if (sink == NULL) {
 		fprintf(stderr, "forktrace: cannot write '%s': %s\n", output, strerror(-err));
 		out_file_abort(&rf);
@@ -248,7 +248,7 @@ int combine_main(int argc, char **argv)
 		fprintf(stderr, "forktrace: read %zu spill file%s as one more input\n", sp.nspill,
 			sp.nspill == 1 ? "" : "s");
 	/* Nothing is lost (docs/TRACE_FORMAT.md), but a viewer sees one value. */
-	if (res.differ != NULL && merge_format_for_path(output) != TRACE_FORMAT_H5)
+	if (res.differ != NULL && events_format_for_path(output) != TRACE_FORMAT_H5)
 		fprintf(stderr, "forktrace: warning: the inputs differ in top-level %s: the "
 				"output has the first input's; the others are in their entries of "
 				"otherData.forktrace.inputs, under \"top_level\"\n",

@@ -55,7 +55,7 @@ void report_opts_free(report_opts *ro)
 	ro->ninclude = ro->nexclude = 0;
 }
 
-int report_write_model(const model_trace *t, int fd, const report_opts *ro, merge_stats *stats)
+int report_write_model(const model_trace *t, int fd, const report_opts *ro, events_stats *stats)
 {
 	htmlw_opts ho = {ro->include, ro->exclude, ro->pids};
 	trace_sink *s;
@@ -64,5 +64,5 @@ int report_write_model(const model_trace *t, int fd, const report_opts *ro, merg
 	s = sink_html_new(fd, &ho, &err);
 	if (s == NULL)
 		return err;
-	return merge_model_write(t, s, stats);
+	return events_write_sink(t, s, stats);
 }

@@ -96,7 +96,7 @@ typedef struct combine_result {
 	 * whose first value is the output's and the others are in the
 	 * inputs' entries; NULL when none. Owned. */
 	char *differ;
-	merge_stats out;    /* what the sink wrote */
+	events_stats out;    /* what the sink wrote */
 	/* The temporary file in $TMPDIR that keeps the inputs' top-level
 	 * keys could not be written (negative errno: a full disk); the
 	 * combine's error is that one, not the output's. */

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "merge.h"
+#include "events.h"
 #include "model.h"
 #include "sink.h"
 
@@ -33,14 +33,14 @@ int sink_h5_load(void);
  * -EIO from HDF5, -ENOMEM) on failure. The file is complete only after
  * s->end returned 0.
  */
-trace_sink *sink_h5_new(const char *path, const merge_opts *opts, int *err);
+trace_sink *sink_h5_new(const char *path, const events_opts *opts, int *err);
 
 /*
  * The same on an open regular file fd (borrowed until free, never closed),
  * which HDF5 reopens through /proc/self/fd/N: the collector writes into a
  * temporary file it renames afterwards. -ESPIPE if fd is no regular file.
  */
-trace_sink *sink_h5_new_fd(int fd, const merge_opts *opts, int *err);
+trace_sink *sink_h5_new_fd(int fd, const events_opts *opts, int *err);
 
 /* The memory budget of the buffers of s, a sink_h5 (default 32 MiB), and
  * what they hold now: for tests and the benchmark. */

@@ -25,8 +25,8 @@ struct ft_h5_api {
 	/* sizeof(struct ft_h5_api) and the version of the build that made
 	 * the module: a module of another build is refused. */
 	struct ft_module_head head;
-	trace_sink *(*sink_new)(const char *path, const merge_opts *opts, int *err);
-	trace_sink *(*sink_new_fd)(int fd, const merge_opts *opts, int *err);
+	trace_sink *(*sink_new)(const char *path, const events_opts *opts, int *err);
+	trace_sink *(*sink_new_fd)(int fd, const events_opts *opts, int *err);
 	void (*set_budget)(trace_sink *s, size_t bytes);
 	size_t (*buffered)(const trace_sink *s);
 	int (*meta)(const char *path, model_trace *meta, uint64_t *processes);
@@ -34,8 +34,8 @@ struct ft_h5_api {
 };
 
 /* In the module (sink_h5.c, reader_h5.c): h5.h's functions. */
-trace_sink *h5w_sink_new(const char *path, const merge_opts *opts, int *err);
-trace_sink *h5w_sink_new_fd(int fd, const merge_opts *opts, int *err);
+trace_sink *h5w_sink_new(const char *path, const events_opts *opts, int *err);
+trace_sink *h5w_sink_new_fd(int fd, const events_opts *opts, int *err);
 void h5w_set_budget(trace_sink *s, size_t bytes);
 size_t h5w_buffered(const trace_sink *s);
 int h5r_meta(const char *path, model_trace *meta, uint64_t *processes);

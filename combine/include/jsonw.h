@@ -1,5 +1,5 @@
 /*
- * jsonw - the JSON writer (jsonw_) that merge.c writes trace events with
+ * jsonw - the JSON writer (jsonw_) that events.c writes trace events with
  * and that the sinks write their output with, and JSON string escaping for
  * code outside combine/ that builds small JSON texts itself (the
  * collector's mark args, model_mark.args_json), so that forktrace has one

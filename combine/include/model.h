@@ -1,7 +1,7 @@
 /*
  * The trace model: what forktrace knows about a process tree, whichever way
  * it learned it (live from the agents, or from files). The collector fills
- * one in as frames arrive; merge.h turns it into events for the writers.
+ * one in as frames arrive; events.h turns it into events for the writers.
  *
  * Memory: a model_trace owns everything reachable from it. Strings are
  * copied into the trace's arena (model_strdup) and live until model_free.
@@ -51,7 +51,7 @@ typedef struct model_segment {
  * A piece of one thread's stream of in-process event records (function
  * calls, regions, instants, counters: include/forktrace/wire.h, enum
  * ft_ev_type), kept as the agent encoded them and decoded only when the
- * trace is written (merge.c). Times in it are time stamp counter ticks,
+ * trace is written (events.c). Times in it are time stamp counter ticks,
  * converted with the trace's clock pairs.
  */
 typedef struct model_chunk {

@@ -1,7 +1,7 @@
 /*
  * Trace sinks: the one path from any input to any output.
  *
- *   live model (collector) --merge_model_events--+
+ *   live model (collector) --events_emit--+
  *                                                 +--> trace_sink: JSON / JSON.gz / HDF5 / HTML
  *   files (combine, report) --readers, pid remap--+
  *
@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "jsonw.h"
-#include "merge.h"
+#include "events.h"
 #include "model.h"
 
 /*
@@ -115,7 +115,7 @@ struct trace_sink {
 	/* Releases the sink (after end, or instead of it on error). */
 	void (*free)(trace_sink *s);
 	/* Filled by the sink for the summary line. */
-	merge_stats stats;
+	events_stats stats;
 };
 
 /*
@@ -147,21 +147,21 @@ trace_sink *sink_html_new(int fd, const htmlw_opts *opts, int *err);
  * sentence for the user in msg (size bytes) naming the bad option. */
 int htmlw_check_opts(const htmlw_opts *opts, char *msg, size_t size);
 
-/* The sink that writes format fmt on fd (merge_opts for gzip level). */
-trace_sink *merge_sink_for(enum trace_format fmt, int fd, const merge_opts *opts, int *err);
+/* The sink that writes format fmt on fd (events_opts for gzip level). */
+trace_sink *events_sink_for(enum trace_format fmt, int fd, const events_opts *opts, int *err);
 
 /*
- * Writes the whole model t through s: begin, merge_model_events, end.
+ * Writes the whole model t through s: begin, events_emit, end.
  * Consumes s (frees it, whatever happens). stats may be NULL. Returns 0 or
  * the first negative errno.
  */
-int merge_model_write(const model_trace *t, trace_sink *s, merge_stats *stats);
+int events_write_sink(const model_trace *t, trace_sink *s, events_stats *stats);
 
 /*
  * Emits the events of a model (everything docs/TRACE_FORMAT.md lists for
  * `forktrace run`) into s, between s->begin and s->end which the caller
  * calls. Returns 0 or the first negative errno of the sink.
  */
-int merge_model_events(const model_trace *t, trace_sink *s);
+int events_emit(const model_trace *t, trace_sink *s);
 
 #endif /* FT_COMBINE_SINK_H */

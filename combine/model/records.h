@@ -1,6 +1,6 @@
 /*
  * records.c: in-process event records -> trace events (rec_). Used by
- * merge.c, which writes a model's threads.
+ * events.c, which writes a model's threads.
  */
 #ifndef FT_COMBINE_RECORDS_H
 #define FT_COMBINE_RECORDS_H

@@ -42,14 +42,14 @@ int sink_h5_load(void)
 	return h5_get(&err) ? 0 : err;
 }
 
-trace_sink *sink_h5_new(const char *path, const merge_opts *opts, int *err)
+trace_sink *sink_h5_new(const char *path, const events_opts *opts, int *err)
 {
 	const struct ft_h5_api *api = h5_get(err);
 
 	return api ? api->sink_new(path, opts, err) : NULL;
 }
 
-trace_sink *sink_h5_new_fd(int fd, const merge_opts *opts, int *err)
+trace_sink *sink_h5_new_fd(int fd, const events_opts *opts, int *err)
 {
 	const struct ft_h5_api *api = h5_get(err);
 

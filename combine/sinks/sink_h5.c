@@ -2017,7 +2017,7 @@ static int open_file(h5_sink *hs)
 	return err;
 }
 
-static trace_sink *h5_new(char *path, int fd, const merge_opts *opts, int *err)
+static trace_sink *h5_new(char *path, int fd, const events_opts *opts, int *err)
 {
 	h5_sink *hs = calloc(1, sizeof(*hs));
 
@@ -2071,7 +2071,7 @@ fail:
 	return NULL;
 }
 
-trace_sink *h5w_sink_new(const char *path, const merge_opts *opts, int *err)
+trace_sink *h5w_sink_new(const char *path, const events_opts *opts, int *err)
 {
 	int fd;
 
@@ -2086,7 +2086,7 @@ trace_sink *h5w_sink_new(const char *path, const merge_opts *opts, int *err)
 	return h5_new(strdup(path), -1, opts, err);
 }
 
-trace_sink *h5w_sink_new_fd(int fd, const merge_opts *opts, int *err)
+trace_sink *h5w_sink_new_fd(int fd, const events_opts *opts, int *err)
 {
 	struct stat st;
 	char path[64];

@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "jsoncheck.h"
-#include "merge.h"
+#include "events.h"
 #include "model.h"
 
 #define PID 4242
@@ -64,7 +64,7 @@ static void write_checked(const model_trace *t)
 
 	if (fd < 0)
 		abort();
-	if (merge_write(t, fd, TRACE_FORMAT_JSON, NULL, NULL) != 0)
+	if (events_write(t, fd, TRACE_FORMAT_JSON, NULL, NULL) != 0)
 		abort(); /* the writer must accept whatever the records are */
 	n = lseek(fd, 0, SEEK_END);
 	buf = malloc((size_t)n + 1);

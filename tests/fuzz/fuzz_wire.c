@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "merge.h"
+#include "events.h"
 
 #define NCONN 4
 
@@ -113,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	proc_finish(pt, now + 1, true);
 	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		if (merge_write(t, fd, TRACE_FORMAT_JSON, NULL, NULL) != 0)
+		if (events_write(t, fd, TRACE_FORMAT_JSON, NULL, NULL) != 0)
 			abort(); /* the writer must accept whatever the tree made */
 		close(fd);
 	}

@@ -37,7 +37,7 @@ int main(int argc, char **argv)
 	uint64_t n = argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000;
 	int procs = argc > 3 ? atoi(argv[3]) : 8;
 	const char *out = argc > 4 ? argv[4] : h5 ? "/tmp/bench_h5.h5" : "/tmp/bench_h5.json";
-	merge_opts opts = {.gzip_level = argc > 5 ? atoi(argv[5]) : 0};
+	events_opts opts = {.gzip_level = argc > 5 ? atoi(argv[5]) : 0};
 	model_trace *t = model_new();
 	sink_meta meta = {.model = t, .processes = (uint64_t)procs};
 	int depth[4096] = {0};

@@ -21,7 +21,7 @@
 
 #include "check.h"
 #include "h5.h"
-#include "merge.h"
+#include "events.h"
 #include "model.h"
 #include "sink.h"
 
@@ -193,7 +193,7 @@ static void test_model_round_trip(const char *dir)
 	model_trace *t = make_model();
 	char *a, *b;
 	size_t na, nb;
-	merge_stats st;
+	events_stats st;
 	bool same;
 	int fd;
 
@@ -201,12 +201,12 @@ static void test_model_round_trip(const char *dir)
 	snprintf(ph, sizeof(ph), "%s/model.h5", dir);
 	snprintf(prt, sizeof(prt), "%s/model_rt.json", dir);
 	MUST((fd = open(pj, O_WRONLY | O_CREAT | O_TRUNC, 0644)) >= 0);
-	MUST(merge_write(t, fd, TRACE_FORMAT_JSON, NULL, NULL) == 0);
+	MUST(events_write(t, fd, TRACE_FORMAT_JSON, NULL, NULL) == 0);
 	close(fd);
-	CHECK(merge_format_for_path(ph) == TRACE_FORMAT_H5);
-	CHECK(merge_format_for_path("x.HDF5") == TRACE_FORMAT_H5);
+	CHECK(events_format_for_path(ph) == TRACE_FORMAT_H5);
+	CHECK(events_format_for_path("x.HDF5") == TRACE_FORMAT_H5);
 	MUST((fd = open(ph, O_WRONLY | O_CREAT | O_TRUNC, 0644)) >= 0);
-	MUST(merge_write(t, fd, merge_format_for_path(ph), NULL, &st) == 0);
+	MUST(events_write(t, fd, events_format_for_path(ph), NULL, &st) == 0);
 	close(fd);
 	CHECK(st.events > 20 && st.bytes > 0);
 	CHECK(reader_h5_is(ph) == 1);

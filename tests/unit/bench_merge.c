@@ -1,5 +1,5 @@
 /*
- * Write-speed benchmark of merge_write (not a test): one process with N
+ * Write-speed benchmark of events_write (not a test): one process with N
  * marks (half instants, half slices, a few with args), written as plain
  * JSON and as gzip at levels 1 and 6.
  *
@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "merge.h"
+#include "events.h"
 #include "model.h"
 
 static double now(void)
@@ -30,8 +30,8 @@ static uint64_t json_bytes;
 static void run(const model_trace *t, const char *dir, const char *name, int level)
 {
 	char path[4096];
-	merge_opts opts = {.gzip_level = level};
-	merge_stats st;
+	events_opts opts = {.gzip_level = level};
+	events_stats st;
 	double t0, dt;
 	int fd, err;
 
@@ -42,7 +42,7 @@ static void run(const model_trace *t, const char *dir, const char *name, int lev
 		exit(1);
 	}
 	t0 = now();
-	err = merge_write(t, fd, merge_format_for_path(path), &opts, &st);
+	err = events_write(t, fd, events_format_for_path(path), &opts, &st);
 	close(fd);
 	dt = now() - t0;
 	if (err < 0) {

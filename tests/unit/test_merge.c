@@ -19,7 +19,7 @@
 
 #include "check.h"
 #include "jsonw.h"
-#include "merge.h"
+#include "events.h"
 #include "model.h"
 #include "ostream.h"
 
@@ -263,11 +263,11 @@ static void test_stream(void)
 	close(fd);
 	CHECK(ostream_open(&o, 1, 10) == -EINVAL);
 
-	CHECK(merge_format_for_path("a.json") == TRACE_FORMAT_JSON);
-	CHECK(merge_format_for_path("a.json.gz") == TRACE_FORMAT_JSON_GZ);
-	CHECK(merge_format_for_path("a.gz") == TRACE_FORMAT_JSON_GZ);
-	CHECK(merge_format_for_path("gz") == TRACE_FORMAT_JSON);
-	CHECK(merge_format_for_path(NULL) == TRACE_FORMAT_JSON);
+	CHECK(events_format_for_path("a.json") == TRACE_FORMAT_JSON);
+	CHECK(events_format_for_path("a.json.gz") == TRACE_FORMAT_JSON_GZ);
+	CHECK(events_format_for_path("a.gz") == TRACE_FORMAT_JSON_GZ);
+	CHECK(events_format_for_path("gz") == TRACE_FORMAT_JSON);
+	CHECK(events_format_for_path(NULL) == TRACE_FORMAT_JSON);
 }
 
 static model_segment *add_seg(model_trace *t, model_process *p, const char *exe,
@@ -433,9 +433,9 @@ static model_trace *build_chain(size_t n)
 	return t;
 }
 
-static int write_file(const model_trace *t, const char *path, int level, merge_stats *st)
+static int write_file(const model_trace *t, const char *path, int level, events_stats *st)
 {
-	merge_opts opts = {.gzip_level = level};
+	events_opts opts = {.gzip_level = level};
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	int err;
 
@@ -443,11 +443,11 @@ static int write_file(const model_trace *t, const char *path, int level, merge_s
 		fprintf(stderr, "%s: %s\n", path, strerror(errno));
 		return -errno;
 	}
-	err = merge_write(t, fd, merge_format_for_path(path), &opts, st);
+	err = events_write(t, fd, events_format_for_path(path), &opts, st);
 	if (close(fd) < 0 && err == 0)
 		err = -errno;
 	if (err < 0)
-		fprintf(stderr, "%s: merge_write: %s\n", path, strerror(-err));
+		fprintf(stderr, "%s: events_write: %s\n", path, strerror(-err));
 	return err;
 }
 
@@ -476,7 +476,7 @@ static int run_check(const char *python, const char *script, const char *mode, c
 int main(int argc, char **argv)
 {
 	char path[4096];
-	merge_stats st;
+	events_stats st;
 	model_trace *t;
 
 	if (argc != 4) {

@@ -1,5 +1,5 @@
 /*
- * The merge (merge.h, sink.h): a trace model turned into the Chrome trace
+ * events (events.h, sink.h): a trace model turned into the Chrome trace
  * events docs/TRACE_FORMAT.md describes, sent one by one to a sink. Only
  * one event's args text is ever built in memory.
  */
@@ -11,8 +11,8 @@
 #include <strings.h>
 
 #include "forktrace/wire.h"
+#include "events.h"
 #include "h5.h"
-#include "merge.h"
 #include "records.h"
 #include "sink.h"
 
@@ -35,7 +35,7 @@ static const char *const spawn_names[] = {
     [FT_SPAWN_POPEN] = "popen",
 };
 
-typedef struct merge_ctx {
+typedef struct events_ctx {
 	const model_trace *t;
 	trace_sink *sink;
 	ostream aos;	   /* args text of the event being built */
@@ -44,10 +44,10 @@ typedef struct merge_ctx {
 	rec_ctx *rec;      /* in-process event records */
 	uint64_t threads;
 	int err;	   /* first error of the sink or of aos */
-} merge_ctx;
+} events_ctx;
 
 /* Sends one event to the sink; after an error, nothing more. */
-static void emit(merge_ctx *c, const jsonw_event *ev)
+static void emit(events_ctx *c, const jsonw_event *ev)
 {
 	sink_event se = {.ev = *ev};
 	int err;
@@ -60,7 +60,7 @@ static void emit(merge_ctx *c, const jsonw_event *ev)
 }
 
 /* Starts the args object of the next event: built with c->w. */
-static void args_begin(merge_ctx *c)
+static void args_begin(events_ctx *c)
 {
 	ostream_mem_reset(&c->aos);
 	jsonw_init(&c->w, &c->aos);
@@ -68,7 +68,7 @@ static void args_begin(merge_ctx *c)
 }
 
 /* Ends it: the args text, valid until the next args_begin. */
-static jsonw_sv args_end(merge_ctx *c)
+static jsonw_sv args_end(events_ctx *c)
 {
 	jsonw_obj_end(&c->w);
 	if (ostream_error(&c->aos) != 0 && c->err == 0)
@@ -76,7 +76,7 @@ static jsonw_sv args_end(merge_ctx *c)
 	return (jsonw_sv){c->aos.buf, c->aos.len};
 }
 
-enum trace_format merge_format_for_path(const char *path)
+enum trace_format events_format_for_path(const char *path)
 {
 	size_t n;
 
@@ -232,7 +232,7 @@ done:
 }
 
 /* A metadata event of the process, args left open for the caller. */
-static void meta_begin(merge_ctx *c, const char *name, int64_t pid, int64_t tid)
+static void meta_begin(events_ctx *c, const char *name, int64_t pid, int64_t tid)
 {
 	c->meta = (jsonw_event){
 	    .ph = 'M',
@@ -245,7 +245,7 @@ static void meta_begin(merge_ctx *c, const char *name, int64_t pid, int64_t tid)
 	args_begin(c);
 }
 
-static void meta_end(merge_ctx *c)
+static void meta_end(events_ctx *c)
 {
 	c->meta.args = args_end(c);
 	emit(c, &c->meta);
@@ -289,7 +289,7 @@ static bool any_instrumented(const model_process *p)
 }
 
 /* The four process-level metadata events. */
-static void write_process_meta(merge_ctx *c, const model_process *p, const char *name,
+static void write_process_meta(events_ctx *c, const model_process *p, const char *name,
 			       uint64_t sort_index)
 {
 	const model_process *parent = parent_of(c->t, p);
@@ -333,7 +333,7 @@ static void write_process_meta(merge_ctx *c, const model_process *p, const char 
 	meta_end(c);
 }
 
-static void write_thread_meta(merge_ctx *c, const model_process *p, int64_t tid, const char *name,
+static void write_thread_meta(events_ctx *c, const model_process *p, int64_t tid, const char *name,
 			      uint64_t sort_index)
 {
 	meta_begin(c, "thread_name", p->out_pid, tid);
@@ -353,7 +353,7 @@ static void write_thread_meta(merge_ctx *c, const model_process *p, int64_t tid,
  * other unnamed threads too, as Linux names a new thread after its
  * creator.
  */
-static void write_threads(merge_ctx *c, const model_process *p, const char *name)
+static void write_threads(events_ctx *c, const model_process *p, const char *name)
 {
 	const char *main_name = name;
 	uint64_t k = 1;
@@ -386,7 +386,7 @@ static int64_t segment_start(const model_trace *t, const model_process *p, size_
 }
 
 /* One X slice per image, on the main thread. */
-static void write_segments(merge_ctx *c, const model_process *p)
+static void write_segments(events_ctx *c, const model_process *p)
 {
 	const model_trace *t = c->t;
 	jsonw *w = &c->w;
@@ -439,7 +439,7 @@ static void write_segments(merge_ctx *c, const model_process *p)
  * created the child, a flow end bound to the child's first image slice.
  * The id is the child's index: unique in the trace, one arrow per child.
  */
-static void write_flow(merge_ctx *c, const model_process *p)
+static void write_flow(events_ctx *c, const model_process *p)
 {
 	const model_process *parent = parent_of(c->t, p);
 	const char *kind = spawn_name(p->spawn_kind);
@@ -477,7 +477,7 @@ static void write_flow(merge_ctx *c, const model_process *p)
 	emit(c, &ev);
 }
 
-static void write_marks(merge_ctx *c, const model_process *p)
+static void write_marks(events_ctx *c, const model_process *p)
 {
 	size_t i;
 
@@ -501,7 +501,7 @@ static void write_marks(merge_ctx *c, const model_process *p)
 
 /* Losses are shown where they are hard to miss: a process-wide instant at
  * the end of the process. */
-static void write_loss(merge_ctx *c, const model_process *p)
+static void write_loss(events_ctx *c, const model_process *p)
 {
 	jsonw_event ev = {
 	    .ph = 'i',
@@ -524,14 +524,14 @@ static void write_loss(merge_ctx *c, const model_process *p)
 
 static int emit_record(void *arg, const jsonw_event *ev)
 {
-	merge_ctx *c = arg;
+	events_ctx *c = arg;
 
 	emit(c, ev);
 	return c->err;
 }
 
 /* The functions, regions, instants and counters each thread recorded. */
-static void write_records(merge_ctx *c, const model_process *p)
+static void write_records(events_ctx *c, const model_process *p)
 {
 	for (size_t i = 0; i < p->nthreads && c->err == 0; i++) {
 		const model_thread *th = &p->threads[i];
@@ -547,7 +547,7 @@ static void write_records(merge_ctx *c, const model_process *p)
 	}
 }
 
-static void write_process(merge_ctx *c, const model_process *p, uint64_t sort_index)
+static void write_process(events_ctx *c, const model_process *p, uint64_t sort_index)
 {
 	const char *name = model_process_name(p);
 
@@ -682,10 +682,10 @@ out:
 	return err;
 }
 
-int merge_model_events(const model_trace *t, trace_sink *s)
+int events_emit(const model_trace *t, trace_sink *s)
 {
 	uint32_t *order;
-	merge_ctx c = {.t = t, .sink = s};
+	events_ctx c = {.t = t, .sink = s};
 	int err;
 
 	order = malloc((t->nprocs > 0 ? t->nprocs : 1) * sizeof(*order));
@@ -713,7 +713,7 @@ free_order:
 	return err;
 }
 
-trace_sink *merge_sink_for(enum trace_format fmt, int fd, const merge_opts *opts, int *err)
+trace_sink *events_sink_for(enum trace_format fmt, int fd, const events_opts *opts, int *err)
 {
 	switch (fmt) {
 	case TRACE_FORMAT_JSON:
@@ -729,13 +729,13 @@ trace_sink *merge_sink_for(enum trace_format fmt, int fd, const merge_opts *opts
 	}
 }
 
-int merge_model_write(const model_trace *t, trace_sink *s, merge_stats *stats)
+int events_write_sink(const model_trace *t, trace_sink *s, events_stats *stats)
 {
 	sink_meta meta = {.model = t, .processes = t->nprocs};
 	int err = s->begin(s, &meta);
 
 	if (err == 0)
-		err = merge_model_events(t, s);
+		err = events_emit(t, s);
 	if (err == 0)
 		err = s->end(s, &meta);
 	if (stats != NULL) {
@@ -746,8 +746,8 @@ int merge_model_write(const model_trace *t, trace_sink *s, merge_stats *stats)
 	return err;
 }
 
-int merge_write(const model_trace *t, int fd, enum trace_format fmt, const merge_opts *opts,
-		merge_stats *stats)
+int events_write(const model_trace *t, int fd, enum trace_format fmt, const events_opts *opts,
+		events_stats *stats)
 {
 	trace_sink *s;
 	int err = 0;
@@ -756,8 +756,8 @@ int merge_write(const model_trace *t, int fd, enum trace_format fmt, const merge
 		memset(stats, 0, sizeof(*stats));
 	if (t == NULL || fd < 0)
 		return -EINVAL;
-	s = merge_sink_for(fmt, fd, opts, &err);
+	s = events_sink_for(fmt, fd, opts, &err);
 	if (s == NULL)
 		return err;
-	return merge_model_write(t, s, stats);
+	return events_write_sink(t, s, stats);
 }
