@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "combine.h"
+#include "merge.h"
 #include "internal.h"
 
 /* The directory part of path ("." when there is none) into out. */
@@ -349,7 +349,7 @@ int out_check_paths(const char *sub, const char *const *outs, size_t nout,
 							    "writing it would destroy what is read",
 						       cli_esc(outs[i]), cli_esc(ins[j]));
 			if (o.exists && !o.chr && x.ok && x.dir && o.pdev == x.dev &&
-			    o.pino == x.ino && combine_dir_takes(o.path, o.name))
+			    o.pino == x.ino && merge_dir_takes(o.path, o.name))
 				return cli_usage_error(sub, "the output '%s' is in the input "
 							    "directory '%s', which would read it as "
 							    "an input; write it elsewhere",

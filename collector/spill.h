@@ -16,7 +16,7 @@
 #define SPILL_JOURNAL_NAME "table.journal"
 
 typedef struct spill_inputs {
-	const char **paths; /* the inputs for combine_files (owned) */
+	const char **paths; /* the inputs for merge_files (owned) */
 	size_t npaths;
 	char tmp[PATH_MAX]; /* the spill files' trace, "" when none */
 	size_t nspill;      /* spill files read */

@@ -1,6 +1,6 @@
 /*
  * combine_cmd.c - `forktrace combine [OPTIONS] FILES... -o OUT`: the
- * command line around combine_files (combine/include/combine.h).
+ * command line around merge_files (combine/include/merge.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "combine.h"
+#include "merge.h"
 #include "internal.h"
 #include "spill.h"
 #include "events.h"
@@ -111,10 +111,10 @@ static void progress_cb(void *ctx, uint64_t done, uint64_t total)
 }
 
 /* One line per input that was not combined whole. */
-static void report_inputs(const combine_result *res, bool quiet, bool align)
+static void report_inputs(const merge_result *res, bool quiet, bool align)
 {
 	for (size_t i = 0; i < res->ninputs; i++) {
-		const combine_input *in = &res->inputs[i];
+		const merge_input *in = &res->inputs[i];
 
 		if (in->truncated)
 			fprintf(stderr, "forktrace: warning: %s: %s (salvaged)\n", cli_esc(in->path),
@@ -159,8 +159,8 @@ int combine_main(int argc, char **argv)
 	const char *output = NULL;
 	int level = 0 /* the format's own default */, c, err, code;
 	bool quiet = false;
-	combine_opts co = {0};
-	combine_result res = {0};
+	merge_opts co = {0};
+	merge_result res = {0};
 	spill_inputs sp;
 	events_opts mo;
 	out_file rf;
@@ -226,7 +226,7 @@ int combine_main(int argc, char **argv)
 	/* Agents' spill files become one more input, a trace of their own. */
 	err = spill_prepare((const char *const *)argv + optind, (size_t)(argc - optind), &sp);
 	if (err == 0)
-		err = combine_files(sp.paths, sp.npaths, &co, sink, &res);
+		err = merge_files(sp.paths, sp.npaths, &co, sink, &res);
 	sink->free(sink);
 	if (prog.shown)
 		fputs("\r\033[K", stderr);
@@ -239,7 +239,7 @@ int combine_main(int argc, char **argv)
 			fprintf(stderr, "forktrace: cannot write the trace to '%s': %s\n", output,
 				strerror(-err));
 		out_file_abort(&rf);
-		combine_result_free(&res);
+		merge_result_free(&res);
 		spill_release(&sp);
 		return 1;
 	}
@@ -259,7 +259,7 @@ int combine_main(int argc, char **argv)
 			res.ninputs, res.ninputs == 1 ? "" : "s", res.events, res.processes,
 			res.remapped, cli_esc(output));
 	code = res.problems > 0 || sp.problems > 0 ? 1 : 0;
-	combine_result_free(&res);
+	merge_result_free(&res);
 	spill_release(&sp);
 	return code;
 }

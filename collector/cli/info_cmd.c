@@ -1,6 +1,6 @@
 /*
  * info_cmd.c - `forktrace info FILE...`: what a trace holds, read in one
- * streaming pass (info_read, combine/include/combine.h).
+ * streaming pass (info_read, combine/include/merge.h).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "combine.h"
+#include "merge.h"
 #include "internal.h"
 #include "spill.h"
 
@@ -249,7 +249,7 @@ int info_main(int argc, char **argv)
 	/* The inputs combine and report read, the same way: directories,
 	 * spill files (one trace of them all), "-" for standard input. */
 	if (spill_prepare((const char *const *)argv + optind, (size_t)(argc - optind), &sp) < 0 ||
-	    combine_expand(sp.paths, sp.npaths, &files, &in_dir, &nfiles) < 0) {
+	    merge_expand(sp.paths, sp.npaths, &files, &in_dir, &nfiles) < 0) {
 		fprintf(stderr, "forktrace: out of memory\n");
 		spill_release(&sp);
 		return 1;

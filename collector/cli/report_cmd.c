@@ -1,6 +1,6 @@
 /*
  * report_cmd.c - `forktrace report TRACE... -o REPORT.html`: the HTML
- * report of trace files. The files go through combine_files (the same
+ * report of trace files. The files go through merge_files (the same
  * readers and pid mapping as `forktrace combine`) into the HTML sink, so
  * the page is the one `forktrace run --report` writes for a live run.
  */
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "combine.h"
+#include "merge.h"
 #include "internal.h"
 #include "spill.h"
 
@@ -85,8 +85,8 @@ int report_main(int argc, char **argv)
 	};
 	report_opts ro = { 0 };
 	spill_inputs sp = { 0 };
-	combine_opts co = { 0 };
-	combine_result res = { 0 };
+	merge_opts co = { 0 };
+	merge_result res = { 0 };
 	out_file rf = { .fd = -1 };
 	const char *output = NULL;
 	bool quiet = false;
@@ -152,7 +152,7 @@ int report_main(int argc, char **argv)
 	/* Agents' spill files become one more input, as in combine. */
 	err = spill_prepare((const char *const *)argv + optind, (size_t)(argc - optind), &sp);
 	if (err == 0)
-		err = combine_files(sp.paths, sp.npaths, &co, sink, &res);
+		err = merge_files(sp.paths, sp.npaths, &co, sink, &res);
 	sink->free(sink);
 	if (err == 0)
 		err = out_file_commit(&rf);
@@ -176,7 +176,7 @@ int report_main(int argc, char **argv)
 			(unsigned long long)res.out.bytes);
 	code = res.problems > 0 || sp.problems > 0 ? 1 : 0;
 free_res:
-	combine_result_free(&res);
+	merge_result_free(&res);
 	spill_release(&sp);
 abort_file:
 	out_file_abort(&rf);

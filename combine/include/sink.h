@@ -64,7 +64,7 @@ enum sink_extra_place { SINK_EXTRA_TOP, SINK_EXTRA_OTHER_DATA, SINK_EXTRA_INPUT 
 
 /*
  * What else a JSON output holds: the top-level keys of a combine's
- * inputs (combine.c; docs/TRACE_FORMAT.md). write adds keys and values
+ * inputs (merge.c; docs/TRACE_FORMAT.md). write adds keys and values
  * with w at the place named (w is inside that object; write leaves it
  * there) and reports its errors on w's stream (ostream_fail). With an
  * extra, the JSON sink leaves displayTimeUnit to it: write at

@@ -1,5 +1,5 @@
 /*
- * info.c - what a trace file holds (combine.h, `forktrace info`): one
+ * info.c - what a trace file holds (merge.h, `forktrace info`): one
  * streaming pass with a sink that counts instead of writing. Memory grows
  * with the number of processes and threads only.
  */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "combine.h"
+#include "merge.h"
 #include "jsonr.h"
 #include "reader.h"
 

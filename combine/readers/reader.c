@@ -1608,7 +1608,7 @@ int reader_read(const char *path, const reader_opts *o, trace_sink *sink, reader
 		return 0;
 	}
 	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-		/* What combine_expand leaves of a directory without traces. */
+		/* What merge_expand leaves of a directory without traces. */
 		close(fd);
 		info_problem(info, "a directory with no trace files (*.json, *.gz, or files "
 				   "whose content is a trace) in it");

@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "combine.h"
+#include "merge.h"
 #include "jsoncheck.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -26,8 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int in = memfd_create("in", 0), out = memfd_create("out", 0), err;
 	char path[64];
 	const char *paths[2];
-	combine_opts o = {0};
-	combine_result res;
+	merge_opts o = {0};
+	merge_result res;
 	trace_sink *s;
 	unsigned char *buf;
 	off_t n;
@@ -43,11 +43,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s = sink_json_new(out, -1, &err);
 	if (s == NULL)
 		abort();
-	err = combine_files(paths, 2, &o, s, &res);
+	err = merge_files(paths, 2, &o, s, &res);
 	s->free(s);
 	if (err != 0)
 		abort();
-	combine_result_free(&res);
+	merge_result_free(&res);
 	n = lseek(out, 0, SEEK_END);
 	buf = malloc((size_t)n + 1);
 	if (buf == NULL || pread(out, buf, (size_t)n, 0) != n)

@@ -16,24 +16,24 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "combine.h"
+#include "merge.h"
 #include "jsonr.h"
 
 /* Combines paths with read size chunk; returns the output (malloc'd). */
-static char *combine_to_mem(const char *const *paths, size_t n, size_t chunk, size_t *len,
-			    combine_result *res)
+static char *merge_to_mem(const char *const *paths, size_t n, size_t chunk, size_t *len,
+			    merge_result *res)
 {
 	int fd = memfd_create("out", 0), err;
-	combine_opts o = {.chunk = chunk};
+	merge_opts o = {.chunk = chunk};
 	trace_sink *s = sink_json_new(fd, -1, &err);
 	char *buf;
 	off_t size;
 
 	if (fd < 0 || s == NULL)
 		abort();
-	err = combine_files(paths, n, &o, s, res);
+	err = merge_files(paths, n, &o, s, res);
 	s->free(s);
-	CHECK_MSG(err == 0, "combine_files with chunk %zu: %d", chunk, err);
+	CHECK_MSG(err == 0, "merge_files with chunk %zu: %d", chunk, err);
 	size = lseek(fd, 0, SEEK_END);
 	buf = malloc((size_t)size + 1);
 	if (pread(fd, buf, (size_t)size, 0) != size)
@@ -46,12 +46,12 @@ static char *combine_to_mem(const char *const *paths, size_t n, size_t chunk, si
 static void test_chunks(const char *const *paths, size_t n)
 {
 	static const size_t sizes[] = {1, 2, 3, 5, 7, 13, 64, 4096};
-	combine_result ref_res, res;
+	merge_result ref_res, res;
 	size_t ref_len, len;
-	char *ref = combine_to_mem(paths, n, 0, &ref_len, &ref_res);
+	char *ref = merge_to_mem(paths, n, 0, &ref_len, &ref_res);
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		char *out = combine_to_mem(paths, n, sizes[i], &len, &res);
+		char *out = merge_to_mem(paths, n, sizes[i], &len, &res);
 
 		CHECK_MSG(len == ref_len && !memcmp(out, ref, len),
 		      "read size %zu: output differs (%zu bytes, %zu expected)", sizes[i], len,
@@ -67,12 +67,12 @@ static void test_chunks(const char *const *paths, size_t n)
 			      "read size %zu, %s: error '%s', expected '%s'", sizes[i],
 			      res.inputs[k].path, a ? a : "(none)", b ? b : "(none)");
 		}
-		combine_result_free(&res);
+		merge_result_free(&res);
 		free(out);
 	}
 	printf("%zu inputs, %llu events, %zu bytes out: same at every read size\n", n,
 	       (unsigned long long)ref_res.events, ref_len);
-	combine_result_free(&ref_res);
+	merge_result_free(&ref_res);
 	free(ref);
 }
 

@@ -1,9 +1,9 @@
 /*
- * combine - trace files in, one trace out (`forktrace combine`, and the
+ * merge - trace files in, one trace out (`forktrace combine`, and the
  * HTML report reading its inputs), and what a trace file holds
  * (`forktrace info`). The collector's interface to combine/'s readers.
  *
- *   int combine_files(paths, npaths, opts, sink, result)
+ *   int merge_files(paths, npaths, opts, sink, result)
  *
  * streams every event of every input (Chrome trace JSON, plain or gzip,
  * object or array form; directories expand to the trace files inside)
@@ -13,7 +13,7 @@
  *
  * pids: every process keeps its pid unless an earlier input already
  * used it (two hosts, two runs, pid reuse); then it gets an unused pid
- * from COMBINE_REMAP_BASE on, and a "forktrace_origin" metadata event
+ * from MERGE_REMAP_BASE on, and a "forktrace_origin" metadata event
  * records the original pid and the input (docs/TRACE_FORMAT.md).
  *
  * ids: with two inputs or more, each input's flow and async ids are
@@ -24,8 +24,8 @@
  * with the first input's value, and the differing values of the others
  * in their entry of otherData.forktrace.inputs (docs/TRACE_FORMAT.md).
  */
-#ifndef FT_COMBINE_COMBINE_H
-#define FT_COMBINE_COMBINE_H
+#ifndef FT_COMBINE_MERGE_H
+#define FT_COMBINE_MERGE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -35,9 +35,9 @@
 
 /* Remapped pids start here: above any pid Linux hands out (pid_max is at
  * most 4194304), as the collector's out_pid does. */
-#define COMBINE_REMAP_BASE 4194304
+#define MERGE_REMAP_BASE 4194304
 
-typedef struct combine_opts {
+typedef struct merge_opts {
 	/* --align: shift each input so that traces of different hosts line
 	 * up: by its realtime anchor when it has one, else by start time. */
 	bool align;
@@ -47,10 +47,10 @@ typedef struct combine_opts {
 	void *progress_ctx;
 	/* Read size for the readers; 0: the default (1 MiB). For tests. */
 	size_t chunk;
-} combine_opts;
+} merge_opts;
 
 /* What happened to one input file. */
-typedef struct combine_input {
+typedef struct merge_input {
 	char *path;          /* owned */
 	uint64_t events;     /* events read and written */
 	uint64_t bytes;      /* JSON bytes read (uncompressed) */
@@ -80,10 +80,10 @@ typedef struct combine_input {
 	const char *align;
 	int64_t shift_ns;
 	char origin[64]; /* "forktrace run", "VizTracer 1.1.1", ... */
-} combine_input;
+} merge_input;
 
-typedef struct combine_result {
-	combine_input *inputs; /* owned, ninputs of them (directories expanded) */
+typedef struct merge_result {
+	merge_input *inputs; /* owned, ninputs of them (directories expanded) */
 	size_t ninputs;
 	uint64_t events;    /* events written, all inputs */
 	uint64_t bytes;     /* JSON bytes read, all inputs */
@@ -101,38 +101,38 @@ typedef struct combine_result {
 	 * keys could not be written (negative errno: a full disk); the
 	 * combine's error is that one, not the output's. */
 	int spool_error;
-} combine_result;
+} merge_result;
 
 /*
  * Combines the files (or directories: every *.json, *.json.gz, *.gz file
  * inside and every other file whose content is a trace, in name order) at
  * paths[0..npaths) into sink. Borrows paths, o and sink (calls begin,
  * event, end; never free). Fills *res (owned by the caller: release with
- * combine_result_free). An input that cannot be read whole is reported in
+ * merge_result_free). An input that cannot be read whole is reported in
  * res (what was read of it is kept) and the others are still combined.
  * Returns 0, or a negative errno when the output failed (the sink's error,
  * -ENOMEM).
  */
-int combine_files(const char *const *paths, size_t npaths, const combine_opts *o,
-		  trace_sink *sink, combine_result *res);
+int merge_files(const char *const *paths, size_t npaths, const merge_opts *o,
+		  trace_sink *sink, merge_result *res);
 
 /*
- * The inputs paths[0..npaths) stand for, as combine_files reads them:
+ * The inputs paths[0..npaths) stand for, as merge_files reads them:
  * each directory replaced by its trace files in name order (or by itself
  * when it has none), "-" (standard input) and other paths as they are.
  * *out (an array of *nout strings), its strings and *in_dir (for each,
  * whether it was found in a directory) are the caller's to free.
  * Returns 0 or -ENOMEM.
  */
-int combine_expand(const char *const *paths, size_t npaths, char ***out, bool **in_dir,
+int merge_expand(const char *const *paths, size_t npaths, char ***out, bool **in_dir,
 		   size_t *nout);
 
 /* Releases what res owns; NULL or a zeroed result is fine. */
-void combine_result_free(combine_result *res);
+void merge_result_free(merge_result *res);
 
-/* Whether combine_files, given the directory that holds the regular file
+/* Whether merge_files, given the directory that holds the regular file
  * at path (name: its name there), reads that file as an input. */
-bool combine_dir_takes(const char *path, const char *name);
+bool merge_dir_takes(const char *path, const char *name);
 
 /* ---- forktrace info ------------------------------------------------- */
 
@@ -175,10 +175,10 @@ typedef struct info_report {
 } info_report;
 
 /* Reads the trace at path and fills *rep (release with info_free).
- * in_dir: path was found in a directory (combine_expand): only a regular
+ * in_dir: path was found in a directory (merge_expand): only a regular
  * file is read. Returns 0 (problems of the file are in rep->error) or
  * -ENOMEM. */
 int info_read(const char *path, bool in_dir, info_report *rep);
 void info_free(info_report *rep);
 
-#endif /* FT_COMBINE_COMBINE_H */
+#endif /* FT_COMBINE_MERGE_H */

@@ -1,5 +1,5 @@
 /*
- * combine.c - the combine driver (combine.h): inputs expanded, pids kept
+ * merge.c - the merge of trace files (merge.h): inputs expanded, pids kept
  * apart, --align shifts computed, every input streamed into one sink.
  *
  * --align needs each input's anchor (or start time) before its first ts
@@ -37,7 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "combine.h"
+#include "merge.h"
 #include "jsonr.h"
 #include "reader.h"
 
@@ -170,7 +170,7 @@ static bool is_trace_file(const char *path, const char *name, bool regular)
 	return regular && reader_sniff(path);
 }
 
-bool combine_dir_takes(const char *path, const char *name)
+bool merge_dir_takes(const char *path, const char *name)
 {
 	return is_trace_file(path, name, true);
 }
@@ -228,7 +228,7 @@ static void pathv_free(pathv *pv)
 	memset(pv, 0, sizeof(*pv));
 }
 
-int combine_expand(const char *const *paths, size_t npaths, char ***out, bool **in_dir,
+int merge_expand(const char *const *paths, size_t npaths, char ***out, bool **in_dir,
 		   size_t *nout)
 {
 	pathv pv = {0};
@@ -690,29 +690,29 @@ static void tl_free(toplevel *t)
 
 typedef struct cmb {
 	trace_sink *sink;
-	combine_result *res;
-	combine_input *in; /* the input being read */
+	merge_result *res;
+	merge_input *in; /* the input being read */
 	size_t index;
 	pidmap claimed;	   /* out pid -> input index */
 	pidmap file;	   /* this input's pid -> out pid */
-	int64_t next_k;	   /* next remap candidate: COMBINE_REMAP_BASE + k */
+	int64_t next_k;	   /* next remap candidate: MERGE_REMAP_BASE + k */
 	ostream aos;	   /* args text of synthesized events */
 	model_trace *model;   /* the output's run metadata; its arena holds runs' strings */
 	sink_input_run *runs; /* per input, parallel to res->inputs */
 	toplevel tl;	      /* the inputs' other top-level keys */
 	int err;
-	const combine_opts *o;
+	const merge_opts *o;
 	uint64_t done_before, total;
 } cmb;
 
-/* A pid nobody has: the next free one from COMBINE_REMAP_BASE. */
+/* A pid nobody has: the next free one from MERGE_REMAP_BASE. */
 static int64_t fresh_pid(cmb *c)
 {
 	int64_t v;
 
-	while (pm_get(&c->claimed, COMBINE_REMAP_BASE + c->next_k, &v))
+	while (pm_get(&c->claimed, MERGE_REMAP_BASE + c->next_k, &v))
 		c->next_k++;
-	return COMBINE_REMAP_BASE + c->next_k++;
+	return MERGE_REMAP_BASE + c->next_k++;
 }
 
 static void emit_meta(cmb *c, const char *name, int64_t pid, jsonw_sv args)
@@ -916,7 +916,7 @@ static int fwd_event(trace_sink *s, const sink_event *e)
 	return c->sink->event(c->sink, e);
 }
 
-static void fill_input(combine_input *in, const reader_info *inf)
+static void fill_input(merge_input *in, const reader_info *inf)
 {
 	in->events = inf->events;
 	in->bytes = inf->bytes;
@@ -937,7 +937,7 @@ static void fill_input(combine_input *in, const reader_info *inf)
 
 /* --align's first pass: the shift of every input. A stream was copied
  * (spool[i] >= 0), or could not be (spool_err[i] < 0: not read). */
-static int compute_shifts(combine_result *res, const combine_opts *o, const bool *in_dir,
+static int compute_shifts(merge_result *res, const merge_opts *o, const bool *in_dir,
 			  const int *spool, const int *spool_err)
 {
 	reader_info *infos = calloc(res->ninputs, sizeof(*infos));
@@ -990,10 +990,10 @@ out:
 	return err;
 }
 
-int combine_files(const char *const *paths, size_t npaths, const combine_opts *o,
-		  trace_sink *sink, combine_result *res)
+int merge_files(const char *const *paths, size_t npaths, const merge_opts *o,
+		  trace_sink *sink, merge_result *res)
 {
-	static const combine_opts defaults;
+	static const merge_opts defaults;
 	pathv pv = {0};
 	cmb c = {.sink = sink, .res = res, .tl = {.fd = -1}};
 	fwd_sink fwd = {.base = {.event = fwd_event}, .c = &c};
@@ -1084,7 +1084,7 @@ int combine_files(const char *const *paths, size_t npaths, const combine_opts *o
 		goto fail_aos;
 
 	for (size_t i = 0; i < res->ninputs; i++) {
-		combine_input *in = &res->inputs[i];
+		merge_input *in = &res->inputs[i];
 		reader_opts ro = {
 		    .shift_ns = in->shift_ns,
 		    .map_pid = map_pid,
@@ -1177,7 +1177,7 @@ fail_paths:
 	return err;
 }
 
-void combine_result_free(combine_result *res)
+void merge_result_free(merge_result *res)
 {
 	if (res == NULL)
 		return;
