@@ -40,6 +40,10 @@ int main(void)
 	/* A frame that does not fit is an overflow, whatever its count. */
 	CHECK_INT(frame_with_keys(buf, (size_t)n - 1, 3, 3), ==, -ENOBUFS);
 	CHECK_INT(frame_with_keys(buf, FT_WIRE_HEADER_SIZE + 2, 3, 2), ==, -ENOBUFS);
+	/* No room for a key, or for the value after it. */
+	CHECK_INT(frame_with_keys(buf, FT_WIRE_HEADER_SIZE + 1, 3, 3), ==, -ENOBUFS);
+	CHECK_INT(frame_with_keys(buf, FT_WIRE_HEADER_SIZE + 1 + 2 + 1, 3, 3), ==, -ENOBUFS);
+	CHECK_INT(frame_with_keys(buf, FT_WIRE_HEADER_SIZE + 1 + 2 + 2, 3, 3), ==, -ENOBUFS);
 	/* The public encoders keep their counts: one of them, every variant
 	 * of every message is in wire_vectors. */
 	CHECK_INT(enc_exit(buf, sizeof(buf), 1, 2, 3), ==, n);
