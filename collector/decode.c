@@ -95,6 +95,7 @@ static bool obj_argv(const msgpack_object *o, wire_msg *m)
 /* Stores one key/value pair; false when the value has the wrong type. */
 static bool decode_field(wire_msg *m, uint64_t key, const msgpack_object *v)
 {
+	/* clang-format off */
 	switch (key) {
 	case FT_K_TS: return obj_int(v, &m->ts);
 	case FT_K_TID: return obj_int(v, &m->tid);
@@ -131,6 +132,7 @@ static bool decode_field(wire_msg *m, uint64_t key, const msgpack_object *v)
 		/* Unknown keys are allowed: newer agents may add fields. */
 		return true;
 	}
+	/* clang-format on */
 }
 
 /*
@@ -154,7 +156,9 @@ static bool msgpack_plausible(const unsigned char *p, size_t len)
 		size_t left = len - off;
 		uint64_t skip = 1, items = 0; /* bytes of this object, elements it adds */
 
+/* clang-format off */
 #define NEED(n) do { if (left < (n)) return false; } while (0)
+/* clang-format on */
 #define BE16(q) ((uint64_t)(q)[0] << 8 | (q)[1])
 #define BE32(q) ((uint64_t)(q)[0] << 24 | (uint64_t)(q)[1] << 16 | (uint64_t)(q)[2] << 8 | (q)[3])
 		if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3) {
@@ -166,6 +170,7 @@ static bool msgpack_plausible(const unsigned char *p, size_t len)
 		} else if (b <= 0xbf) {
 			skip = 1 + (b & 0x1f);
 		} else {
+			/* clang-format off */
 			switch (b) {
 			case 0xc4: case 0xd9: NEED(2); skip = 2 + p[off + 1]; break;
 			case 0xc5: case 0xda: NEED(3); skip = 3 + BE16(p + off + 1); break;
@@ -190,6 +195,7 @@ static bool msgpack_plausible(const unsigned char *p, size_t len)
 			case 0xdf: NEED(5); skip = 5; items = 2 * BE32(p + off + 1); break;
 			default: return false; /* 0xc1: never used */
 			}
+			/* clang-format on */
 		}
 #undef NEED
 #undef BE16
@@ -257,10 +263,12 @@ int wire_next_frame(const char *data, size_t n, uint32_t max_payload, wire_frame
 
 const char *wire_frame_strerror(int err)
 {
+	/* clang-format off */
 	switch (err) {
 	case WIRE_ERR_MAGIC: return "a frame without the FT magic";
 	case WIRE_ERR_VERSION: return "a frame of an unknown protocol version";
 	case WIRE_ERR_TOO_BIG: return "an oversized frame";
 	default: return "a malformed frame";
 	}
+	/* clang-format on */
 }

@@ -94,6 +94,7 @@ static char abort_msg[512];
 
 static const char *sig_name(int sig)
 {
+	/* clang-format off */
 	switch (sig) {
 	case SIGINT: return "SIGINT";
 	case SIGTERM: return "SIGTERM";
@@ -105,6 +106,7 @@ static const char *sig_name(int sig)
 	case SIGUSR2: return "SIGUSR2";
 	default: return "a signal";
 	}
+	/* clang-format on */
 }
 
 /* Signal-safe. */

@@ -392,6 +392,7 @@ static ALWAYS_INLINE int key_id(const char *k, size_t n)
 	case 1:
 		return (w & 0xff) == 's' ? JSONR_K_S : -1;
 	case 2:
+		/* clang-format off */
 		switch (w & 0xffff) {
 		case K2('p', 'h'): return JSONR_K_PH;
 		case K2('t', 's'): return JSONR_K_TS;
@@ -399,7 +400,9 @@ static ALWAYS_INLINE int key_id(const char *k, size_t n)
 		case K2('b', 'p'): return JSONR_K_BP;
 		default: return -1;
 		}
+		/* clang-format on */
 	case 3:
+		/* clang-format off */
 		switch (w & 0xffffff) {
 		case K3('p', 'i', 'd'): return JSONR_K_PID;
 		case K3('t', 'i', 'd'): return JSONR_K_TID;
@@ -408,6 +411,7 @@ static ALWAYS_INLINE int key_id(const char *k, size_t n)
 		case K3('i', 'd', '2'): return JSONR_K_ID2;
 		default: return -1;
 		}
+		/* clang-format on */
 	case 4:
 		if (w == K4('n', 'a', 'm', 'e'))
 			return JSONR_K_NAME;
@@ -1235,11 +1239,13 @@ size_t jsonr_unescape(char *out, jsonw_sv lit)
 		if (s + 1 >= end)
 			break;
 		switch (s[1]) {
+		/* clang-format off */
 		case 'b': out[n++] = '\b'; break;
 		case 'f': out[n++] = '\f'; break;
 		case 'n': out[n++] = '\n'; break;
 		case 'r': out[n++] = '\r'; break;
 		case 't': out[n++] = '\t'; break;
+		/* clang-format on */
 		case 'u': {
 			uint32_t cp;
 

@@ -395,6 +395,7 @@ static bool cur_uint(rec_cur *c, uint64_t *v)
 		c->p++;
 		return true;
 	}
+	/* clang-format off */
 	switch (b) {
 	case 0xcc: len = 1; break;
 	case 0xcd: len = 2; break;
@@ -402,6 +403,7 @@ static bool cur_uint(rec_cur *c, uint64_t *v)
 	case 0xcf: len = 8; break;
 	default: return false;
 	}
+	/* clang-format on */
 	if ((size_t)(c->end - c->p) < 1 + len)
 		return false;
 	*v = 0;
