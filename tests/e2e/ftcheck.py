@@ -62,6 +62,25 @@ def check(cond, msg):
         fail(msg)
 
 
+def wait_until(cond, what, started=None, timeout=20):
+    """Polls cond() until it returns a true value, and returns that value.
+    Fails naming what when timeout seconds pass first, or as soon as the
+    forktrace started with Context.start (started) has ended: a test waits
+    for what it is about, never a fixed time that a loaded machine can
+    outlast."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if started is not None and started[0].poll() is not None:
+            fail(f"forktrace ended (rc {started[0].returncode}) while waiting for {what}: "
+                 f"{started[0].stderr.read().decode(errors='replace')[-2000:]}")
+        if time.monotonic() > deadline:
+            fail(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.005)
+
+
 # --------------------------------------------------------------------------
 # Environment
 

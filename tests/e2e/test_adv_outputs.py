@@ -15,7 +15,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftcheck as ft  # noqa: E402
@@ -418,11 +417,7 @@ def test_killed_no_temporary(t):
     for out in ("t.json", "t.h5", "t.json.gz"):
         marker = t.path("started")
         started = t.start(["run", "-o", out, "--", "sh", "-c", f"touch {marker}; sleep 30"])
-        for _ in range(1000):
-            if os.path.exists(marker):
-                break
-            time.sleep(0.01)
-        check(os.path.exists(marker), "the command did not start")
+        ft.wait_until(lambda: os.path.exists(marker), "the command to start", started)
         os.killpg(started[0].pid, signal.SIGKILL)
         started[0].communicate()
         os.unlink(marker)
@@ -472,10 +467,7 @@ def test_spill_dir_device_output(t):
     started = t.start(["run", "-o", "null", "--", "sh", "-c",
                        "touch started; while [ ! -e go ]; do sleep 0.01; done; "
                        "/bin/true $(seq 1 5000)"], env=env)
-    for _ in range(1000):
-        if os.path.exists(t.path("started")):
-            break
-        time.sleep(0.01)
+    ft.wait_until(lambda: os.path.exists(t.path("started")), "the command to start", started)
     os.kill(started[0].pid, signal.SIGKILL)
     with open(t.path("go"), "w"):
         pass

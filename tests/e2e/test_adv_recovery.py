@@ -19,15 +19,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftcheck as ft  # noqa: E402
-from ftcheck import check, fail, prog, test  # noqa: E402
-
-
-def wait_until(cond, what, timeout=20):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            fail(f"timed out waiting for {what}")
-        time.sleep(0.005)
+from ftcheck import check, fail, prog, test, wait_until  # noqa: E402
 
 
 def start_limited(ctx, args, nofile, env=None):

@@ -264,8 +264,8 @@ def test_outsider_refused(t):
                                   "sed -n 's/^FORKTRACE_SOCK=//p' > sock; "
                                   "while [ ! -e done ]; do sleep 0.01; done"]))
     sock = t.path("sock")
-    while not (os.path.exists(sock) and open(sock).read().endswith("\n")):
-        pass
+    ft.wait_until(lambda: os.path.exists(sock) and open(sock).read().endswith("\n"),
+                  "the command to write the socket's path", started)
     env = dict(os.environ, FORKTRACE_SOCK=open(sock).read().strip())
 
     def become_nobody():

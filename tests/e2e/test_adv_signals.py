@@ -18,22 +18,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftcheck as ft  # noqa: E402
-from ftcheck import check, test  # noqa: E402
+from ftcheck import check, test, wait_until  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-def wait_for(cond, what, started=None, timeout=15):
-    """Polls cond() until it holds; fails naming what if it never does (or
-    if forktrace, started with t.start, ended first)."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if started is not None and started[0].poll() is not None:
-            fail(f"forktrace ended (rc {started[0].returncode}) while waiting for {what}: "
-                 f"{started[0].stderr.read().decode(errors='replace')[-2000:]}")
-        if time.monotonic() > deadline:
-            fail(f"timed out waiting for {what}")
-        time.sleep(0.005)
-
 
 def fail(msg):
     ft.fail(msg)
@@ -86,7 +73,7 @@ def sentinel_of(pid):
 
 def start_sig_count(t, env=None):
     started = t.start(ft.Context.run_args([ft.prog("sig_count")]), env=env)
-    wait_for(lambda: os.path.exists(t.path("ready")), "sig_count to start", started)
+    wait_until(lambda: os.path.exists(t.path("ready")), "sig_count to start", started)
     kids = children(started[0].pid)
     check(len(kids) == 1, f"forktrace's children: {kids}")
     return started, kids[0]
@@ -115,24 +102,24 @@ def test_group_signal_once(t):
     pgid = started[0].pid
     check(os.getpgid(cmd) == pgid, "COMMAND is not in forktrace's process group")
     os.killpg(pgid, signal.SIGTERM)
-    wait_for(lambda: counts(t).get("TERM", 0) >= 1, "COMMAND to count SIGTERM", started)
+    wait_until(lambda: counts(t).get("TERM", 0) >= 1, "COMMAND to count SIGTERM", started)
     # A signal to forktrace alone; once COMMAND counted it, any copy of
     # the group's SIGTERM forktrace passed on has been delivered too.
     os.kill(pgid, signal.SIGHUP)
-    wait_for(lambda: counts(t).get("HUP", 0) >= 1, "COMMAND to count SIGHUP", started)
+    wait_until(lambda: counts(t).get("HUP", 0) >= 1, "COMMAND to count SIGHUP", started)
     check(counts(t).get("TERM") == 1, f"the group's SIGTERM reached COMMAND twice: {counts(t)}")
     os.kill(pgid, signal.SIGTERM)
-    wait_for(lambda: counts(t).get("TERM", 0) >= 2, "the second SIGTERM", started)
+    wait_until(lambda: counts(t).get("TERM", 0) >= 2, "the second SIGTERM", started)
     os.killpg(pgid, signal.SIGINT)
-    wait_for(lambda: counts(t).get("INT", 0) >= 1, "COMMAND to count SIGINT", started)
+    wait_until(lambda: counts(t).get("INT", 0) >= 1, "COMMAND to count SIGINT", started)
     os.kill(pgid, signal.SIGQUIT)
-    wait_for(lambda: counts(t).get("QUIT", 0) >= 1, "COMMAND to count SIGQUIT", started)
+    wait_until(lambda: counts(t).get("QUIT", 0) >= 1, "COMMAND to count SIGQUIT", started)
     # SIGUSR1 to forktrace alone goes to COMMAND (its default action would
     # kill forktrace: no trace).
     os.kill(pgid, signal.SIGUSR1)
-    wait_for(lambda: counts(t).get("USR1", 0) >= 1, "COMMAND to count SIGUSR1", started)
+    wait_until(lambda: counts(t).get("USR1", 0) >= 1, "COMMAND to count SIGUSR1", started)
     os.killpg(pgid, signal.SIGUSR1)
-    wait_for(lambda: counts(t).get("USR1", 0) >= 2, "COMMAND to count SIGUSR1 again", started)
+    wait_until(lambda: counts(t).get("USR1", 0) >= 2, "COMMAND to count SIGUSR1 again", started)
     end_sig_count(t, started, {"TERM": 2, "HUP": 1, "INT": 1, "QUIT": 1, "USR1": 2})
 
 
@@ -173,7 +160,7 @@ def test_terminal_keys(t):
             pump()
             return cond()
         try:
-            wait_for(c, what)
+            wait_until(c, what)
         except AssertionError as e:
             fail(f"{e}\nterminal: {bytes(screen)[-3000:]!r}")
 
@@ -226,13 +213,13 @@ def test_direct_stop_cont(t):
     p = subprocess.Popen(argv, cwd=t.dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, process_group=0)
     started = (p, argv, t.dir, (t0, ft.system_forks()))
-    wait_for(lambda: os.path.exists(t.path("ready")), "sig_count to start", started)
+    wait_until(lambda: os.path.exists(t.path("ready")), "sig_count to start", started)
     cmd = children(p.pid)[0]
     os.kill(p.pid, signal.SIGTSTP)
-    wait_for(lambda: state(cmd) == "T" and state(p.pid) == "T", "COMMAND and forktrace to stop",
+    wait_until(lambda: state(cmd) == "T" and state(p.pid) == "T", "COMMAND and forktrace to stop",
              started)
     os.kill(p.pid, signal.SIGCONT)
-    wait_for(lambda: counts(t).get("CONT", 0) >= 1, "COMMAND to count SIGCONT", started)
+    wait_until(lambda: counts(t).get("CONT", 0) >= 1, "COMMAND to count SIGCONT", started)
     check(state(cmd) != "T", "COMMAND still stopped")
     end_sig_count(t, started, {"CONT": 1})
 
@@ -252,11 +239,11 @@ def test_cgroup_sweep_once(t):
     time.sleep(0.005)
     for p in sentinel + [cmd]:
         os.kill(p, signal.SIGTERM)
-    wait_for(lambda: counts(t).get("TERM", 0) >= 1, "COMMAND to count SIGTERM", started)
+    wait_until(lambda: counts(t).get("TERM", 0) >= 1, "COMMAND to count SIGTERM", started)
     # A copy passed on comes within RSIG_DEFER_MS (100 ms); SIGHUP to
     # forktrace alone comes after it.
     os.kill(pid, signal.SIGHUP)
-    wait_for(lambda: counts(t).get("HUP", 0) >= 1, "COMMAND to count SIGHUP", started)
+    wait_until(lambda: counts(t).get("HUP", 0) >= 1, "COMMAND to count SIGHUP", started)
     end_sig_count(t, started, {"TERM": 1, "HUP": 1})
 
 
@@ -266,11 +253,11 @@ def start_daemon_run(t, env=None):
     (sleep 30) is left: forktrace waits for it."""
     pidfile = t.path("daemon.pid")
     started = t.start(ft.Context.run_args([ft.prog("daemonize"), pidfile]), env=env)
-    wait_for(lambda: os.path.exists(pidfile) and open(pidfile).read().endswith("\n"),
+    wait_until(lambda: os.path.exists(pidfile) and open(pidfile).read().endswith("\n"),
              "the daemon's pid file", started)
     daemon = int(open(pidfile).read())
     t.expected_leftovers.add(daemon)
-    wait_for(lambda: children(started[0].pid) == [daemon],
+    wait_until(lambda: children(started[0].pid) == [daemon],
              "COMMAND to be reaped, the daemon left", started)
     return started, daemon
 
@@ -327,7 +314,7 @@ def test_second_signal_aborts(t):
         # Both signals are pending when forktrace resumes: SIGINT (the
         # lower number) is taken first.
         os.kill(pid, signal.SIGSTOP)
-        wait_for(lambda: state(pid) == "T", "forktrace to stop")
+        wait_until(lambda: state(pid) == "T", "forktrace to stop")
         os.kill(pid, signal.SIGINT)
         os.kill(pid, signal.SIGTERM)
         os.kill(pid, signal.SIGCONT)
