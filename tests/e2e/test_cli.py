@@ -6,7 +6,6 @@ the command starts, --wait-timeout, signals to forktrace, gzip output,
 import os
 import signal
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftcheck as ft  # noqa: E402
@@ -143,13 +142,9 @@ def test_sigterm_forktrace(t):
     still writes the trace."""
     started = t.start(ft.Context.run_args([prog("term_wait")]))
     p = started[0]
-    deadline = time.monotonic() + 15
-    while not os.path.exists(t.path("started")):
-        if p.poll() is not None or time.monotonic() > deadline:
-            res = t.finish(started)
-            ft.fail(f"term_wait never started\n  {res.describe()}")
-        time.sleep(0.02)
-    time.sleep(0.2)
+    # Signals that come before COMMAND runs wait for it (forktrace blocks
+    # them until then): "started" says term_wait's handler is in place.
+    ft.wait_until(lambda: os.path.exists(t.path("started")), "term_wait to start", started)
     os.kill(p.pid, signal.SIGTERM)
     res = t.finish(started, timeout=20)
     check(os.path.exists(t.path("got-term")), f"the command did not get SIGTERM\n  {res.describe()}")

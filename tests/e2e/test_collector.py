@@ -73,14 +73,31 @@ def test_progress_on_terminal(t):
     it before the summary; into a pipe, it writes no progress at all (the
     other tests read stderr from pipes)."""
     master, slave = pty.openpty()
-    argv = [ft.forktrace_bin()] + t.run_args(["sh", "-c", "sleep 0.7; /bin/true"])
+    # COMMAND runs until the progress line is on the terminal (or, if it
+    # never comes, the deadline): then it is let go through the FIFO.
+    go = t.path("go")
+    os.mkfifo(go)
+
+    def let_go():
+        try:
+            fd = os.open(go, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # the shell has not opened it yet
+            return False
+        os.write(fd, b"\n")
+        os.close(fd)
+        return True
+    argv = [ft.forktrace_bin()] + t.run_args(["sh", "-c", "read x < go; /bin/true"])
     p = subprocess.Popen(argv, cwd=t.dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=slave, start_new_session=True)
     os.close(slave)
     data = b""
-    deadline = time.monotonic() + 30
+    released = False
+    give_up = time.monotonic() + 20
+    deadline = give_up + 10
     while time.monotonic() < deadline:
-        r, _, _ = select.select([master], [], [], 0.5)
+        if not released and (b"running" in data or time.monotonic() > give_up):
+            released = let_go()
+        r, _, _ = select.select([master], [], [], 0.05)
         if r:
             try:
                 chunk = os.read(master, 4096)

@@ -12,11 +12,10 @@ import collections
 import os
 import signal
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftcheck as ft  # noqa: E402
-from ftcheck import check, prog, test  # noqa: E402
+from ftcheck import check, fail, prog, test  # noqa: E402
 
 
 def slices(p, cat, name=None, tid=None):
@@ -304,24 +303,22 @@ def ev_collector_killed(ctx):
     n = 3000
     go, pidfile = ctx.path("go"), ctx.path("pid")
     started = ctx.start(ctx.run_args([prog("ev_prog"), "phases", str(n), go, pidfile]))
-    deadline = time.monotonic() + 20
-    while not os.path.exists(pidfile) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    check(os.path.exists(pidfile), "the program never started")
-    time.sleep(0.2)
+    # The pid file is written once the regions "before" are recorded.
+    ft.wait_until(lambda: os.path.exists(pidfile) and open(pidfile).read().endswith("\n"),
+                  "the program to record its first regions", started)
     os.kill(started[0].pid, signal.SIGKILL)
     started[0].wait()
     with open(pidfile) as f:
         pid = int(f.read())
     open(go, "w").close()
-    while time.monotonic() < deadline:
+
+    def gone():
         try:
             os.kill(pid, 0)
+            return False
         except ProcessLookupError:
-            break
-        time.sleep(0.01)
-    else:
-        fail("the program did not finish after its collector was killed")
+            return True
+    ft.wait_until(gone, "the program to finish after its collector was killed")
     spill = ctx.path("trace.json.spill")
     files = os.listdir(spill) if os.path.isdir(spill) else []
     # Beside the spill files: the run's table link and journal.

@@ -127,28 +127,39 @@ def test_table_pages_released(t):
     """The slots of images that are gone give their pages back while the
     run goes on: after 300 children, the table file holds far fewer pages
     than the slots made ready."""
+    # The header page, the slots never claimed, Python's own slot and
+    # what is not yet retired; without the punch-outs, every ready slot.
+    retired = 250
     script = """
-import os, struct, subprocess, time
+import os, struct, subprocess, sys, time
 for _ in range(300):
     subprocess.run(["/bin/true"], check=True)
-time.sleep(0.3)  # the collector reads the table every 50 ms
 env = dict(e.split(b"=", 1) for e in open("/proc/self/environ", "rb").read().split(b"\\0")
            if b"=" in e)  # the agent hides its variables from os.environ
 table = os.path.join(os.path.dirname(env[b"FORKTRACE_SOCK"].decode()), "table")
-with open(table, "rb") as f:
-    _, _, slot_size, _, claimed, ready = struct.unpack("<6I", f.read(24))
-print(os.stat(table).st_blocks * 512, slot_size, claimed, ready)
+
+def state():
+    with open(table, "rb") as f:
+        _, _, slot_size, _, claimed, ready = struct.unpack("<6I", f.read(24))
+    return os.stat(table).st_blocks * 512, slot_size, claimed, ready
+
+# The collector reads the table every 50 ms: wait (20 s at most) until it
+# has given back the pages of the slots that are gone.
+deadline = time.monotonic() + 20
+held, slot_size, claimed, ready = state()
+while held > 4096 + (ready - int(sys.argv[1])) * slot_size and time.monotonic() < deadline:
+    time.sleep(0.01)
+    held, slot_size, claimed, ready = state()
+print(held, slot_size, claimed, ready)
 """
     d = t.subdir("pages")
     driver = os.path.join(d, "driver.py")
     with open(driver, "w") as f:
         f.write(script)
-    res = t.run(["/usr/bin/python3", driver], expect_rc=0)
+    res = t.run(["/usr/bin/python3", driver, str(retired)], expect_rc=0)
     held, slot_size, claimed, ready = (int(x) for x in res.stdout.decode().split())
     check(claimed >= 300, f"{claimed} slots claimed for 300 children")
-    # The header page, the slots never claimed, Python's own slot and
-    # what is not yet retired; without the punch-outs, every ready slot.
-    limit = 4096 + (ready - 250) * slot_size
+    limit = 4096 + (ready - retired) * slot_size
     check(held <= limit, f"the table holds {held} bytes with {ready} slots ready and "
                          f"{claimed} claimed: expected at most {limit}")
     ft.assert_count(res.trace.find(name="true"), 300, "/bin/true children", res.trace)
@@ -157,7 +168,11 @@ print(os.stat(table).st_blocks * 512, slot_size, claimed, ready)
 @test
 def test_table_killed(t):
     """Images killed by SIGKILL in the table: argv and signal are known."""
-    cmd = ["sh", "-c", "for i in 1 2 3; do sleep 30 & sleep 0.3; kill -9 $!; done; wait; exit 0"]
+    # Each sleep is killed once it sleeps: its image has said HELLO in the
+    # table by then.
+    asleep = 'read -r _ comm state _ < /proc/$!/stat && [ "$comm $state" = "(sleep) S" ]'
+    cmd = ["sh", "-c", f"for i in 1 2 3; do sleep 30 & until {asleep}; do sleep 0.01; done; "
+           "kill -9 $!; done; wait; exit 0"]
     res, n = traced_connects(t, cmd)
     check(n == 0, f"{n} connections (expected none)")
     tr = res.trace

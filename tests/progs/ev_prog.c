@@ -18,9 +18,10 @@
  *       each between two reads of CLOCK_MONOTONIC, and print
  *       "mark <pid> <i> <ns before> <ns after>" for each.
  *   ev_prog phases N GOFILE PIDFILE
- *       writes its pid to PIDFILE, records N regions "before", waits
- *       until GOFILE exists (the test kills the collector meanwhile),
- *       records N regions "after" and exits.
+ *       records N regions "before", writes its pid to PIDFILE (so the
+ *       test knows they are recorded), waits until GOFILE exists (the
+ *       test kills the collector meanwhile), records N regions "after"
+ *       and exits.
  *   ev_prog exitrun THREADS
  *       THREADS threads record regions "busy" without end while the main
  *       thread waits 100 ms, prints how many each had finished, and calls
@@ -214,16 +215,17 @@ static int exitrun(long threads)
 
 static int phases(long n, const char *go, const char *pidfile)
 {
-	FILE *f = fopen(pidfile, "w");
+	FILE *f;
 
-	if (!f)
-		return 3;
-	fprintf(f, "%d\n", (int)getpid());
-	fclose(f);
 	for (long i = 0; i < n; i++) {
 		ft_region_begin("before");
 		ft_region_end();
 	}
+	f = fopen(pidfile, "w");
+	if (!f)
+		return 3;
+	fprintf(f, "%d\n", (int)getpid());
+	fclose(f);
 	while (access(go, F_OK) != 0)
 		usleep(10000);
 	for (long i = 0; i < n; i++) {
