@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "model.h"
+#include "vec.h"
 
 /* Strings are small and many (argv of thousands of processes): carving them
  * out of large blocks saves one malloc header per string and lets
@@ -250,33 +251,13 @@ const char **model_strvdup(model_trace *t, const char *const *v, size_t n)
 	return out;
 }
 
-/* Grows *arr (elements of size elem) so that one more fits. Doubling keeps
- * appends amortised O(1) for processes with millions of marks. */
-static int grow(void **arr, size_t *cap, size_t n, size_t elem)
-{
-	size_t ncap;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 8;
-	if (ncap < *cap || ncap > SIZE_MAX / elem)
-		return -ENOMEM;
-	p = realloc(*arr, ncap * elem);
-	if (p == NULL)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
-
 model_process *model_add_process(model_trace *t, int64_t pid)
 {
 	model_process *p;
 
 	if (t->nprocs > UINT32_MAX)
 		return NULL;
-	if (grow((void **)&t->procs, &t->procs_cap, t->nprocs, sizeof(*t->procs)) < 0)
+	if (vec_grow(&t->procs, &t->procs_cap, t->nprocs + 1, sizeof(*t->procs), 8) < 0)
 		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
@@ -299,7 +280,7 @@ model_segment *model_add_segment(model_trace *t, model_process *p)
 	model_segment *s;
 
 	(void)t;
-	if (grow((void **)&p->segs, &p->segs_cap, p->nsegs, sizeof(*p->segs)) < 0)
+	if (vec_grow(&p->segs, &p->segs_cap, p->nsegs + 1, sizeof(*p->segs), 8) < 0)
 		return NULL;
 	s = &p->segs[p->nsegs++];
 	memset(s, 0, sizeof(*s));
@@ -313,7 +294,7 @@ model_thread *model_add_thread(model_trace *t, model_process *p, int64_t tid)
 	model_thread *th;
 
 	(void)t;
-	if (grow((void **)&p->threads, &p->threads_cap, p->nthreads, sizeof(*p->threads)) < 0)
+	if (vec_grow(&p->threads, &p->threads_cap, p->nthreads + 1, sizeof(*p->threads), 8) < 0)
 		return NULL;
 	th = &p->threads[p->nthreads++];
 	memset(th, 0, sizeof(*th));
@@ -328,7 +309,7 @@ model_mark *model_add_mark(model_trace *t, model_process *p)
 	model_mark *m;
 
 	(void)t;
-	if (grow((void **)&p->marks, &p->marks_cap, p->nmarks, sizeof(*p->marks)) < 0)
+	if (vec_grow(&p->marks, &p->marks_cap, p->nmarks + 1, sizeof(*p->marks), 8) < 0)
 		return NULL;
 	m = &p->marks[p->nmarks++];
 	memset(m, 0, sizeof(*m));
@@ -372,7 +353,7 @@ int model_add_module(model_trace *t, model_segment *s, const char *path, size_t 
 		if (s->mods[i].bias == bias && s->mods[i].lo == lo &&
 		    strlen(s->mods[i].path) == pathlen && !memcmp(s->mods[i].path, path, pathlen))
 			return 0;
-	if (grow((void **)&s->mods, &s->mods_cap, s->nmods, sizeof(*s->mods)) < 0)
+	if (vec_grow(&s->mods, &s->mods_cap, s->nmods + 1, sizeof(*s->mods), 8) < 0)
 		return -ENOMEM;
 	m = &s->mods[s->nmods];
 	m->path = model_strndup(t, path, pathlen);
@@ -387,7 +368,7 @@ int model_add_module(model_trace *t, model_segment *s, const char *path, size_t 
 
 int model_add_clock(model_trace *t, uint64_t tsc, int64_t ns)
 {
-	if (grow((void **)&t->clocks, &t->clocks_cap, t->nclocks, sizeof(*t->clocks)) < 0)
+	if (vec_grow(&t->clocks, &t->clocks_cap, t->nclocks + 1, sizeof(*t->clocks), 8) < 0)
 		return -ENOMEM;
 	t->clocks[t->nclocks].tsc = tsc;
 	t->clocks[t->nclocks].ns = ns;
