@@ -33,6 +33,7 @@
 #include "model.h"
 #include "records.h"
 #include "symtab.h"
+#include "vec.h"
 
 /* Pairs closer than this are thinned out: their noise (tens of ns) would
  * make the slope between them meaningless. */
@@ -269,15 +270,8 @@ static const char *made_name(rec_ctx *rc, const char *s)
 {
 	char *d;
 
-	if (rc->nmade == rc->made_cap) {
-		size_t cap = rc->made_cap ? rc->made_cap * 2 : 16;
-		char **m = realloc(rc->made, cap * sizeof(*m));
-
-		if (m == NULL)
-			return "?";
-		rc->made = m;
-		rc->made_cap = cap;
-	}
+	if (vec_grow(&rc->made, &rc->made_cap, rc->nmade + 1, sizeof(*rc->made), 16) < 0)
+		return "?";
 	d = strdup(s);
 	if (d == NULL)
 		return "?";
@@ -552,15 +546,8 @@ static int walk_push(rec_walk *w, const rec_open *o)
 {
 	rec_stack *st = &w->open[o->func];
 
-	if (st->n == st->cap) {
-		size_t cap = st->cap ? st->cap * 2 : 256;
-		rec_open *v = realloc(st->v, cap * sizeof(*v));
-
-		if (v == NULL)
-			return -ENOMEM;
-		st->v = v;
-		st->cap = cap;
-	}
+	if (vec_grow(&st->v, &st->cap, st->n + 1, sizeof(*st->v), 256) < 0)
+		return -ENOMEM;
 	st->v[st->n] = *o;
 	st->v[st->n++].seq = w->seq++;
 	return 0;
