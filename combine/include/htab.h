@@ -80,6 +80,13 @@ static inline uint64_t htab_get(const htab *t, uint64_t key)
 int htab_add(htab *t, uint64_t key, uint64_t val);
 
 /*
+ * Makes room for one more entry, so that the next htab_add or htab_set
+ * cannot fail: for a caller that must not be left half done. Returns 0,
+ * or -ENOMEM (the table unchanged).
+ */
+int htab_reserve(htab *t);
+
+/*
  * Replaces the value stored under key with val (nonzero), or adds it when
  * there is none. Returns 0, or -ENOMEM (the table unchanged).
  */

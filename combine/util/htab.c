@@ -19,8 +19,8 @@ static void place(htab *t, uint64_t key, uint64_t val)
 	t->n++;
 }
 
-/* Makes room for one more entry, keeping the table at most half full. */
-static int reserve(htab *t)
+/* The table is kept at most half full. */
+int htab_reserve(htab *t)
 {
 	size_t ncap, old_cap = t->cap;
 	htab_slot *old = t->slots;
@@ -50,7 +50,7 @@ static int reserve(htab *t)
 
 int htab_add(htab *t, uint64_t key, uint64_t val)
 {
-	int err = reserve(t);
+	int err = htab_reserve(t);
 
 	if (err < 0)
 		return err;
