@@ -20,8 +20,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "htab.h"
 #include "internal.h"
 #include "jsonargs.h"
+#include "vec.h"
 
 #define MAX_OPEN_SHELLS 8
 
@@ -61,10 +63,7 @@ struct proc_entry {
 
 struct proc_tree {
 	model_trace *t;
-	/* pid -> newest entry, open addressing with linear probing. */
-	int64_t *keys;
-	proc_entry **vals;
-	size_t cap, used;
+	htab newest; /* pid -> its newest entry (a proc_entry *) */
 	proc_entry **all; /* by model index */
 	size_t nall, all_cap;
 	uint64_t messages;
@@ -106,15 +105,7 @@ proc_tree *proc_tree_new(model_trace *t)
 		return NULL;
 	pt->t = t;
 	pt->self = getpid();
-	pt->cap = 1024;
-	pt->keys = malloc(pt->cap * sizeof(*pt->keys));
-	pt->vals = calloc(pt->cap, sizeof(*pt->vals));
-	if (!pt->keys || !pt->vals) {
-		proc_tree_free(pt);
-		return NULL;
-	}
-	for (size_t i = 0; i < pt->cap; i++)
-		pt->keys[i] = -1;
+	pt->newest.first = 1024;
 	return pt;
 }
 
@@ -127,72 +118,22 @@ void proc_tree_free(proc_tree *pt)
 		free(pt->all[i]);
 	}
 	free(pt->all);
-	free(pt->keys);
-	free(pt->vals);
+	htab_free(&pt->newest);
 	free(pt);
-}
-
-static size_t slot_for(const proc_tree *pt, int64_t pid)
-{
-	size_t mask = pt->cap - 1;
-	size_t i = ((uint64_t)pid * 0x9E3779B97F4A7C15ull >> 20) & mask;
-
-	while (pt->keys[i] != -1 && pt->keys[i] != pid)
-		i = (i + 1) & mask;
-	return i;
 }
 
 static proc_entry *newest(const proc_tree *pt, int64_t pid)
 {
-	size_t i = slot_for(pt, pid);
-
-	return pt->keys[i] == pid ? pt->vals[i] : NULL;
-}
-
-static int grow_map(proc_tree *pt)
-{
-	size_t ncap = pt->cap * 2;
-	int64_t *okeys = pt->keys;
-	proc_entry **ovals = pt->vals;
-	size_t ocap = pt->cap;
-
-	pt->keys = malloc(ncap * sizeof(*pt->keys));
-	pt->vals = calloc(ncap, sizeof(*pt->vals));
-	if (!pt->keys || !pt->vals) {
-		free(pt->keys);
-		free(pt->vals);
-		pt->keys = okeys;
-		pt->vals = ovals;
-		return -ENOMEM;
-	}
-	pt->cap = ncap;
-	for (size_t i = 0; i < ncap; i++)
-		pt->keys[i] = -1;
-	for (size_t i = 0; i < ocap; i++) {
-		if (okeys[i] == -1)
-			continue;
-		size_t j = slot_for(pt, okeys[i]);
-		pt->keys[j] = okeys[i];
-		pt->vals[j] = ovals[i];
-	}
-	free(okeys);
-	free(ovals);
-	return 0;
+	return (proc_entry *)(uintptr_t)htab_get(&pt->newest, (uint64_t)pid);
 }
 
 /* A new entry for pid, newest of its pid. */
 static proc_entry *entry_new(proc_tree *pt, int64_t pid, int64_t start_ns)
 {
-	if ((pt->used + 1) * 2 > pt->cap && grow_map(pt) < 0)
+	if (htab_reserve(&pt->newest) < 0)
 		return NULL;
-	if (pt->nall == pt->all_cap) {
-		size_t ncap = pt->all_cap ? pt->all_cap * 2 : 256;
-		proc_entry **n = realloc(pt->all, ncap * sizeof(*n));
-		if (!n)
-			return NULL;
-		pt->all = n;
-		pt->all_cap = ncap;
-	}
+	if (vec_grow(&pt->all, &pt->all_cap, pt->nall + 1, sizeof(*pt->all), 256) < 0)
+		return NULL;
 	proc_entry *pe = calloc(1, sizeof(*pe));
 	if (!pe)
 		return NULL;
@@ -204,15 +145,8 @@ static proc_entry *entry_new(proc_tree *pt, int64_t pid, int64_t start_ns)
 	pe->mp->start_ns = start_ns;
 	pe->last_seen_ns = start_ns;
 	pt->all[pt->nall++] = pe;
-
-	size_t i = slot_for(pt, pid);
-	if (pt->keys[i] == -1) {
-		pt->keys[i] = pid;
-		pt->used++;
-	} else {
-		pe->older = pt->vals[i];
-	}
-	pt->vals[i] = pe;
+	pe->older = newest(pt, pid);
+	htab_set(&pt->newest, (uint64_t)pid, (uintptr_t)pe); /* reserved above */
 	return pe;
 }
 
@@ -765,14 +699,8 @@ static void add_failed_spawn_child(proc_tree *pt, proc_entry *parent, const wire
 {
 	proc_entry *pe;
 
-	if (pt->nall == pt->all_cap) {
-		size_t ncap = pt->all_cap ? pt->all_cap * 2 : 256;
-		proc_entry **n = realloc(pt->all, ncap * sizeof(*n));
-		if (!n)
-			return;
-		pt->all = n;
-		pt->all_cap = ncap;
-	}
+	if (vec_grow(&pt->all, &pt->all_cap, pt->nall + 1, sizeof(*pt->all), 256) < 0)
+		return;
 	pe = calloc(1, sizeof(*pe));
 	if (!pe)
 		return;
