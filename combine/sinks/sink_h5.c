@@ -35,6 +35,7 @@
 
 #include "h5_module.h"
 #include "jsonr.h"
+#include "vec.h"
 
 /* Rows per chunk of the event datasets, and rows buffered per process
  * before a write (a multiple of the chunk, so writes fill whole chunks). */
@@ -668,15 +669,8 @@ static h5w_proc *proc_get(h5_sink *hs, int64_t pid)
 		hs->last_proc = i;
 		return hs->procs[i];
 	}
-	if (hs->nprocs == hs->procs_cap) {
-		size_t ncap = hs->procs_cap ? hs->procs_cap * 2 : 64;
-		h5w_proc **np = realloc(hs->procs, ncap * sizeof(*np));
-
-		if (np == NULL)
-			return NULL;
-		hs->procs = np;
-		hs->procs_cap = ncap;
-	}
+	if (vec_grow(&hs->procs, &hs->procs_cap, hs->nprocs + 1, sizeof(*hs->procs), 64) < 0)
+		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return NULL;
@@ -738,15 +732,8 @@ static h5w_thread *thread_get(h5w_proc *p, int64_t tid)
 		p->last_thread = i;
 		return &p->threads[i];
 	}
-	if (p->nthreads == p->threads_cap) {
-		size_t ncap = p->threads_cap ? p->threads_cap * 2 : 4;
-		h5w_thread *nt = realloc(p->threads, ncap * sizeof(*nt));
-
-		if (nt == NULL)
-			return NULL;
-		p->threads = nt;
-		p->threads_cap = ncap;
-	}
+	if (vec_grow(&p->threads, &p->threads_cap, p->nthreads + 1, sizeof(*p->threads), 4) < 0)
+		return NULL;
 	if (imap_put(&p->tids, tid, (uint32_t)p->nthreads) < 0)
 		return NULL;
 	t = &p->threads[p->nthreads];
@@ -895,15 +882,8 @@ static h5w_region *region_get(h5w_proc *p, jsonw_sv name, uint32_t *index)
 		*index = i;
 		return &p->regions[i];
 	}
-	if (p->nregions == p->regions_cap) {
-		size_t ncap = p->regions_cap ? p->regions_cap * 2 : 8;
-		h5w_region *nr = realloc(p->regions, ncap * sizeof(*nr));
-
-		if (nr == NULL)
-			return NULL;
-		p->regions = nr;
-		p->regions_cap = ncap;
-	}
+	if (vec_grow(&p->regions, &p->regions_cap, p->nregions + 1, sizeof(*p->regions), 8) < 0)
+		return NULL;
 	r = &p->regions[p->nregions];
 	memset(r, 0, sizeof(*r));
 	r->name = (char *)smap_put(&p->region_ids, s, n, h, (uint32_t)p->nregions);
@@ -921,8 +901,7 @@ static int region_add(h5_sink *hs, h5w_proc *p, uint32_t index, int64_t start, i
 	h5w_region *r = &p->regions[index];
 
 	if (r->n == r->cap) {
-		size_t ncap = r->cap ? r->cap * 2 : 4;
-		int64_t *ns, *ne;
+		size_t ncap = r->cap, ends_cap = r->cap;
 
 		if (r->n >= H5W_REGION_FLUSH) {
 			hid_t pg = proc_group(hs, p);
@@ -935,14 +914,9 @@ static int region_add(h5_sink *hs, h5w_proc *p, uint32_t index, int64_t start, i
 			if (err < 0)
 				return err;
 		} else {
-			ns = realloc(r->starts, ncap * sizeof(*ns));
-			if (ns == NULL)
+			if (vec_grow(&r->starts, &ncap, r->n + 1, sizeof(*r->starts), 4) < 0 ||
+			    vec_grow(&r->ends, &ends_cap, r->n + 1, sizeof(*r->ends), 4) < 0)
 				return -ENOMEM;
-			r->starts = ns;
-			ne = realloc(r->ends, ncap * sizeof(*ne));
-			if (ne == NULL)
-				return -ENOMEM;
-			r->ends = ne;
 			p->mem += (ncap - r->cap) * 2 * sizeof(int64_t);
 			hs->mem += (ncap - r->cap) * 2 * sizeof(int64_t);
 			r->cap = ncap;
@@ -981,15 +955,8 @@ static int track_region(h5_sink *hs, h5w_proc *p, const jsonw_event *ev)
 		}
 		if (region_get(p, ev->name, &idx) == NULL)
 			return -ENOMEM;
-		if (t->depth == t->cap) {
-			size_t ncap = t->cap ? t->cap * 2 : 8;
-			h5w_open *ns = realloc(t->stack, ncap * sizeof(*ns));
-
-			if (ns == NULL)
-				return -ENOMEM;
-			t->stack = ns;
-			t->cap = ncap;
-		}
+		if (vec_grow(&t->stack, &t->cap, t->depth + 1, sizeof(*t->stack), 8) < 0)
+			return -ENOMEM;
 		t->stack[t->depth++] = (h5w_open){ev->ts_ns, idx};
 		return 0;
 	case 'E':
@@ -1124,13 +1091,10 @@ static int reserve_row(h5_sink *hs, h5w_proc *p)
 	}
 	if (p->n < p->cap)
 		return 0;
-	ncap = p->cap ? p->cap * 2 : 8;
 	for (int c = 0; c < NCOLS; c++) {
-		void *nc = realloc(p->col[c], ncap * cols[c].size);
-
-		if (nc == NULL)
+		ncap = p->cap; /* every column has the same capacity */
+		if (vec_grow(&p->col[c], &ncap, p->n + 1, cols[c].size, 8) < 0)
 			return -ENOMEM;
-		p->col[c] = nc;
 	}
 	p->mem += (ncap - p->cap) * ROW_BYTES;
 	hs->mem += (ncap - p->cap) * ROW_BYTES;
@@ -1148,18 +1112,12 @@ static int blob_put(h5_sink *hs, h5w_proc *p, const char *s, size_t n, uint64_t 
 			return err;
 	}
 	if (p->blob_len + n > p->blob_cap) {
-		size_t ncap = p->blob_cap ? p->blob_cap : 256;
-		char *nb;
+		size_t old_cap = p->blob_cap;
 
-		while (ncap < p->blob_len + n)
-			ncap *= 2;
-		nb = realloc(p->blob, ncap);
-		if (nb == NULL)
+		if (vec_grow(&p->blob, &p->blob_cap, p->blob_len + n, 1, 256) < 0)
 			return -ENOMEM;
-		p->blob = nb;
-		p->mem += ncap - p->blob_cap;
-		hs->mem += ncap - p->blob_cap;
-		p->blob_cap = ncap;
+		p->mem += p->blob_cap - old_cap;
+		hs->mem += p->blob_cap - old_cap;
 	}
 	memcpy(p->blob + p->blob_len, s, n);
 	*off = p->blob_written + p->blob_len;
@@ -1211,15 +1169,8 @@ static const char *scan_value(const char *p, const char *end)
 /* Appends the member (key text, value text) to hs->extra. */
 static int extra_add(h5_sink *hs, size_t *n, jsonw_sv key, jsonw_sv val)
 {
-	if (*n + 2 > hs->extra_cap) {
-		size_t ncap = hs->extra_cap ? hs->extra_cap * 2 : 16;
-		jsonw_sv *ne = realloc(hs->extra, ncap * sizeof(*ne));
-
-		if (ne == NULL)
-			return -ENOMEM;
-		hs->extra = ne;
-		hs->extra_cap = ncap;
-	}
+	if (vec_grow(&hs->extra, &hs->extra_cap, *n + 2, sizeof(*hs->extra), 16) < 0)
+		return -ENOMEM;
 	hs->extra[(*n)++] = key;
 	hs->extra[(*n)++] = val;
 	return 0;
@@ -1239,18 +1190,8 @@ static int split_raw(h5_sink *hs, jsonw_sv raw, size_t *n)
 	int err;
 
 	*n = 0;
-	if (raw.n + JSONR_PAD > hs->scratch_cap) {
-		size_t ncap = hs->scratch_cap ? hs->scratch_cap : 1024;
-		char *ns;
-
-		while (ncap < raw.n + JSONR_PAD)
-			ncap *= 2;
-		ns = realloc(hs->scratch, ncap);
-		if (ns == NULL)
-			return -ENOMEM;
-		hs->scratch = ns;
-		hs->scratch_cap = ncap;
-	}
+	if (vec_grow(&hs->scratch, &hs->scratch_cap, raw.n + JSONR_PAD, 1, 1024) < 0)
+		return -ENOMEM;
 	memcpy(hs->scratch, raw.p, raw.n);
 	memset(hs->scratch + raw.n, 0, JSONR_PAD);
 	end = hs->scratch + raw.n;
