@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "h5_module.h"
+#include "htab.h"
 #include "jsonr.h"
 #include "vec.h"
 
@@ -131,168 +132,56 @@ static hid_t mem_type(enum h5w_kind k)
 	}
 }
 
-/* An int64 -> uint32 map, open addressing (pids, tids). */
-typedef struct h5w_imap {
-	int64_t *keys;
-	uint32_t *vals; /* UINT32_MAX: empty slot */
-	size_t cap, n;
-} h5w_imap;
+/* An entry of a string table (interned strings, region names): the
+ * value and a NUL-terminated copy of the string, in one allocation. */
+typedef struct h5w_str {
+	uint32_t val;
+	uint32_t len;
+	char s[];
+} h5w_str;
 
-static uint64_t mix64(uint64_t x)
+/* The value of the n bytes at s (hash h) in m (h5w_str entries), or
+ * UINT32_MAX. */
+static uint32_t smap_get(const htab *m, const char *s, size_t n, uint64_t h)
 {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
+	size_t pos = htab_start(m, h);
+	uint64_t v;
 
-static uint32_t imap_get(const h5w_imap *m, int64_t key)
-{
-	size_t i;
+	while ((v = htab_next(m, h, &pos)) != 0) {
+		const h5w_str *e = (const h5w_str *)(uintptr_t)v;
 
-	if (m->cap == 0)
-		return UINT32_MAX;
-	for (i = mix64((uint64_t)key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		if (m->vals[i] == UINT32_MAX)
-			return UINT32_MAX;
-		if (m->keys[i] == key)
-			return m->vals[i];
+		if (e->len == n && memcmp(e->s, s, n) == 0)
+			return e->val;
 	}
-}
-
-static int imap_put(h5w_imap *m, int64_t key, uint32_t val)
-{
-	size_t i;
-
-	if ((m->n + 1) * 2 > m->cap) {
-		size_t ncap = m->cap ? m->cap * 2 : 16;
-		h5w_imap nm = {.cap = ncap};
-
-		nm.keys = malloc(ncap * sizeof(*nm.keys));
-		nm.vals = malloc(ncap * sizeof(*nm.vals));
-		if (nm.keys == NULL || nm.vals == NULL) {
-			free(nm.keys);
-			free(nm.vals);
-			return -ENOMEM;
-		}
-		memset(nm.vals, 0xff, ncap * sizeof(*nm.vals));
-		for (i = 0; i < m->cap; i++)
-			if (m->vals[i] != UINT32_MAX)
-				imap_put(&nm, m->keys[i], m->vals[i]);
-		free(m->keys);
-		free(m->vals);
-		*m = nm;
-	}
-	for (i = mix64((uint64_t)key) & (m->cap - 1); m->vals[i] != UINT32_MAX;
-	     i = (i + 1) & (m->cap - 1))
-		;
-	m->keys[i] = key;
-	m->vals[i] = val;
-	m->n++;
-	return 0;
-}
-
-static void imap_free(h5w_imap *m)
-{
-	free(m->keys);
-	free(m->vals);
-}
-
-static uint64_t hash_str(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h | 1; /* 0 marks an empty slot */
-}
-
-/* A string -> uint32 map (interned strings, region names). Owns the
- * strings (NUL-terminated copies). */
-typedef struct h5w_smap {
-	uint64_t *hashes; /* 0: empty */
-	char **strs;
-	uint32_t *lens;
-	uint32_t *vals;
-	size_t cap, n;
-} h5w_smap;
-
-static uint32_t smap_get(const h5w_smap *m, const char *s, size_t n, uint64_t h)
-{
-	if (m->cap == 0)
-		return UINT32_MAX;
-	for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		if (m->hashes[i] == 0)
-			return UINT32_MAX;
-		if (m->hashes[i] == h && m->lens[i] == n && memcmp(m->strs[i], s, n) == 0)
-			return m->vals[i];
-	}
-}
-
-static void smap_slot(h5w_smap *m, uint64_t h, char *str, uint32_t len, uint32_t val)
-{
-	size_t i;
-
-	for (i = h & (m->cap - 1); m->hashes[i] != 0; i = (i + 1) & (m->cap - 1))
-		;
-	m->hashes[i] = h;
-	m->strs[i] = str;
-	m->lens[i] = len;
-	m->vals[i] = val;
-	m->n++;
+	return UINT32_MAX;
 }
 
 /* Inserts a copy of s; returns the copy (owned by m) or NULL. */
-static const char *smap_put(h5w_smap *m, const char *s, size_t n, uint64_t h, uint32_t val)
+static const char *smap_put(htab *m, const char *s, size_t n, uint64_t h, uint32_t val)
 {
-	char *copy;
+	h5w_str *e = malloc(sizeof(*e) + n + 1);
 
-	if ((m->n + 1) * 2 > m->cap) {
-		size_t ncap = m->cap ? m->cap * 2 : 64;
-		h5w_smap nm = {.cap = ncap};
-
-		nm.hashes = calloc(ncap, sizeof(*nm.hashes));
-		nm.strs = malloc(ncap * sizeof(*nm.strs));
-		nm.lens = malloc(ncap * sizeof(*nm.lens));
-		nm.vals = malloc(ncap * sizeof(*nm.vals));
-		if (nm.hashes == NULL || nm.strs == NULL || nm.lens == NULL || nm.vals == NULL) {
-			free(nm.hashes);
-			free(nm.strs);
-			free(nm.lens);
-			free(nm.vals);
-			return NULL;
-		}
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->hashes[i] != 0)
-				smap_slot(&nm, m->hashes[i], m->strs[i], m->lens[i], m->vals[i]);
-		free(m->hashes);
-		free(m->strs);
-		free(m->lens);
-		free(m->vals);
-		*m = nm;
-	}
-	copy = malloc(n + 1);
-	if (copy == NULL)
+	if (e == NULL)
 		return NULL;
-	memcpy(copy, s, n);
-	copy[n] = '\0';
-	smap_slot(m, h, copy, (uint32_t)n, val);
-	return copy;
+	e->val = val;
+	e->len = (uint32_t)n;
+	memcpy(e->s, s, n);
+	e->s[n] = '\0';
+	if (htab_add(m, h, (uintptr_t)e) < 0) {
+		free(e);
+		return NULL;
+	}
+	return e->s;
 }
 
-static void smap_free(h5w_smap *m)
+static void smap_free(htab *m)
 {
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->hashes[i] != 0)
-			free(m->strs[i]);
-	free(m->hashes);
-	free(m->strs);
-	free(m->lens);
-	free(m->vals);
+	size_t pos = 0;
+	uint64_t v;
+
+	while (htab_each(m, &pos, NULL, &v))
+		free((h5w_str *)(uintptr_t)v);
+	htab_free(m);
 }
 
 /* Start and end times of one region name in one process. */
@@ -341,12 +230,12 @@ typedef struct h5w_proc {
 
 	h5w_thread *threads;
 	size_t nthreads, threads_cap;
-	h5w_imap tids;
+	htab tids; /* tid -> index + 1 in threads */
 	uint32_t last_thread;
 
 	h5w_region *regions;
 	size_t nregions, regions_cap;
-	h5w_smap region_ids;
+	htab region_ids; /* name -> index in regions (h5w_str) */
 	bool have_regions_group;
 
 	size_t mem; /* bytes of buffers counted against the budget */
@@ -363,11 +252,11 @@ typedef struct h5_sink {
 
 	h5w_proc **procs;
 	size_t nprocs, procs_cap;
-	h5w_imap pids;
+	htab pids; /* pid -> index + 1 in procs */
 	uint32_t last_proc;
 
 	/* Interning: ids are rows of /strings. */
-	h5w_smap interned;
+	htab interned; /* string -> its id (h5w_str) */
 	size_t intern_mem;
 	uint32_t next_id;
 	/* Strings with an id, not yet written (pointers into interned, or
@@ -622,7 +511,7 @@ static uint32_t intern(h5_sink *hs, jsonw_sv s)
 
 	if (s.p == NULL)
 		return H5W_NO_STRING;
-	h = hash_str(s.p, s.n);
+	h = htab_hash_bytes(s.p, s.n);
 	id = smap_get(&hs->interned, s.p, s.n, h);
 	if (id != UINT32_MAX)
 		return id;
@@ -664,10 +553,10 @@ static h5w_proc *proc_get(h5_sink *hs, int64_t pid)
 
 	if (hs->nprocs > 0 && hs->procs[hs->last_proc]->pid == pid)
 		return hs->procs[hs->last_proc];
-	i = imap_get(&hs->pids, pid);
-	if (i != UINT32_MAX) {
-		hs->last_proc = i;
-		return hs->procs[i];
+	i = (uint32_t)htab_get(&hs->pids, (uint64_t)pid);
+	if (i != 0) {
+		hs->last_proc = i - 1;
+		return hs->procs[i - 1];
 	}
 	if (vec_grow(&hs->procs, &hs->procs_cap, hs->nprocs + 1, sizeof(*hs->procs), 64) < 0)
 		return NULL;
@@ -684,7 +573,7 @@ static h5w_proc *proc_get(h5_sink *hs, int64_t pid)
 	p->exit_code = -1;
 	p->seen_min = INT64_MAX;
 	p->seen_max = INT64_MIN;
-	if (imap_put(&hs->pids, pid, (uint32_t)hs->nprocs) < 0) {
+	if (htab_add(&hs->pids, (uint64_t)pid, hs->nprocs + 1) < 0) {
 		free(p);
 		return NULL;
 	}
@@ -703,7 +592,7 @@ static void proc_free(h5w_proc *p)
 		free(p->threads[i].stack);
 	}
 	free(p->threads);
-	imap_free(&p->tids);
+	htab_free(&p->tids);
 	for (size_t i = 0; i < p->nregions; i++) {
 		free(p->regions[i].starts);
 		free(p->regions[i].ends);
@@ -727,14 +616,14 @@ static h5w_thread *thread_get(h5w_proc *p, int64_t tid)
 
 	if (p->nthreads > 0 && p->threads[p->last_thread].tid == tid)
 		return &p->threads[p->last_thread];
-	i = imap_get(&p->tids, tid);
-	if (i != UINT32_MAX) {
-		p->last_thread = i;
-		return &p->threads[i];
+	i = (uint32_t)htab_get(&p->tids, (uint64_t)tid);
+	if (i != 0) {
+		p->last_thread = i - 1;
+		return &p->threads[i - 1];
 	}
 	if (vec_grow(&p->threads, &p->threads_cap, p->nthreads + 1, sizeof(*p->threads), 4) < 0)
 		return NULL;
-	if (imap_put(&p->tids, tid, (uint32_t)p->nthreads) < 0)
+	if (htab_add(&p->tids, (uint64_t)tid, p->nthreads + 1) < 0)
 		return NULL;
 	t = &p->threads[p->nthreads];
 	memset(t, 0, sizeof(*t));
@@ -874,7 +763,7 @@ static h5w_region *region_get(h5w_proc *p, jsonw_sv name, uint32_t *index)
 {
 	const char *s = name.p != NULL ? name.p : "";
 	size_t n = name.p != NULL ? name.n : 0;
-	uint64_t h = hash_str(s, n);
+	uint64_t h = htab_hash_bytes(s, n);
 	uint32_t i = smap_get(&p->region_ids, s, n, h);
 	h5w_region *r;
 
@@ -1873,7 +1762,7 @@ static void h5w_free(trace_sink *s)
 	for (size_t i = 0; i < hs->nprocs; i++)
 		proc_free(hs->procs[i]);
 	free(hs->procs);
-	imap_free(&hs->pids);
+	htab_free(&hs->pids);
 	smap_free(&hs->interned);
 	free(hs->scratch);
 	free(hs->extra);
