@@ -193,7 +193,7 @@ bool proc_status_known(const proc_entry *pe);
  * FT_HELLO_RESUMED): `to` takes over what `from` knew, `from` is done. */
 void proc_conn_handover(proc_conn *from, proc_conn *to);
 
-/* ptab_ (table.c): the process table, see include/forktrace/wire.h. */
+/* ptab_ (proctable.c): the process table, see include/forktrace/wire.h. */
 typedef struct ptab ptab;
 /* Creates the table beside the socket in sock_dir (or in /dev/shm with a
  * symlink there). NULL when it cannot: every image then connects. */

@@ -887,18 +887,18 @@ static void on_signal(proc_tree *pt, proc_conn *c, const wire_msg *m)
 
 /*
  * An agent counts what it could not keep. No agent drops more than
- * FT_LOST_PLAUSIBLE events between two reports (that is days of events
+ * PROC_LOST_PLAUSIBLE events between two reports (that is days of events
  * at full speed): a larger count is a broken or hostile peer's, said
  * once per process, and still counted (saturating), since the trace
  * cannot tell how many were really lost.
  */
-#define FT_LOST_PLAUSIBLE (1ull << 48)
+#define PROC_LOST_PLAUSIBLE (1ull << 48)
 
 static void on_lost(proc_tree *pt, proc_conn *c, const wire_msg *m)
 {
 	model_process *p = c->pe->mp;
 
-	if (m->count > FT_LOST_PLAUSIBLE && !c->pe->lost_warned) {
+	if (m->count > PROC_LOST_PLAUSIBLE && !c->pe->lost_warned) {
 		c->pe->lost_warned = true;
 		fprintf(stderr,
 			"forktrace: warning: process %d reported an implausible loss of %llu "

@@ -1,5 +1,5 @@
 /*
- * table.c - the process table (ptab_): where short-lived images speak
+ * proctable.c - the process table (ptab_): where short-lived images speak
  * without a connection (include/forktrace/wire.h, "The process table";
  * agent/slot.c is the other side).
  *
