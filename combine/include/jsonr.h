@@ -72,7 +72,7 @@ enum jsonr_status {
  * copy.
  */
 typedef struct jsonr_obj {
-	jsonw_sv v[JSONR_K_COUNT];
+	strview v[JSONR_K_COUNT];
 	uint32_t esc;
 	bool fix;
 	/* The value may hold an object with a key twice (a key of the event
@@ -119,7 +119,7 @@ int jsonr_skip_value(jsonr_skip *s, const char *p, const char *end, const char *
  * The value of key at the first level of the object text obj (complete and
  * valid, as jsonr_value left it), or {NULL, 0}.
  */
-jsonw_sv jsonr_find_key(jsonw_sv obj, const char *key);
+strview jsonr_find_key(strview obj, const char *key);
 
 /*
  * Copies the complete, valid-structure value text src into out (at least
@@ -127,7 +127,7 @@ jsonw_sv jsonr_find_key(jsonw_sv obj, const char *key);
  * strings replaced by \ufffd and raw control characters escaped. Returns
  * the length. out gets JSONR_PAD zero bytes after the text.
  */
-size_t jsonr_sanitize(char *out, jsonw_sv src);
+size_t jsonr_sanitize(char *out, strview src);
 static inline size_t jsonr_sanitize_size(size_t n)
 {
 	return 6 * n + JSONR_PAD;
@@ -147,14 +147,14 @@ static inline size_t jsonr_sanitize_size(size_t n)
  * is then undefined), or (size_t)-1 when out of memory. *dup: whether a
  * key was met twice (the rest is no repair: the same JSON).
  */
-size_t jsonr_dedup(char *out, jsonw_sv src, bool *dup);
+size_t jsonr_dedup(char *out, strview src, bool *dup);
 
 /*
  * The content of the JSON string literal lit (with quotes), unescaped into
  * out (lit.n bytes suffice), as UTF-8 (lone surrogates become U+FFFD).
  * Returns the content length.
  */
-size_t jsonr_unescape(char *out, jsonw_sv lit);
+size_t jsonr_unescape(char *out, strview lit);
 
 /*
  * Picks the scanner implementation; all give the same results, and any
@@ -170,11 +170,11 @@ int jsonr_select(const char *name);
 /* A JSON number in microseconds (as ts and dur are) in ns: exact for up to
  * 3 decimals, rounded to the nearest ns beyond. false if v is not a number
  * or out of range. */
-bool jsonr_parse_us_ns(jsonw_sv v, int64_t *ns);
+bool jsonr_parse_us_ns(strview v, int64_t *ns);
 
 /* An integer: a JSON number without fraction, or a string of decimal
  * digits ("123"). false otherwise. */
-bool jsonr_parse_int(jsonw_sv v, int64_t *out);
+bool jsonr_parse_int(strview v, int64_t *out);
 
 static inline bool jsonr_obj_int(const jsonr_obj *o, enum jsonr_key k, int64_t *out)
 {

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ostream.h"
+#include "strview.h"
 
 /*
  * Writes the n bytes at s as a complete JSON string literal, quotes
@@ -26,20 +27,6 @@
  * or 0 (nothing written) when cap < 2. Borrows out and s for the call.
  */
 size_t jsonw_escape(char *out, size_t cap, const char *s, size_t n);
-
-/* A string by pointer and length: readers hand over slices of their input
- * that are not NUL-terminated. p == NULL means "absent". */
-typedef struct jsonw_sv {
-	const char *p;
-	size_t n;
-} jsonw_sv;
-
-static inline jsonw_sv jsonw_sv_c(const char *s)
-{
-	jsonw_sv v = {s, s != NULL ? strlen(s) : 0};
-
-	return v;
-}
 
 /* A time field that is not written (metadata events have no ts). */
 #define JSONW_NO_TIME INT64_MIN
@@ -72,7 +59,7 @@ void jsonw_obj_end(jsonw *w);
 void jsonw_arr_begin(jsonw *w);
 void jsonw_arr_end(jsonw *w);
 void jsonw_key(jsonw *w, const char *key);
-void jsonw_str(jsonw *w, jsonw_sv s);
+void jsonw_str(jsonw *w, strview s);
 void jsonw_cstr(jsonw *w, const char *s);
 void jsonw_i64(jsonw *w, int64_t v);
 void jsonw_u64(jsonw *w, uint64_t v);
@@ -82,7 +69,7 @@ void jsonw_null(jsonw *w);
 void jsonw_ts(jsonw *w, int64_t ns);
 /* A value given as JSON text, copied verbatim (the caller vouches that it
  * is one complete, valid JSON value). */
-void jsonw_raw(jsonw *w, jsonw_sv json);
+void jsonw_raw(jsonw *w, strview json);
 /* A NULL-terminated string array as a JSON array; NULL writes null. */
 void jsonw_strv(jsonw *w, const char *const *v);
 
@@ -109,14 +96,14 @@ typedef struct jsonw_event {
 	char scope;
 	bool has_id;
 	bool bind_enclosing;
-	jsonw_sv name;
-	jsonw_sv cat;
+	strview name;
+	strview cat;
 	int64_t pid;
 	int64_t tid;
 	int64_t ts_ns;
 	int64_t dur_ns;
 	uint64_t id;
-	jsonw_sv args;
+	strview args;
 } jsonw_event;
 
 /*

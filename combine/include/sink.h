@@ -45,7 +45,7 @@
  */
 typedef struct sink_event {
 	jsonw_event ev;
-	jsonw_sv raw;
+	strview raw;
 } sink_event;
 
 /* The run metadata one input of a combine states (its

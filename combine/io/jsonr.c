@@ -452,7 +452,7 @@ static int value_core(const char *p, const char *end, const char **next, jsonr_o
 	/* The first DUP_KEYS keys of each open object, to tell a key met
 	 * twice; an object with more (or with keys written with escapes) is
 	 * left to jsonr_dedup. Not initialised: nkeys counts what is set. */
-	jsonw_sv seen[JSONR_MAX_DEPTH][DUP_KEYS];
+	strview seen[JSONR_MAX_DEPTH][DUP_KEYS];
 	unsigned char nkeys[JSONR_MAX_DEPTH];
 	unsigned depth = 0;
 	int cur = -1, st = JSONR_ERR;
@@ -582,7 +582,7 @@ key:
 	if (depth == 1 && keys && !(flags & SF_ESC))
 		cur = key_id(p + 1, (size_t)(q - p - 1));
 	if (!o->dup) {
-		jsonw_sv k = {p + 1, (size_t)(q - p - 1)};
+		strview k = {p + 1, (size_t)(q - p - 1)};
 		unsigned d = depth - 1;
 
 		if ((flags & (SF_ESC | SF_FIX)) || nkeys[d] == DUP_KEYS)
@@ -614,7 +614,7 @@ after:
 		return JSONR_OK;
 	}
 	if (depth == 1 && cur >= 0) {
-		o->v[cur] = (jsonw_sv){vstart, (size_t)(p - vstart)};
+		o->v[cur] = (strview){vstart, (size_t)(p - vstart)};
 		cur = -1;
 	}
 	SKIP_WS(p);
@@ -950,7 +950,7 @@ number:
 			return JSONR_MORE;
 		}
 		if (k >= 0)
-			o->v[k] = (jsonw_sv){vstart, (size_t)(p - vstart)};
+			o->v[k] = (strview){vstart, (size_t)(p - vstart)};
 		SKIP_WS_RARE(p);
 		if (*p == ',') {
 			p++;
@@ -1102,7 +1102,7 @@ done:
 	return 1;
 }
 
-jsonw_sv jsonr_find_key(jsonw_sv obj, const char *key)
+strview jsonr_find_key(strview obj, const char *key)
 {
 	const char *p = obj.p, *end, *q;
 	size_t klen = strlen(key);
@@ -1111,7 +1111,7 @@ jsonw_sv jsonr_find_key(jsonw_sv obj, const char *key)
 	int st, impl = impl_get() == IMPL_GENERIC ? IMPL_GENERIC : IMPL_SCALAR;
 
 	if (p == NULL || obj.n < 2 || *p != '{')
-		return (jsonw_sv){NULL, 0};
+		return (strview){NULL, 0};
 	end = obj.p + obj.n;
 	p++;
 	for (;;) {
@@ -1132,17 +1132,17 @@ jsonw_sv jsonr_find_key(jsonw_sv obj, const char *key)
 		if (jsonr_value(p, end, &q, &o, false) != JSONR_OK)
 			break;
 		if (match)
-			return (jsonw_sv){p, (size_t)(q - p)};
+			return (strview){p, (size_t)(q - p)};
 		p = q;
 		SKIP_WS(p);
 		if (p >= end || *p != ',')
 			break;
 		p++;
 	}
-	return (jsonw_sv){NULL, 0};
+	return (strview){NULL, 0};
 }
 
-size_t jsonr_sanitize(char *out, jsonw_sv src)
+size_t jsonr_sanitize(char *out, strview src)
 {
 	const char *s = src.p, *end = src.p + src.n;
 	bool in_str = false;
@@ -1224,7 +1224,7 @@ static uint32_t hex4(const char *p)
 			  hexval((unsigned char)p[2]) << 4 | hexval((unsigned char)p[3]));
 }
 
-size_t jsonr_unescape(char *out, jsonw_sv lit)
+size_t jsonr_unescape(char *out, strview lit)
 {
 	const char *s = lit.p + 1, *end = lit.p + lit.n - 1;
 	size_t n = 0;
@@ -1274,7 +1274,7 @@ size_t jsonr_unescape(char *out, jsonw_sv lit)
 	return n;
 }
 
-bool jsonr_parse_us_ns(jsonw_sv v, int64_t *ns)
+bool jsonr_parse_us_ns(strview v, int64_t *ns)
 {
 	const char *p = v.p, *end, *s;
 	bool neg = false;
@@ -1345,7 +1345,7 @@ bool jsonr_parse_us_ns(jsonw_sv v, int64_t *ns)
 	return true;
 }
 
-bool jsonr_parse_int(jsonw_sv v, int64_t *out)
+bool jsonr_parse_int(strview v, int64_t *out)
 {
 	const char *p = v.p, *end;
 	bool neg = false;
@@ -1540,7 +1540,7 @@ static const char *dd_object(dd *d, const char *p, unsigned depth)
 		for (size_t i = 0; i < n; i++) {
 			m[i].name = names + used;
 			m[i].name_n = jsonr_unescape(names + used,
-						     (jsonw_sv){m[i].key, (size_t)(m[i].kend - m[i].key)});
+						     (strview){m[i].key, (size_t)(m[i].kend - m[i].key)});
 			used += m[i].name_n;
 			by[i] = &m[i];
 		}
@@ -1631,7 +1631,7 @@ static const char *dd_value(dd *d, const char *p, unsigned depth)
 	return q;
 }
 
-size_t jsonr_dedup(char *out, jsonw_sv src, bool *dup)
+size_t jsonr_dedup(char *out, strview src, bool *dup)
 {
 	dd d = {.out = NULL};
 

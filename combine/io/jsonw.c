@@ -91,7 +91,7 @@ void jsonw_key(jsonw *w, const char *key)
 	w->after_key = true;
 }
 
-void jsonw_str(jsonw *w, jsonw_sv s)
+void jsonw_str(jsonw *w, strview s)
 {
 	sep(w);
 	if (s.p == NULL)
@@ -139,7 +139,7 @@ void jsonw_ts(jsonw *w, int64_t ns)
 	ostream_ts(w->os, ns);
 }
 
-void jsonw_raw(jsonw *w, jsonw_sv json)
+void jsonw_raw(jsonw *w, strview json)
 {
 	sep(w);
 	if (json.p == NULL || json.n == 0)

@@ -68,12 +68,12 @@ static void args_begin(events_ctx *c)
 }
 
 /* Ends it: the args text, valid until the next args_begin. */
-static jsonw_sv args_end(events_ctx *c)
+static strview args_end(events_ctx *c)
 {
 	jsonw_obj_end(&c->w);
 	if (ostream_error(&c->aos) != 0 && c->err == 0)
 		c->err = ostream_error(&c->aos);
-	return (jsonw_sv){c->aos.buf, c->aos.len};
+	return (strview){c->aos.buf, c->aos.len};
 }
 
 enum trace_format events_format_for_path(const char *path)
@@ -236,7 +236,7 @@ static void meta_begin(events_ctx *c, const char *name, int64_t pid, int64_t tid
 {
 	c->meta = (jsonw_event){
 	    .ph = 'M',
-	    .name = jsonw_sv_c(name),
+	    .name = strview_c(name),
 	    .pid = pid,
 	    .tid = tid,
 	    .ts_ns = JSONW_NO_TIME,
@@ -305,7 +305,7 @@ static void write_process_meta(events_ctx *c, const model_process *p, const char
 	llen = make_label(p, name, lbuf);
 	meta_begin(c, "process_labels", p->out_pid, p->out_pid);
 	jsonw_key(w, "labels");
-	jsonw_str(w, (jsonw_sv){lbuf, llen});
+	jsonw_str(w, (strview){lbuf, llen});
 	meta_end(c);
 
 	meta_begin(c, "process_sort_index", p->out_pid, p->out_pid);
@@ -400,8 +400,8 @@ static void write_segments(events_ctx *c, const model_process *p)
 		int64_t end = s->end_ns >= 0 ? s->end_ns : p->end_ns >= 0 ? p->end_ns : t->end_ns;
 		jsonw_event ev = {
 		    .ph = 'X',
-		    .cat = jsonw_sv_c("process"),
-		    .name = jsonw_sv_c(name),
+		    .cat = strview_c("process"),
+		    .name = strview_c(name),
 		    .pid = p->out_pid,
 		    .tid = p->out_pid,
 		    .ts_ns = start,
@@ -414,7 +414,7 @@ static void write_segments(events_ctx *c, const model_process *p)
 			/* A name too long for nbuf is written whole,
 			 * without the suffix: the args still say it. */
 			if (n > 0 && (size_t)n < sizeof(nbuf))
-				ev.name = (jsonw_sv){nbuf, (size_t)n};
+				ev.name = (strview){nbuf, (size_t)n};
 		}
 		args_begin(c);
 		jsonw_kv_u64(w, "image", i);
@@ -459,8 +459,8 @@ static void write_flow(events_ctx *c, const model_process *p)
 
 	ev = (jsonw_event){
 	    .ph = 's',
-	    .cat = jsonw_sv_c("fork"),
-	    .name = jsonw_sv_c(kind),
+	    .cat = strview_c("fork"),
+	    .name = strview_c(kind),
 	    .pid = parent->out_pid,
 	    .tid = out_tid(parent, p->spawn_tid),
 	    .ts_ns = p->spawn_ns,
@@ -486,13 +486,13 @@ static void write_marks(events_ctx *c, const model_process *p)
 		jsonw_event ev = {
 		    .ph = m->dur_ns < 0 ? 'i' : 'X',
 		    .scope = m->dur_ns < 0 ? 't' : 0,
-		    .name = jsonw_sv_c(m->name),
-		    .cat = jsonw_sv_c(m->cat),
+		    .name = strview_c(m->name),
+		    .cat = strview_c(m->cat),
 		    .pid = p->out_pid,
 		    .tid = out_tid(p, m->tid),
 		    .ts_ns = m->ts_ns,
 		    .dur_ns = m->dur_ns < 0 ? JSONW_NO_TIME : m->dur_ns,
-		    .args = jsonw_sv_c(m->args_json),
+		    .args = strview_c(m->args_json),
 		};
 
 		emit(c, &ev);
@@ -506,8 +506,8 @@ static void write_loss(events_ctx *c, const model_process *p)
 	jsonw_event ev = {
 	    .ph = 'i',
 	    .scope = 'p',
-	    .cat = jsonw_sv_c("forktrace.loss"),
-	    .name = jsonw_sv_c("lost events"),
+	    .cat = strview_c("forktrace.loss"),
+	    .name = strview_c("lost events"),
 	    .pid = p->out_pid,
 	    .tid = p->out_pid,
 	    .dur_ns = JSONW_NO_TIME,

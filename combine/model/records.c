@@ -407,7 +407,7 @@ static bool cur_uint(rec_cur *c, uint64_t *v)
 	return true;
 }
 
-static bool cur_str(rec_cur *c, jsonw_sv *s)
+static bool cur_str(rec_cur *c, strview *s)
 {
 	size_t len, hdr;
 	unsigned b;
@@ -475,7 +475,7 @@ static bool cur_number(rec_cur *c, double *v)
 typedef struct rec_open {
 	uint64_t tsc;
 	uint64_t addr;  /* functions */
-	jsonw_sv name;  /* regions: borrowed from the chunk */
+	strview name;  /* regions: borrowed from the chunk */
 	uint64_t seq;   /* order of the begins, to close the innermost first */
 	uint32_t seg;
 	bool func;
@@ -524,7 +524,7 @@ static void walk_close(rec_walk *w, const rec_open *o, int64_t end_ns, bool unfi
 	};
 
 	if (unfinished)
-		ev.args = jsonw_sv_c("{\"unfinished\":true}");
+		ev.args = strview_c("{\"unfinished\":true}");
 	if (o->func) {
 		const rec_name *n;
 
@@ -533,11 +533,11 @@ static void walk_close(rec_walk *w, const rec_open *o, int64_t end_ns, bool unfi
 		n = name_of(w->rc, w->p, o->seg, o->addr);
 		if (!n->keep)
 			return;
-		ev.name = jsonw_sv_c(n->name);
-		ev.cat = jsonw_sv_c("function");
+		ev.name = strview_c(n->name);
+		ev.cat = strview_c("function");
 	} else {
 		ev.name = o->name;
-		ev.cat = jsonw_sv_c("region");
+		ev.cat = strview_c("region");
 	}
 	walk_emit(w, &ev);
 }
@@ -592,7 +592,7 @@ static bool walk_chunk(rec_walk *w, const model_chunk *ch)
 		unsigned n;
 		uint64_t type, v, dt;
 		rec_open o;
-		jsonw_sv name;
+		strview name;
 		double value;
 		char args[64];
 
@@ -631,7 +631,7 @@ static bool walk_chunk(rec_walk *w, const model_chunk *ch)
 			walk_end(w, type == FT_EV_FUNC_EXIT, clock_ns(&w->rc->clk, o.tsc));
 			break;
 		case FT_EV_INSTANT: {
-			jsonw_event ev = {.ph = 'i', .scope = 't', .cat = jsonw_sv_c("instant")};
+			jsonw_event ev = {.ph = 'i', .scope = 't', .cat = strview_c("instant")};
 
 			if (n < 3 || !cur_str(&c, &name))
 				return false;
@@ -642,7 +642,7 @@ static bool walk_chunk(rec_walk *w, const model_chunk *ch)
 			break;
 		}
 		case FT_EV_COUNTER: {
-			jsonw_event ev = {.ph = 'C', .cat = jsonw_sv_c("counter")};
+			jsonw_event ev = {.ph = 'C', .cat = strview_c("counter")};
 
 			if (n < 4 || !cur_str(&c, &name) || !cur_number(&c, &value))
 				return false;
@@ -653,7 +653,7 @@ static bool walk_chunk(rec_walk *w, const model_chunk *ch)
 			ev.name = name;
 			ev.ts_ns = clock_ns(&w->rc->clk, o.tsc);
 			ev.dur_ns = JSONW_NO_TIME;
-			ev.args = jsonw_sv_c(args);
+			ev.args = strview_c(args);
 			walk_emit(w, &ev);
 			break;
 		}

@@ -65,9 +65,9 @@ static info_process *proc_of(info_sink *s, int64_t pid)
 }
 
 /* The string value of key in the object text obj, copied (NULL if absent). */
-static char *str_dup(info_sink *s, jsonw_sv obj, const char *key)
+static char *str_dup(info_sink *s, strview obj, const char *key)
 {
-	jsonw_sv v = jsonr_find_key(obj, key);
+	strview v = jsonr_find_key(obj, key);
 	char *out;
 	size_t n;
 
@@ -109,7 +109,7 @@ oom:
 	return SIZE_MAX;
 }
 
-static bool sv_eq(jsonw_sv s, const char *lit)
+static bool sv_eq(strview s, const char *lit)
 {
 	size_t n = strlen(lit);
 
@@ -117,9 +117,9 @@ static bool sv_eq(jsonw_sv s, const char *lit)
 }
 
 /* forktrace_process args: the exit status as words. */
-static char *exit_text(info_sink *s, jsonw_sv args)
+static char *exit_text(info_sink *s, strview args)
 {
-	jsonw_sv ex = jsonr_find_key(args, "exit");
+	strview ex = jsonr_find_key(args, "exit");
 	char *kind = str_dup(s, ex, "kind"), *name, *out = NULL;
 	int64_t v = 0;
 
@@ -185,7 +185,7 @@ static int info_event(trace_sink *base, const sink_event *e)
 		if (p->name == NULL)
 			p->name = str_dup(s, ev->args, "name");
 	} else if (sv_eq(ev->name, "forktrace_origin")) {
-		jsonw_sv pid = jsonr_find_key(ev->args, "pid");
+		strview pid = jsonr_find_key(ev->args, "pid");
 		char *in = str_dup(s, ev->args, "input");
 
 		free(p->origin);

@@ -304,13 +304,13 @@ static uint64_t tl_hash(const char *p, size_t n, bool other)
 	return h;
 }
 
-static bool tl_is(const tl_key *k, jsonw_sv name, bool other)
+static bool tl_is(const tl_key *k, strview name, bool other)
 {
 	return k->other == other && strlen(k->name) == name.n && !memcmp(k->name, name.p, name.n);
 }
 
 /* The key's index, or -1. */
-static ssize_t tl_find(const toplevel *t, jsonw_sv name, bool other)
+static ssize_t tl_find(const toplevel *t, strview name, bool other)
 {
 	size_t mask = t->nslots - 1;
 
@@ -335,7 +335,7 @@ static void tl_slot(toplevel *t, size_t k)
 }
 
 /* A new key (name has no NUL): its index, or -ENOMEM. */
-static ssize_t tl_add(toplevel *t, jsonw_sv name, bool other)
+static ssize_t tl_add(toplevel *t, strview name, bool other)
 {
 	tl_key *key;
 
@@ -374,7 +374,7 @@ static ssize_t tl_add(toplevel *t, jsonw_sv name, bool other)
 
 /* Appends v to the spool (made on first use: an unlinked file in TMPDIR);
  * *off is where it starts. Returns 0 or a negative errno. */
-static int tl_spool(toplevel *t, jsonw_sv v, uint64_t *off)
+static int tl_spool(toplevel *t, strview v, uint64_t *off)
 {
 	size_t done = 0;
 
@@ -431,7 +431,7 @@ static int tl_read(const toplevel *t, uint64_t off, char *p, size_t n)
 }
 
 /* Whether v is the key's first value: 1, 0, or a negative errno. */
-static int tl_same(toplevel *t, const tl_key *key, jsonw_sv v)
+static int tl_same(toplevel *t, const tl_key *key, strview v)
 {
 	if (key->len != v.n)
 		return 0;
@@ -466,7 +466,7 @@ static int tl_add_val(toplevel *t, size_t k, uint64_t off, uint64_t len)
 
 /* reader_opts.top_key: one top-level key (or member of otherData) of the
  * input being read. */
-static int on_top_key(void *ctx, jsonw_sv name, bool other, jsonw_sv v)
+static int on_top_key(void *ctx, strview name, bool other, strview v)
 {
 	toplevel *t = ctx;
 	tl_key *key;
@@ -540,7 +540,7 @@ static bool tl_dtu_agreed(const toplevel *t, const tl_key *key)
 static void tl_put(toplevel *t, jsonw *w, const tl_key *key, uint64_t off, uint64_t len)
 {
 	if (key->cache != NULL && off == key->off) {
-		jsonw_raw(w, (jsonw_sv){key->cache, len});
+		jsonw_raw(w, (strview){key->cache, len});
 		return;
 	}
 	for (uint64_t at = 0; at < len; at += TL_IO) {
@@ -552,7 +552,7 @@ static void tl_put(toplevel *t, jsonw *w, const tl_key *key, uint64_t off, uint6
 			return;
 		}
 		if (at == 0)
-			jsonw_raw(w, (jsonw_sv){t->io, n});
+			jsonw_raw(w, (strview){t->io, n});
 		else
 			ostream_write(w->os, t->io, n);
 	}
@@ -615,7 +615,7 @@ static void tl_write_input(toplevel *t, jsonw *w, size_t i)
 static void tl_write(void *ctx, jsonw *w, enum sink_extra_place where, size_t input)
 {
 	toplevel *t = ctx;
-	jsonw_sv dtu_name = {"displayTimeUnit", 15};
+	strview dtu_name = {"displayTimeUnit", 15};
 	ssize_t dtu;
 
 	if (where == SINK_EXTRA_INPUT) {
@@ -715,12 +715,12 @@ static int64_t fresh_pid(cmb *c)
 	return MERGE_REMAP_BASE + c->next_k++;
 }
 
-static void emit_meta(cmb *c, const char *name, int64_t pid, jsonw_sv args)
+static void emit_meta(cmb *c, const char *name, int64_t pid, strview args)
 {
 	sink_event se = {
 	    .ev = {
 		.ph = 'M',
-		.name = jsonw_sv_c(name),
+		.name = strview_c(name),
 		.pid = pid,
 		.tid = pid,
 		.ts_ns = JSONW_NO_TIME,
@@ -758,7 +758,7 @@ static void emit_origin(cmb *c, int64_t out, int64_t pid, const char *name)
 	jsonw_kv_u64(&w, "input_index", c->index);
 	jsonw_obj_end(&w);
 	if (ostream_error(&c->aos) == 0)
-		emit_meta(c, "forktrace_origin", out, (jsonw_sv){c->aos.buf, c->aos.len});
+		emit_meta(c, "forktrace_origin", out, (strview){c->aos.buf, c->aos.len});
 
 	if (name != NULL)
 		snprintf(label, sizeof(label), "pid \"%s\" in %s", name, c->in->path);
@@ -770,7 +770,7 @@ static void emit_origin(cmb *c, int64_t out, int64_t pid, const char *name)
 	jsonw_kv_cstr(&w, "labels", label);
 	jsonw_obj_end(&w);
 	if (ostream_error(&c->aos) == 0)
-		emit_meta(c, "process_labels", out, (jsonw_sv){c->aos.buf, c->aos.len});
+		emit_meta(c, "process_labels", out, (strview){c->aos.buf, c->aos.len});
 
 	if (name != NULL) {
 		ostream_mem_reset(&c->aos);
@@ -779,7 +779,7 @@ static void emit_origin(cmb *c, int64_t out, int64_t pid, const char *name)
 		jsonw_kv_cstr(&w, "name", name);
 		jsonw_obj_end(&w);
 		if (ostream_error(&c->aos) == 0)
-			emit_meta(c, "process_name", out, (jsonw_sv){c->aos.buf, c->aos.len});
+			emit_meta(c, "process_name", out, (strview){c->aos.buf, c->aos.len});
 	}
 }
 
@@ -812,7 +812,7 @@ static int64_t map_pid(void *ctx, int64_t pid, const char *name)
  * wrote it carried the run's command over (else it is that combine's own
  * 0 or 1).
  */
-static void on_run_meta(void *ctx, jsonw_sv forktrace)
+static void on_run_meta(void *ctx, strview forktrace)
 {
 	cmb *c = ctx;
 	sink_input_run *run = &c->runs[c->index];

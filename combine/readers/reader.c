@@ -354,7 +354,7 @@ static uint64_t fnv1a(const char *p, size_t n)
 
 /* The file-local id of a non-numeric pid (its text as given), asking the
  * mapper once per distinct string. */
-static int64_t map_strpid(reader *r, jsonw_sv v, bool *err)
+static int64_t map_strpid(reader *r, strview v, bool *err)
 {
 	char *name;
 	size_t n;
@@ -416,21 +416,21 @@ static void add_edit(edit *e, size_t *ne, const char *at, size_t del, const char
 }
 
 /* A string value's content: a slice of the text, or unescaped into out. */
-static inline jsonw_sv str_of(jsonw_sv v, bool esc, char **out)
+static inline strview str_of(strview v, bool esc, char **out)
 {
-	jsonw_sv s;
+	strview s;
 
 	if (v.p == NULL || v.n < 2 || v.p[0] != '"')
-		return (jsonw_sv){NULL, 0};
+		return (strview){NULL, 0};
 	if (!esc)
-		return (jsonw_sv){v.p + 1, v.n - 2};
+		return (strview){v.p + 1, v.n - 2};
 	s.p = *out;
 	s.n = jsonr_unescape(*out, v);
 	*out += s.n;
 	return s;
 }
 
-static bool sv_is(jsonw_sv s, const char *lit)
+static bool sv_is(strview s, const char *lit)
 {
 	size_t n = strlen(lit);
 
@@ -438,11 +438,11 @@ static bool sv_is(jsonw_sv s, const char *lit)
 }
 
 /* An id as a number: decimal, "0x..." hex strings, other strings hashed. */
-static uint64_t parse_id(jsonw_sv v, bool esc, char *tmp)
+static uint64_t parse_id(strview v, bool esc, char *tmp)
 {
 	int64_t x;
 	char *t = tmp;
-	jsonw_sv s;
+	strview s;
 
 	if (jsonr_parse_int(v, &x))
 		return (uint64_t)x;
@@ -503,7 +503,7 @@ static int hexval(char c)
 
 /* Whether the string s is a hexadecimal number of at most 64 bits, with
  * or without "0x" (as Perfetto reads string flow ids); its value in *v. */
-static bool hex_id(jsonw_sv s, bool *prefix, uint64_t *v)
+static bool hex_id(strview s, bool *prefix, uint64_t *v)
 {
 	size_t i = 0, sig = 0;
 	uint64_t h = 0;
@@ -538,12 +538,12 @@ static bool hex_id(jsonw_sv s, bool *prefix, uint64_t *v)
  * two inputs apart. Numbers that are not integers stay. tmp: room for
  * v's content.
  */
-static uint64_t remap_id(uint64_t k, jsonw_sv v, bool esc, char *tmp, edit *edits, size_t *ne)
+static uint64_t remap_id(uint64_t k, strview v, bool esc, char *tmp, edit *edits, size_t *ne)
 {
 	const uint64_t tag = k << READER_ID_SHIFT;
 	char text[OSTREAM_NUM_MAX + 8], *t = tmp;
 	size_t n = 0;
-	jsonw_sv s;
+	strview s;
 	int64_t x;
 	uint64_t h;
 	bool prefix;
@@ -574,7 +574,7 @@ static uint64_t remap_id(uint64_t k, jsonw_sv v, bool esc, char *tmp, edit *edit
 			text[n++] = digits[h >> top & 0xf];
 		text[n++] = '"';
 		add_edit(edits, ne, v.p, v.n, text, n);
-		return parse_id((jsonw_sv){text, n}, false, tmp);
+		return parse_id((strview){text, n}, false, tmp);
 	}
 	text[n++] = 'i';
 	n += ostream_fmt_u64(text + n, k);
@@ -597,7 +597,7 @@ static __attribute__((noinline)) void remap_ids(reader *r, const jsonr_obj *o, j
 					  ne);
 		if (o->v[JSONR_K_ID2].p != NULL) {
 			/* "local" ids are the process's own: the pid keeps them apart. */
-			jsonw_sv g = jsonr_find_key(o->v[JSONR_K_ID2], "global");
+			strview g = jsonr_find_key(o->v[JSONR_K_ID2], "global");
 
 			if (g.p != NULL)
 				remap_id(k, g, memchr(g.p, '\\', g.n) != NULL, tmp, edits, ne);
@@ -610,7 +610,7 @@ static __attribute__((noinline)) void remap_ids(reader *r, const jsonr_obj *o, j
 /* Turns the event at buf[start..end) into a sink event and sends it. */
 static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 {
-	jsonw_sv text = {r->buf + start, end - start};
+	strview text = {r->buf + start, end - start};
 	sink_event se;
 	jsonw_event *ev = &se.ev;
 	edit edits[8];
@@ -643,7 +643,7 @@ static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 		if (n == (size_t)-1)
 			return -ENOMEM;
 		if (n > 0) {
-			text = (jsonw_sv){r->dedup, n};
+			text = (strview){r->dedup, n};
 			if (jsonr_value(text.p, text.p + text.n, &next, o, true) != JSONR_OK)
 				return -EINVAL; /* cannot happen: members were left out whole */
 			if (dup && r->inf->dup_fixed++ == 0)
@@ -661,21 +661,21 @@ static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 	ev->has_id = false;
 	ev->bind_enclosing = false;
 	ev->id = 0;
-	ev->args = (jsonw_sv){NULL, 0};
+	ev->args = (strview){NULL, 0};
 	{
-		jsonw_sv ph = str_of(o->v[JSONR_K_PH], o->esc >> JSONR_K_PH & 1, &sp);
+		strview ph = str_of(o->v[JSONR_K_PH], o->esc >> JSONR_K_PH & 1, &sp);
 
 		ev->ph = ph.p != NULL && ph.n > 0 ? ph.p[0] : 0;
 	}
 	ev->name = str_of(o->v[JSONR_K_NAME], o->esc >> JSONR_K_NAME & 1, &sp);
 	ev->cat = str_of(o->v[JSONR_K_CAT], o->esc >> JSONR_K_CAT & 1, &sp);
 	{
-		jsonw_sv s = str_of(o->v[JSONR_K_S], o->esc >> JSONR_K_S & 1, &sp);
+		strview s = str_of(o->v[JSONR_K_S], o->esc >> JSONR_K_S & 1, &sp);
 
 		ev->scope = s.p != NULL && s.n > 0 ? s.p[0] : 0;
 	}
 	{
-		jsonw_sv bp = str_of(o->v[JSONR_K_BP], o->esc >> JSONR_K_BP & 1, &sp);
+		strview bp = str_of(o->v[JSONR_K_BP], o->esc >> JSONR_K_BP & 1, &sp);
 
 		ev->bind_enclosing = sv_is(bp, "e");
 	}
@@ -745,7 +745,7 @@ static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 	/* forktrace_process names its parent by trace pid: follow remaps. */
 	if (r->sink != NULL && ev->ph == 'M' && ev->args.p != NULL &&
 	    sv_is(ev->name, "forktrace_process")) {
-		jsonw_sv pv = jsonr_find_key(ev->args, "parent");
+		strview pv = jsonr_find_key(ev->args, "parent");
 		int64_t parent, mapped;
 
 		if (jsonr_parse_int(pv, &parent) && parent > 0 &&
@@ -799,12 +799,12 @@ static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 		memcpy(r->scratch + n, from, (size_t)(text.p + text.n - from));
 		n += (size_t)(text.p + text.n - from);
 		memset(r->scratch + n, 0, JSONR_PAD);
-		se.raw = (jsonw_sv){r->scratch, n};
+		se.raw = (strview){r->scratch, n};
 		if (ev->args.p != NULL) {
 			/* args may have moved (an edit before it or inside it). */
-			jsonw_sv a = jsonr_find_key(se.raw, "args");
+			strview a = jsonr_find_key(se.raw, "args");
 
-			ev->args = a.p != NULL && a.p[0] == '{' ? a : (jsonw_sv){NULL, 0};
+			ev->args = a.p != NULL && a.p[0] == '{' ? a : (strview){NULL, 0};
 		}
 	}
 
@@ -815,15 +815,15 @@ static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 }
 
 /* Reads what forktrace needs from otherData / viztracer_metadata. */
-static void read_meta(reader *r, jsonw_sv key, jsonw_sv val)
+static void read_meta(reader *r, strview key, strview val)
 {
 	reader_info *inf = r->inf;
 	int64_t x;
 
 	if (sv_is(key, "otherData")) {
-		jsonw_sv ft = jsonr_find_key(val, "forktrace");
-		jsonw_sv anchor = jsonr_find_key(ft, "anchor");
-		jsonw_sv origin = jsonr_find_key(ft, "origin");
+		strview ft = jsonr_find_key(val, "forktrace");
+		strview anchor = jsonr_find_key(ft, "anchor");
+		strview origin = jsonr_find_key(ft, "origin");
 		int64_t mono, real;
 
 		if (ft.p == NULL) {
@@ -849,8 +849,8 @@ static void read_meta(reader *r, jsonw_sv key, jsonw_sv val)
 		if (jsonr_parse_int(jsonr_find_key(ft, "lost_events"), &x))
 			inf->lost_events = x;
 	} else if (sv_is(key, "viztracer_metadata")) {
-		jsonw_sv ver = jsonr_find_key(val, "version");
-		jsonw_sv ov = jsonr_find_key(val, "overflow");
+		strview ver = jsonr_find_key(val, "version");
+		strview ov = jsonr_find_key(val, "overflow");
 		char v[32] = "";
 
 		inf->viztracer = true;
@@ -870,7 +870,7 @@ static void read_meta(reader *r, jsonw_sv key, jsonw_sv val)
 	}
 }
 
-static void note_skipped(reader *r, jsonw_sv key)
+static void note_skipped(reader *r, strview key)
 {
 	reader_info *inf = r->inf;
 	size_t len = strlen(inf->skipped);
@@ -895,7 +895,7 @@ static const char *skip_ws(const char *p, const char *end)
 }
 
 /* Hands one key to reader_opts.top_key; returns 0 or its error. */
-static int give_key(reader *r, jsonw_sv key, bool in_other_data, jsonw_sv val)
+static int give_key(reader *r, strview key, bool in_other_data, strview val)
 {
 	int st;
 
@@ -912,7 +912,7 @@ static int give_key(reader *r, jsonw_sv key, bool in_other_data, jsonw_sv val)
 		if (n == (size_t)-1)
 			return -ENOMEM;
 		if (n > 0)
-			val = (jsonw_sv){r->dedup, n};
+			val = (strview){r->dedup, n};
 		if (dup && r->inf->dup_fixed++ == 0)
 			r->inf->dup_offset = r->base + r->pos;
 	}
@@ -936,7 +936,7 @@ static int give_key(reader *r, jsonw_sv key, bool in_other_data, jsonw_sv val)
  * will write it: two keys that differ only there are one key in the
  * output, and must be seen as one. Returns 0 or -ENOMEM.
  */
-static int unescape_key(char **buf, size_t *cap, jsonw_sv lit, jsonw_sv *out)
+static int unescape_key(char **buf, size_t *cap, strview lit, strview *out)
 {
 	size_t n, w = 0, at = 2 * lit.n;
 	char *b;
@@ -960,29 +960,29 @@ static int unescape_key(char **buf, size_t *cap, jsonw_sv lit, jsonw_sv *out)
 			i += k;
 		}
 	}
-	*out = (jsonw_sv){b, w};
+	*out = (strview){b, w};
 	return 0;
 }
 
-static int give_members(reader *r, jsonw_sv obj)
+static int give_members(reader *r, strview obj)
 {
 	const char *p = obj.p + 1, *end = obj.p + obj.n, *q;
 	jsonr_obj o;
 
 	for (;;) {
-		jsonw_sv name, val;
+		strview name, val;
 		int st;
 
 		p = skip_ws(p, end);
 		/* obj is valid: anything else than a key is its '}'. */
 		if (p >= end || *p != '"' || jsonr_value(p, end, &q, &o, false) != JSONR_OK)
 			return 0;
-		if (unescape_key(&r->mkey, &r->mkey_cap, (jsonw_sv){p, (size_t)(q - p)}, &name) < 0)
+		if (unescape_key(&r->mkey, &r->mkey_cap, (strview){p, (size_t)(q - p)}, &name) < 0)
 			return -ENOMEM;
 		p = skip_ws(skip_ws(q, end) + 1, end); /* past the ':' */
 		if (jsonr_value(p, end, &q, &o, false) != JSONR_OK)
 			return 0;
-		val = (jsonw_sv){p, (size_t)(q - p)};
+		val = (strview){p, (size_t)(q - p)};
 		if (!sv_is(name, "forktrace")) {
 			st = give_key(r, name, true, val);
 			if (st < 0)
@@ -1002,7 +1002,7 @@ static int give_members(reader *r, jsonw_sv obj)
  * counted as skipped (reader_opts.top_key). Returns 0 or a negative
  * errno.
  */
-static int top_value(reader *r, jsonw_sv key, jsonw_sv val, bool fix, uint64_t at)
+static int top_value(reader *r, strview key, strview val, bool fix, uint64_t at)
 {
 	bool meta = (sv_is(key, "otherData") || sv_is(key, "viztracer_metadata")) &&
 		    val.p[0] == '{';
@@ -1150,7 +1150,7 @@ static int read_object(reader *r)
 	for (;;) {
 		jsonr_obj o;
 		size_t vend;
-		jsonw_sv key;
+		strview key;
 
 		if (c == -1 || c == -2) {
 			if (c == -1) {
@@ -1170,7 +1170,7 @@ static int read_object(reader *r)
 		if (st != JSONR_OK)
 			return value_problem(r, st, &o, "a key");
 		/* Out of the buffer: reading on may move it. */
-		if (unescape_key(&r->key, &r->key_cap, (jsonw_sv){r->buf + r->pos, vend - r->pos},
+		if (unescape_key(&r->key, &r->key_cap, (strview){r->buf + r->pos, vend - r->pos},
 				 &key) < 0)
 			return -ENOMEM;
 		r->pos = vend;
@@ -1229,7 +1229,7 @@ static int read_object(reader *r)
 				}
 				o.err_at = NULL;
 			} else if (st == JSONR_OK) {
-				jsonw_sv val = {r->buf + r->pos, vend - r->pos};
+				strview val = {r->buf + r->pos, vend - r->pos};
 
 				st = top_value(r, key, val, o.fix, r->base + r->pos);
 				if (st < 0)

@@ -55,7 +55,7 @@ typedef struct reader_opts {
 	 * borrowed for the call) when the file has one; may be NULL. combine
 	 * takes the run metadata of its inputs (host, command, exit status)
 	 * from it. */
-	void (*run_meta)(void *ctx, jsonw_sv forktrace);
+	void (*run_meta)(void *ctx, strview forktrace);
 	void *run_meta_ctx;
 	/*
 	 * Keeps the flow and async ids of this file apart from those of the
@@ -77,7 +77,7 @@ typedef struct reader_opts {
 	 * counted). NULL: every key is skipped, and counted but
 	 * displayTimeUnit and the metadata objects forktrace reads.
 	 */
-	int (*top_key)(void *ctx, jsonw_sv key, bool in_other_data, jsonw_sv value);
+	int (*top_key)(void *ctx, strview key, bool in_other_data, strview value);
 	void *top_key_ctx;
 	/* reader_read only. regular_only: the path was found in a directory,
 	 * not named by the user: it is read only if it is a regular file

@@ -291,13 +291,13 @@ static int read_blob(h5r *r, hid_t g, hsize_t blob_size, uint64_t off, uint64_t 
 	return read_rows(g, "args", H5T_NATIVE_UINT8, off, len, r->blob);
 }
 
-static jsonw_sv string_at(h5r *r, uint32_t id, bool *bad)
+static strview string_at(h5r *r, uint32_t id, bool *bad)
 {
 	if (id >= r->nstrings || r->strings[id] == NULL) {
 		*bad = true;
-		return (jsonw_sv){"", 0};
+		return (strview){"", 0};
 	}
-	return jsonw_sv_c(r->strings[id]);
+	return strview_c(r->strings[id]);
 }
 
 /*
@@ -306,7 +306,7 @@ static jsonw_sv string_at(h5r *r, uint32_t id, bool *bad)
  * so that whatever it kept (integers beyond int64, any escape) comes back
  * byte for byte. It is copied first: jsonr wants padding after the text.
  */
-static void rebuild_raw(h5r *r, sink_event *e, jsonw_sv extra)
+static void rebuild_raw(h5r *r, sink_event *e, strview extra)
 {
 	const char *next, *end;
 	jsonr_obj o;
@@ -344,7 +344,7 @@ static void rebuild_raw(h5r *r, sink_event *e, jsonw_sv extra)
 			p++;
 			n--;
 		}
-		e->raw = (jsonw_sv){p, n};
+		e->raw = (strview){p, n};
 	}
 }
 
@@ -420,9 +420,9 @@ static int emit_block(h5r *r, hid_t g, int64_t pid, hsize_t start, hsize_t n, hs
 			base = a0;
 		}
 		if (r->alen[i] > 0)
-			e.ev.args = (jsonw_sv){r->blob + (r->aoff[i] - base), r->alen[i]};
+			e.ev.args = (strview){r->blob + (r->aoff[i] - base), r->alen[i]};
 		if (r->xlen[i] > 0)
-			rebuild_raw(r, &e, (jsonw_sv){r->blob + (r->xoff[i] - base), r->xlen[i]});
+			rebuild_raw(r, &e, (strview){r->blob + (r->xoff[i] - base), r->xlen[i]});
 		err = r->sink->event(r->sink, &e);
 		if (err < 0)
 			return err;

@@ -550,7 +550,7 @@ static bool pid_in_range(const html_sink *h, int64_t pid)
 
 /* ---- streaming ------------------------------------------------------------ */
 
-static uint32_t intern(html_sink *h, jsonw_sv s)
+static uint32_t intern(html_sink *h, strview s)
 {
 	uint32_t id = strtab_id(&h->st, s.p, s.n);
 
@@ -805,7 +805,7 @@ static uint32_t json_strid(html_sink *h, const json_t *o, const char *key)
 
 	if (!json_is_string(v))
 		return 0;
-	return intern(h, (jsonw_sv){json_string_value(v), json_string_length(v)});
+	return intern(h, (strview){json_string_value(v), json_string_length(v)});
 }
 
 static json_t *parse_args(const sink_event *e)
@@ -851,7 +851,7 @@ static void read_argv(html_sink *h, hw_proc *p, const json_t *a)
 
 		if (json_is_string(s))
 			p->argv[p->argc++] =
-			    intern(h, (jsonw_sv){json_string_value(s), json_string_length(s)});
+			    intern(h, (strview){json_string_value(s), json_string_length(s)});
 	}
 }
 
@@ -875,7 +875,7 @@ static void on_process_record(html_sink *h, hw_proc *p, const json_t *a)
 }
 
 
-static bool sv_is(jsonw_sv s, const char *lit)
+static bool sv_is(strview s, const char *lit)
 {
 	size_t n = strlen(lit);
 
@@ -884,7 +884,7 @@ static bool sv_is(jsonw_sv s, const char *lit)
 
 static void on_meta(html_sink *h, hw_proc *p, const sink_event *e)
 {
-	const jsonw_sv nm = e->ev.name;
+	const strview nm = e->ev.name;
 	json_t *a;
 
 	if (!sv_is(nm, "process_name") && !sv_is(nm, "process_labels") &&
@@ -952,7 +952,7 @@ static void on_image(html_sink *h, hw_proc *p, const sink_event *e)
 	/* The program of the image without the " (not instrumented)" tail:
 	 * the page colours by program. */
 	{
-		jsonw_sv n = e->ev.name;
+		strview n = e->ev.name;
 		static const char tail[] = " (not instrumented)";
 		size_t tl = sizeof(tail) - 1;
 
@@ -1022,7 +1022,7 @@ static void on_counter(html_sink *h, hw_proc *p, const sink_event *e)
 	json_object_foreach(a, key, v)
 	{
 		char buf[512];
-		jsonw_sv n = e->ev.name;
+		strview n = e->ev.name;
 		uint32_t id, si;
 		hw_series *s;
 
@@ -1032,7 +1032,7 @@ static void on_counter(html_sink *h, hw_proc *p, const sink_event *e)
 			int k = snprintf(buf, sizeof(buf), "%.*s.%s", (int)(n.n < 200 ? n.n : 200),
 					 n.p != NULL ? n.p : "", key);
 
-			n = (jsonw_sv){buf, k > 0 && (size_t)k < sizeof(buf) ? (size_t)k : 0};
+			n = (strview){buf, k > 0 && (size_t)k < sizeof(buf) ? (size_t)k : 0};
 		}
 		id = intern(h, n);
 		si = hmap_get(&h->cmap, pi, id);

@@ -270,7 +270,7 @@ typedef struct h5_sink {
 	 * contract), and the extra members found in it. */
 	char *scratch;
 	size_t scratch_cap;
-	jsonw_sv *extra;
+	strview *extra;
 	size_t extra_cap;
 
 	size_t mem;
@@ -502,7 +502,7 @@ static int add_pending(h5_sink *hs, const char *str, bool owned)
 
 /* The id of string s in /strings, or UINT32_MAX on error (hs->err set).
  * Absent strings (p == NULL) are H5W_NO_STRING. */
-static uint32_t intern(h5_sink *hs, jsonw_sv s)
+static uint32_t intern(h5_sink *hs, strview s)
 {
 	uint64_t h;
 	uint32_t id;
@@ -759,7 +759,7 @@ static int region_flush(h5_sink *hs, h5w_proc *p, hid_t pg, h5w_region *r, bool 
 }
 
 /* The region of this name in p, created on first use; NULL on error. */
-static h5w_region *region_get(h5w_proc *p, jsonw_sv name, uint32_t *index)
+static h5w_region *region_get(h5w_proc *p, strview name, uint32_t *index)
 {
 	const char *s = name.p != NULL ? name.p : "";
 	size_t n = name.p != NULL ? name.n : 0;
@@ -1015,19 +1015,19 @@ static int blob_put(h5_sink *hs, h5w_proc *p, const char *s, size_t n, uint64_t 
 }
 
 /* Whether the key text k (quotes included) names one of the columns. */
-static bool known_key(jsonw_sv k)
+static bool known_key(strview k)
 {
 	static const char *const keys[] = {"ph", "name", "cat", "pid", "tid", "ts",
 					   "dur", "s", "id", "bp", "args"};
 	char buf[32];
-	jsonw_sv name = {k.p + 1, k.n - 2};
+	strview name = {k.p + 1, k.n - 2};
 
 	/* An escaped key ("p\u0068") is compared unescaped; no column name
 	 * takes more than 26 bytes even fully escaped. */
 	if (memchr(name.p, '\\', name.n) != NULL) {
 		if (k.n > sizeof(buf))
 			return false;
-		name = (jsonw_sv){buf, jsonr_unescape(buf, k)};
+		name = (strview){buf, jsonr_unescape(buf, k)};
 	}
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (name.n == strlen(keys[i]) && memcmp(name.p, keys[i], name.n) == 0)
@@ -1056,7 +1056,7 @@ static const char *scan_value(const char *p, const char *end)
 }
 
 /* Appends the member (key text, value text) to hs->extra. */
-static int extra_add(h5_sink *hs, size_t *n, jsonw_sv key, jsonw_sv val)
+static int extra_add(h5_sink *hs, size_t *n, strview key, strview val)
 {
 	if (vec_grow(&hs->extra, &hs->extra_cap, *n + 2, sizeof(*hs->extra), 16) < 0)
 		return -ENOMEM;
@@ -1073,7 +1073,7 @@ static int extra_add(h5_sink *hs, size_t *n, jsonw_sv key, jsonw_sv val)
  * Returns 0, with *n = 0 when raw is not one valid object (none of its
  * members is kept then), or -ENOMEM.
  */
-static int split_raw(h5_sink *hs, jsonw_sv raw, size_t *n)
+static int split_raw(h5_sink *hs, strview raw, size_t *n)
 {
 	const char *p, *end, *k, *ke, *v, *ve;
 	int err;
@@ -1099,9 +1099,9 @@ static int split_raw(h5_sink *hs, jsonw_sv raw, size_t *n)
 		ve = scan_value(v, end);
 		if (ve == NULL)
 			goto invalid;
-		if (!known_key((jsonw_sv){k, (size_t)(ke - k)})) {
-			err = extra_add(hs, n, (jsonw_sv){k, (size_t)(ke - k)},
-					(jsonw_sv){v, (size_t)(ve - v)});
+		if (!known_key((strview){k, (size_t)(ke - k)})) {
+			err = extra_add(hs, n, (strview){k, (size_t)(ke - k)},
+					(strview){v, (size_t)(ve - v)});
 			if (err < 0)
 				return err;
 		}
@@ -1130,7 +1130,7 @@ invalid:
  * value byte for byte as in the input. Nothing is written when there are
  * none or raw is not a valid object.
  */
-static int put_extra(h5_sink *hs, h5w_proc *p, jsonw_sv raw, uint64_t *off, uint32_t *len)
+static int put_extra(h5_sink *hs, h5w_proc *p, strview raw, uint64_t *off, uint32_t *len)
 {
 	uint64_t start = 0, o;
 	size_t total = 0, n;
@@ -1148,7 +1148,7 @@ static int put_extra(h5_sink *hs, h5w_proc *p, jsonw_sv raw, uint64_t *off, uint
 			return err;
 	}
 	for (size_t i = 0; i < n; i += 2) {
-		jsonw_sv k = hs->extra[i], v = hs->extra[i + 1];
+		strview k = hs->extra[i], v = hs->extra[i + 1];
 
 		err = blob_put(hs, p, total == 0 ? "{" : ",", 1, &o);
 		if (err == 0 && total == 0)
@@ -1383,7 +1383,7 @@ static int h5w_event(trace_sink *s, const sink_event *e)
 	p = proc_get(hs, ev->pid);
 	if (p == NULL)
 		return hs->err = -ENOMEM;
-	name_id = intern(hs, ev->name.p != NULL ? ev->name : jsonw_sv_c(""));
+	name_id = intern(hs, ev->name.p != NULL ? ev->name : strview_c(""));
 	cat_id = intern(hs, ev->cat);
 	if (hs->err != 0)
 		return hs->err;

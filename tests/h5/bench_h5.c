@@ -74,8 +74,8 @@ int main(int argc, char **argv)
 		e.ev.pid = 10000 + p;
 		e.ev.tid = 10000 + p;
 		e.ev.ts_ns = 1000000000 + (int64_t)i * 1000;
-		e.ev.name = jsonw_sv_c(names[(x >> 20) % 6]);
-		e.ev.cat = jsonw_sv_c("user");
+		e.ev.name = strview_c(names[(x >> 20) % 6]);
+		e.ev.cat = strview_c("user");
 		switch ((x >> 32) % 4) {
 		case 0:
 			e.ev.ph = 'X';
@@ -86,7 +86,7 @@ int main(int argc, char **argv)
 			e.ev.scope = 't';
 			snprintf(args, sizeof(args), "{\"bytes\":%" PRIu64 ",\"path\":\"/tmp/x\"}",
 				 x >> 44);
-			e.ev.args = jsonw_sv_c(args);
+			e.ev.args = strview_c(args);
 			break;
 		default:
 			e.ev.ph = depth[p] < 8 && ((x >> 40) & 1) ? 'B' : depth[p] > 0 ? 'E' : 'B';

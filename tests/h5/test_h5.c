@@ -289,12 +289,12 @@ static void test_synthetic(const char *dir)
 
 	for (int p = 0; p < SYN_PROCS; p++) {
 		char args[64];
-		sink_event e = {.ev = {.ph = 'M', .name = jsonw_sv_c("process_name"),
+		sink_event e = {.ev = {.ph = 'M', .name = strview_c("process_name"),
 				       .pid = 5000 + p, .tid = 5000 + p, .ts_ns = JSONW_NO_TIME,
 				       .dur_ns = JSONW_NO_TIME}};
 
 		snprintf(args, sizeof(args), "{\"name\":\"proc%d\"}", p);
-		e.ev.args = jsonw_sv_c(args);
+		e.ev.args = strview_c(args);
 		emit2(&t, &e);
 	}
 	for (int i = 0; i < SYN_ROUNDS; i++) {
@@ -307,7 +307,7 @@ static void test_synthetic(const char *dir)
 		jsonw w;
 
 		now += 1 + (int64_t)((r >> 20) % 1000);
-		e.ev.name = jsonw_sv_c(name);
+		e.ev.name = strview_c(name);
 		switch ((r >> 16) % 8) {
 		case 0:
 		case 1:
@@ -322,32 +322,32 @@ static void test_synthetic(const char *dir)
 			if (depth[p][th] == 0)
 				continue;
 			e.ev.ph = 'E';
-			e.ev.name = (jsonw_sv){NULL, 0};
+			e.ev.name = (strview){NULL, 0};
 			depth[p][th]--;
 			break;
 		case 4:
 			e.ev.ph = 'X';
 			e.ev.dur_ns = (int64_t)((r >> 24) % 5000);
-			e.ev.cat = jsonw_sv_c("user");
+			e.ev.cat = strview_c("user");
 			break;
 		case 5:
 			e.ev.ph = 'i';
 			e.ev.scope = 't';
 			snprintf(args, sizeof(args), "{\"i\":%d,\"s\":\"\\u00e9\\n\"}", i);
-			e.ev.args = jsonw_sv_c(args);
+			e.ev.args = strview_c(args);
 			break;
 		case 6:
 			e.ev.ph = 'C';
-			e.ev.name = jsonw_sv_c("memory");
+			e.ev.name = strview_c("memory");
 			snprintf(args, sizeof(args), "{\"rss\":%d}", (int)(r >> 40));
-			e.ev.args = jsonw_sv_c(args);
+			e.ev.args = strview_c(args);
 			break;
 		default:
 			e.ev.ph = (r >> 30) & 1 ? 's' : 'f';
 			e.ev.has_id = true;
 			e.ev.id = r >> 32;
 			e.ev.bind_enclosing = e.ev.ph == 'f';
-			e.ev.cat = jsonw_sv_c("fork");
+			e.ev.cat = strview_c("fork");
 			break;
 		}
 		if ((r >> 50) % 5 == 0) {
@@ -358,7 +358,7 @@ static void test_synthetic(const char *dir)
 			jsonw_event_begin(&w, &e.ev);
 			ostream_puts(&raw, ",\"tts\":12.5,\"sf\":{\"a\":[1,\"x\"]}");
 			jsonw_event_end(&w);
-			e.raw = (jsonw_sv){raw.buf + 1, raw.len - 1};
+			e.raw = (strview){raw.buf + 1, raw.len - 1};
 		}
 		emit2(&t, &e);
 		if (sink_h5_buffered(t.b) > peak)
@@ -381,9 +381,9 @@ static void test_synthetic(const char *dir)
 /* One M event with args text a into s. */
 static void meta_event(trace_sink *s, const char *name, int64_t pid, int64_t tid, const char *a)
 {
-	sink_event e = {.ev = {.ph = 'M', .name = jsonw_sv_c(name), .pid = pid, .tid = tid,
+	sink_event e = {.ev = {.ph = 'M', .name = strview_c(name), .pid = pid, .tid = tid,
 			       .ts_ns = JSONW_NO_TIME, .dur_ns = JSONW_NO_TIME,
-			       .args = jsonw_sv_c(a)}};
+			       .args = strview_c(a)}};
 
 	MUST(s->event(s, &e) == 0);
 }
@@ -391,9 +391,9 @@ static void meta_event(trace_sink *s, const char *name, int64_t pid, int64_t tid
 /* One instant of pid 6 as read from a file: raw is its whole text. */
 static void raw_event(trace_sink *s, int64_t ts_us, const char *raw)
 {
-	sink_event e = {.ev = {.ph = 'i', .scope = 't', .name = jsonw_sv_c("r"), .pid = 6,
+	sink_event e = {.ev = {.ph = 'i', .scope = 't', .name = strview_c("r"), .pid = 6,
 			       .tid = 6, .ts_ns = ts_us * 1000, .dur_ns = JSONW_NO_TIME},
-			.raw = jsonw_sv_c(raw)};
+			.raw = strview_c(raw)};
 
 	MUST(s->event(s, &e) == 0);
 }

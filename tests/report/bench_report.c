@@ -30,13 +30,13 @@ static int send(trace_sink *s, char ph, const char *name, const char *cat, int64
 {
 	sink_event e = {.ev = {
 				.ph = ph,
-				.name = jsonw_sv_c(name),
-				.cat = jsonw_sv_c(cat),
+				.name = strview_c(name),
+				.cat = strview_c(cat),
 				.pid = pid,
 				.tid = tid,
 				.ts_ns = ts,
 				.dur_ns = dur,
-				.args = jsonw_sv_c(args),
+				.args = strview_c(args),
 			}};
 
 	return s->event(s, &e);

@@ -101,7 +101,7 @@ static void test_numbers(void)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int64_t ns = -42;
-		bool ok = jsonr_parse_us_ns(jsonw_sv_c(cases[i].text), &ns);
+		bool ok = jsonr_parse_us_ns(strview_c(cases[i].text), &ns);
 
 		CHECK_MSG(ok == cases[i].ok && (!ok || ns == cases[i].ns), "parse_us_ns(%s) = %d, %lld",
 		      cases[i].text, ok, (long long)ns);
@@ -123,7 +123,7 @@ static void test_id_keys(void)
 		size_t n = strlen(events[i]);
 		jsonr_obj o;
 		const char *next;
-		jsonw_sv id2, bind;
+		strview id2, bind;
 
 		memcpy(buf, events[i], n);
 		CHECK_MSG(jsonr_value(buf, buf + n, &next, &o, true) == JSONR_OK && next == buf + n,
