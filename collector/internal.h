@@ -254,14 +254,14 @@ typedef struct proc_counts {
 } proc_counts;
 void proc_get_counts(const proc_tree *pt, proc_counts *c);
 
-/* ---- time -------------------------------------------------------------- */
+/* ---- proctree.c: time ------------------------------------------------- */
 
-int64_t ft_now_mono_ns(void);
-int64_t ft_now_real_ns(void);
+int64_t proc_now_mono_ns(void);
+int64_t proc_now_real_ns(void);
 /* Adds a (time stamp counter, CLOCK_MONOTONIC) pair read now to t: with
  * the agents' own pairs, it converts in-process event times. Returns 0 or
  * -ENOMEM. */
-int ft_add_clock_pair(model_trace *t);
+int proc_add_clock_pair(model_trace *t);
 
 /* ---- run.c ------------------------------------------------------------- */
 

@@ -660,7 +660,7 @@ static void read_slot(ptab *t, size_t k)
 		e->read = at + (uint32_t)f.size;
 		if (t->salvage && m.ts > t->last_ts)
 			t->last_ts = m.ts;
-		if (proc_apply(t->pt, &e->pc, &m, t->salvage ? m.ts : ft_now_mono_ns()) < 0) {
+		if (proc_apply(t->pt, &e->pc, &m, t->salvage ? m.ts : proc_now_mono_ns()) < 0) {
 			e->broken = true;
 			return;
 		}

@@ -71,7 +71,7 @@ struct proc_tree {
 	int64_t self; /* the collector's pid: where orphans are reparented */
 };
 
-int64_t ft_now_mono_ns(void)
+int64_t proc_now_mono_ns(void)
 {
 	struct timespec ts;
 
@@ -79,7 +79,7 @@ int64_t ft_now_mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int64_t ft_now_real_ns(void)
+int64_t proc_now_real_ns(void)
 {
 	struct timespec ts;
 
@@ -89,7 +89,7 @@ int64_t ft_now_real_ns(void)
 
 /* Pairs from the collector's side of the run, for records salvaged
  * before any EVENTS frame brought one. */
-int ft_add_clock_pair(model_trace *t)
+int proc_add_clock_pair(model_trace *t)
 {
 	uint64_t tsc, ns;
 

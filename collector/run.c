@@ -32,7 +32,7 @@
 #include "h5.h"
 #include "events.h"
 #include "runsig.h"
-#include "selfpath.h"
+#include "module.h"
 #include "server.h"
 #include "spill.h"
 
@@ -128,7 +128,7 @@ static int resolve_command(const char *cmd, char *out, size_t outsz)
 	return 127;
 }
 
-/* Where the agent library is: $FORKTRACE_AGENT, or where ft_beside_self
+/* Where the agent library is: $FORKTRACE_AGENT, or where module_beside_self
  * finds it (made canonical, so LD_PRELOAD carries no "bin/.."). A path
  * LD_PRELOAD cannot carry (it splits on spaces and colons) is refused
  * here, rather than running COMMAND without the agent. */
@@ -143,7 +143,7 @@ static int find_agent(char *out, size_t outsz)
 			return -ENOENT;
 		}
 		snprintf(out, outsz, "%s", env);
-	} else if (ft_beside_self("libforktrace-agent.so", out, outsz) < 0) {
+	} else if (module_beside_self("libforktrace-agent.so", out, outsz) < 0) {
 		fprintf(stderr, "forktrace: cannot find libforktrace-agent.so next to the "
 				"forktrace executable or in ../lib/forktrace/ from it; set "
 				"FORKTRACE_AGENT to its path\n");
@@ -438,7 +438,7 @@ static void reap(run_state *rs)
 		pid_t pid = waitpid(-1, &status, WNOHANG);
 
 		if (pid > 0) {
-			proc_reaped(rs->tree, pid, status, ft_now_mono_ns());
+			proc_reaped(rs->tree, pid, status, proc_now_mono_ns());
 			if (pid == rs->root) {
 				rs->root_done = true;
 				rs->root_status = status;
@@ -607,9 +607,9 @@ int run_main(int argc, char **argv)
 	if (model_set_spill(rs->model, rs->sock_dir, rs->o.max_memory) < 0)
 		fprintf(stderr, "forktrace: warning: cannot create a spill file in %s; "
 				"--max-memory is not enforced\n", rs->sock_dir);
-	rs->model->anchor_mono_ns = ft_now_mono_ns();
-	rs->model->anchor_real_ns = ft_now_real_ns();
-	ft_add_clock_pair(rs->model);
+	rs->model->anchor_mono_ns = proc_now_mono_ns();
+	rs->model->anchor_real_ns = proc_now_real_ns();
+	proc_add_clock_pair(rs->model);
 	char host[256] = "";
 	gethostname(host, sizeof(host) - 1);
 	rs->model->host = model_strdup(rs->model, host);
@@ -699,7 +699,7 @@ int run_main(int argc, char **argv)
 		fprintf(stderr, "forktrace: out of memory\n");
 		goto out_loop;
 	}
-	int64_t start = ft_now_mono_ns();
+	int64_t start = proc_now_mono_ns();
 	rc = spawn_root(rs, cmd_path, env);
 	child_env_free(env);
 	if (rc < 0) {
@@ -728,8 +728,8 @@ int run_main(int argc, char **argv)
 	ptab_read(rs->table);
 	spill_run_merge(sr, rs->tree, rs->table);
 	ptab_finish(rs->table);
-	int64_t end = ft_now_mono_ns();
-	ft_add_clock_pair(rs->model);
+	int64_t end = proc_now_mono_ns();
+	proc_add_clock_pair(rs->model);
 	proc_finish(rs->tree, end, rs->tree_done);
 	if (!rs->root_done)
 		code = 1;

@@ -82,7 +82,7 @@ static void conn_close(srv_conn *c)
 	if (c->closing)
 		return;
 	c->closing = true;
-	proc_conn_closed(c->s->pt, &c->pc, ft_now_mono_ns());
+	proc_conn_closed(c->s->pt, &c->pc, proc_now_mono_ns());
 	uv_close((uv_handle_t *)&c->pipe, conn_close_cb);
 }
 
@@ -254,7 +254,7 @@ static ssize_t conn_frames(srv_conn *c, const char *data, size_t n)
 			conn_ack_hello(c, &m);
 			ptab_before_hello(s->tab, &m);
 		}
-		if (proc_apply(s->pt, &c->pc, &m, ft_now_mono_ns()) == -EPROTO) {
+		if (proc_apply(s->pt, &c->pc, &m, proc_now_mono_ns()) == -EPROTO) {
 			conn_reject(c, "a message before its HELLO");
 			return -1;
 		}

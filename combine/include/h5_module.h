@@ -6,7 +6,7 @@
  * forktrace binary they cost every run, JSON or not, 5-6 ms of loading
  * before the traced command even starts.
  *
- * The module exports one symbol, FT_H5_API_SYMBOL, a struct ft_h5_api.
+ * The module exports one symbol, H5_MODULE_SYMBOL, a struct h5_module_api.
  * Its functions are those of h5.h, without the signature check that
  * h5load.c makes before it loads the module.
  *
@@ -16,15 +16,15 @@
 #define FT_COMBINE_H5_MODULE_H
 
 #include "h5.h"
-#include "selfpath.h"
+#include "module.h"
 
-#define FT_H5_MODULE_NAME "libforktrace-h5.so"
-#define FT_H5_API_SYMBOL "forktrace_h5_api"
+#define H5_MODULE_NAME "libforktrace-h5.so"
+#define H5_MODULE_SYMBOL "forktrace_h5_api"
 
-struct ft_h5_api {
-	/* sizeof(struct ft_h5_api) and the version of the build that made
+struct h5_module_api {
+	/* sizeof(struct h5_module_api) and the version of the build that made
 	 * the module: a module of another build is refused. */
-	struct ft_module_head head;
+	struct module_head head;
 	trace_sink *(*sink_new)(const char *path, const events_opts *opts, int *err);
 	trace_sink *(*sink_new_fd)(int fd, const events_opts *opts, int *err);
 	void (*set_budget)(trace_sink *s, size_t bytes);

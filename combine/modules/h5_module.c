@@ -20,8 +20,8 @@ __attribute__((constructor)) static void h5_module_init(void)
 	H5dont_atexit();
 }
 
-__attribute__((visibility("default"))) const struct ft_h5_api forktrace_h5_api = {
-	.head = {sizeof(struct ft_h5_api), FT_VERSION_STRING},
+__attribute__((visibility("default"))) const struct h5_module_api forktrace_h5_api = {
+	.head = {sizeof(struct h5_module_api), FT_VERSION_STRING},
 	.sink_new = h5w_sink_new,
 	.sink_new_fd = h5w_sink_new_fd,
 	.set_budget = h5w_set_budget,

@@ -11,23 +11,23 @@
 #include <unistd.h>
 
 #include "h5_module.h"
-#include "selfpath.h"
+#include "module.h"
 
 static const char h5_signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
 
-static const struct ft_h5_api *h5_api;
+static const struct h5_module_api *h5_api;
 static pthread_once_t h5_once = PTHREAD_ONCE_INIT;
 
 /* Loads the module once; says why on stderr when it cannot. Never
  * closed: its sinks may live until exit. */
 static void h5_load(void)
 {
-	h5_api = ft_module_load(FT_H5_MODULE_NAME, FT_H5_API_SYMBOL, sizeof(*h5_api),
+	h5_api = module_load(H5_MODULE_NAME, H5_MODULE_SYMBOL, sizeof(*h5_api),
 				"HDF5 support is missing");
 }
 
 /* The module, or NULL (with *err = -ELIBACC) when it cannot be loaded. */
-static const struct ft_h5_api *h5_get(int *err)
+static const struct h5_module_api *h5_get(int *err)
 {
 	pthread_once(&h5_once, h5_load);
 	if (!h5_api)
@@ -44,14 +44,14 @@ int sink_h5_load(void)
 
 trace_sink *sink_h5_new(const char *path, const events_opts *opts, int *err)
 {
-	const struct ft_h5_api *api = h5_get(err);
+	const struct h5_module_api *api = h5_get(err);
 
 	return api ? api->sink_new(path, opts, err) : NULL;
 }
 
 trace_sink *sink_h5_new_fd(int fd, const events_opts *opts, int *err)
 {
-	const struct ft_h5_api *api = h5_get(err);
+	const struct h5_module_api *api = h5_get(err);
 
 	return api ? api->sink_new_fd(fd, opts, err) : NULL;
 }
@@ -98,7 +98,7 @@ int reader_h5_is(const char *path)
 }
 
 /* Ours to read: an HDF5 file (-EINVAL if not), and the module loads. */
-static const struct ft_h5_api *h5_for_reading(const char *path, int *err)
+static const struct h5_module_api *h5_for_reading(const char *path, int *err)
 {
 	int is = reader_h5_is(path);
 
@@ -112,7 +112,7 @@ static const struct ft_h5_api *h5_for_reading(const char *path, int *err)
 int reader_h5_meta(const char *path, model_trace *meta, uint64_t *processes)
 {
 	int err = 0;
-	const struct ft_h5_api *api = h5_for_reading(path, &err);
+	const struct h5_module_api *api = h5_for_reading(path, &err);
 
 	return api ? api->meta(path, meta, processes) : err;
 }
@@ -120,7 +120,7 @@ int reader_h5_meta(const char *path, model_trace *meta, uint64_t *processes)
 int reader_h5_read(const char *path, trace_sink *sink, model_trace *meta)
 {
 	int err = 0;
-	const struct ft_h5_api *api = h5_for_reading(path, &err);
+	const struct h5_module_api *api = h5_for_reading(path, &err);
 
 	return api ? api->read(path, sink, meta) : err;
 }

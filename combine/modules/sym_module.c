@@ -3,8 +3,8 @@
  */
 #include "sym_module.h"
 
-__attribute__((visibility("default"))) const struct ft_sym_api forktrace_sym_api = {
-	.head = {sizeof(struct ft_sym_api), FT_VERSION_STRING},
+__attribute__((visibility("default"))) const struct sym_module_api forktrace_sym_api = {
+	.head = {sizeof(struct sym_module_api), FT_VERSION_STRING},
 	.create = symtab_new,
 	.destroy = symtab_free,
 	.lookup = symtab_lookup,

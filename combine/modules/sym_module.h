@@ -7,7 +7,7 @@
  * collector's fixed costs"),
  * though only traces with in-process function events look a name up.
  *
- * The module exports one symbol, FT_SYM_API_SYMBOL, a struct ft_sym_api:
+ * The module exports one symbol, SYM_MODULE_SYMBOL, a struct sym_module_api:
  * symtab.h's functions, on the module's own symtab.
  *
  * Internal to combine/.
@@ -15,16 +15,16 @@
 #ifndef FT_COMBINE_SYM_MODULE_H
 #define FT_COMBINE_SYM_MODULE_H
 
-#include "selfpath.h"
+#include "module.h"
 #include "symtab.h"
 
-#define FT_SYM_MODULE_NAME "libforktrace-sym.so"
-#define FT_SYM_API_SYMBOL "forktrace_sym_api"
+#define SYM_MODULE_NAME "libforktrace-sym.so"
+#define SYM_MODULE_SYMBOL "forktrace_sym_api"
 
-struct ft_sym_api {
-	/* sizeof(struct ft_sym_api) and the version of the build that made
+struct sym_module_api {
+	/* sizeof(struct sym_module_api) and the version of the build that made
 	 * the module: a module of another build is refused. */
-	struct ft_module_head head;
+	struct module_head head;
 	symtab *(*create)(void);
 	void (*destroy)(symtab *s);
 	const char *(*lookup)(symtab *s, const char *path, uint64_t off);

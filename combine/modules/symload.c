@@ -7,21 +7,21 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "selfpath.h"
+#include "module.h"
 #include "sym_module.h"
 
 struct symtab {
 	symtab *impl; /* the module's, made on the first lookup */
 };
 
-static const struct ft_sym_api *sym_api;
+static const struct sym_module_api *sym_api;
 static pthread_once_t sym_once = PTHREAD_ONCE_INIT;
 
 /* Loads the module once; says why on stderr when it cannot. Never
  * closed: the names it returned live until symtab_free. */
 static void sym_load(void)
 {
-	sym_api = ft_module_load(FT_SYM_MODULE_NAME, FT_SYM_API_SYMBOL, sizeof(*sym_api),
+	sym_api = module_load(SYM_MODULE_NAME, SYM_MODULE_SYMBOL, sizeof(*sym_api),
 				 "function names are missing");
 }
 

@@ -6,7 +6,9 @@
       that climbs out of its folder ("../io/x.h"): which headers a file
       may see is its build target's business. Files of collector/ outside
       collector/cli/ include no header of cli/. No combine/ folder other
-      than its own has a header named internal.h on a shared path.
+      than its own has a header named internal.h on a shared path. The
+      ft_/FT_ prefix is the public API's (include/): combine/ and
+      collector/ use such names, never make new ones.
 
   check_layout.py include HEADER EXPECT -- COMPILER ARGS...
       Compiles a file that includes HEADER with a target's include path
@@ -22,6 +24,12 @@ import sys
 import tempfile
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+FT_NAME = re.compile(r'\b(?:ft|FT)_[A-Za-z0-9_]+')
+# Not names of the API: the build's version string, and include guards.
+FT_NOT_API = re.compile(r'FT_VERSION_STRING$|FT_[A-Z0-9_]+_H$')
+# Comments and string and character literals: names in them (an
+# environment variable, a template's placeholder) are not C names.
+NOT_CODE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 SOURCE_DIRS = ("agent", "collector", "combine", "include", "tests", "scripts")
 
 
@@ -34,8 +42,19 @@ def sources(root):
                     yield os.path.join(d, f)
 
 
+def public_names(root):
+    names = set()
+    for d, _, files in os.walk(os.path.join(root, "include")):
+        for f in files:
+            if f.endswith(".h"):
+                with open(os.path.join(d, f), encoding="utf-8") as h:
+                    names.update(FT_NAME.findall(h.read()))
+    return names
+
+
 def lint(root):
     bad = []
+    public = public_names(root)
     cli = os.path.join(root, "collector", "cli")
     cli_headers = {f for f in os.listdir(cli) if f.endswith(".h")}
     for path in sources(root):
@@ -52,6 +71,11 @@ def lint(root):
             if (rel.startswith("collector/") and not rel.startswith("collector/cli/")
                     and os.path.basename(name) in cli_headers):
                 bad.append(f"{rel}: #include \"{name}\": collector/ does not see collector/cli/")
+        if rel.startswith(("combine/", "collector/")):
+            for name in sorted(set(FT_NAME.findall(NOT_CODE.sub(" ", text))) - public):
+                if not FT_NOT_API.match(name):
+                    bad.append(f"{rel}: {name}: ft_/FT_ names are include/'s (the public API); "
+                               f"give it its module's prefix")
     if os.path.exists(os.path.join(root, "combine", "include", "internal.h")):
         bad.append("combine/include/internal.h: a folder's internal header is its own")
     for b in bad:

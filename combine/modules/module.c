@@ -1,5 +1,6 @@
 /*
- * selfpath.c - where the files installed with forktrace are (selfpath.h).
+ * module.c - where the files installed with forktrace are, and loading the
+ * modules among them on demand (module.h).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -9,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "selfpath.h"
+#include "module.h"
 
-int ft_beside_self(const char *name, char *out, size_t cap)
+int module_beside_self(const char *name, char *out, size_t cap)
 {
 	static const char *const dirs[] = {"", "../lib/forktrace/"};
 	char self[PATH_MAX], cand[PATH_MAX], real[PATH_MAX];
@@ -35,13 +36,13 @@ int ft_beside_self(const char *name, char *out, size_t cap)
 	return -ENOENT;
 }
 
-const void *ft_module_load(const char *name, const char *symbol, size_t size, const char *what)
+const void *module_load(const char *name, const char *symbol, size_t size, const char *what)
 {
 	char path[PATH_MAX];
-	const struct ft_module_head *api;
+	const struct module_head *api;
 	void *h;
 
-	if (ft_beside_self(name, path, sizeof(path)) < 0) {
+	if (module_beside_self(name, path, sizeof(path)) < 0) {
 		fprintf(stderr, "forktrace: %s: %s is neither next to the forktrace executable "
 				"nor in ../lib/forktrace/ from it\n",
 			what, name);
