@@ -1,15 +1,40 @@
 /*
  * Collector internals: the `forktrace` command. Never included from outside
- * collector/.
+ * collector/ (its unit and fuzz tests see it as its own files do).
  *
- * Modules and prefixes:
- *   wire_   decode.c   msgpack payload -> struct wire_msg
- *   proc_   proctree.c the process tree: lifetimes, exec images, statuses
- *   srv_    server.c   the libuv Unix socket server, frame assembly
- *   run_    run.c      `forktrace run`: options, spawn, loop, summary
- *   rsig_   runsig.c   `forktrace run`'s signals (runsig.h)
- *   cli_    cli.c      messages, help text helpers
- *   report_ report.c   the HTML report's options and output file
+ * Files, prefixes and what each does. The live run, in data order:
+ *   run_    run.c         `forktrace run`: spawn, the libuv loop, the end
+ *                         of the tree, writing the trace, the summary
+ *   rsig_   runsig.c      the signals sent to forktrace: passed on, or the
+ *                         end of the wait (runsig.h)
+ *   srv_    server.c      the Unix socket server: connections, frame
+ *                         assembly (server.h)
+ *   ptab_   proctable.c   the shared-memory process table that short-lived
+ *                         images write their frames into
+ *   shm_    shm.c         a process image's event buffers shared with the
+ *                         collector, salvaged when the image dies
+ *   wire_   decode.c      frame and msgpack payload -> struct wire_msg
+ *   proc_   proctree.c    the process tree: lifetimes, exec images, exit
+ *                         statuses, into the model; the collector's clock
+ *   args_   jsonargs.c    the args objects of the marks it adds to the
+ *                         model (jsonargs.h)
+ *   spill_  spill.c       the agents' spill files, as inputs of the run
+ *                         and of `forktrace combine` (spill.h)
+ * Shared by the live run and the command lines:
+ *   out_    outfile.c     the output file of every subcommand, put in
+ *                         place only when complete
+ *   cli_    cli.c         what forktrace prints: terminal-safe strings,
+ *                         warning limits, option values, usage errors
+ *                         (cli.h)
+ * The command lines, in cli/ (which sees this folder; nothing here sees
+ * cli/):
+ *            cli/main.c         dispatches to a subcommand
+ *   run_     cli/run_cmd.c      `forktrace run`'s options and help
+ *   combine_ cli/combine_cmd.c  `forktrace combine`
+ *   info_    cli/info_cmd.c     `forktrace info`
+ *   report_  cli/report_cmd.c   `forktrace report`
+ *   report_  cli/report_opts.c  the report options run and report share,
+ *                               and a live model's report
  */
 #ifndef FT_COLLECTOR_INTERNAL_H
 #define FT_COLLECTOR_INTERNAL_H

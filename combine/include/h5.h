@@ -4,8 +4,6 @@
  * sink events (prefix h5r_). Both are in libforktrace-h5.so, which
  * h5load.c loads on the first call here (h5_module.h says why); when it
  * cannot, it says why on stderr and the call fails with -ELIBACC.
- *
- * Internal to combine/.
  */
 #ifndef FT_COMBINE_H5_H
 #define FT_COMBINE_H5_H

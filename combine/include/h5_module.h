@@ -8,9 +8,10 @@
  *
  * The module exports one symbol, H5_MODULE_SYMBOL, a struct h5_module_api.
  * Its functions are those of h5.h, without the signature check that
- * h5load.c makes before it loads the module.
- *
- * Internal to combine/.
+ * h5load.c makes before it loads the module. The contract between the
+ * module (sinks/sink_h5.c, readers/reader_h5.c, modules/h5_module.c) and
+ * its loader (modules/h5load.c): the collector does not use it
+ * (tests/layout checks it).
  */
 #ifndef FT_COMBINE_H5_MODULE_H
 #define FT_COMBINE_H5_MODULE_H

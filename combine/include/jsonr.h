@@ -1,5 +1,7 @@
 /*
- * jsonr - the JSON scanner of the trace readers (internal to combine/).
+ * jsonr - the JSON scanner of the trace readers (and of the HDF5 module's
+ * args). In combine/include/ because several folders of combine/ use it;
+ * the collector does not (tests/layout checks it).
  *
  * Why hand-written (house rule 17): `forktrace combine` must read 1 GB/s of
  * JSON on one core in flat memory (64 MiB for 2 GB of input). The Debian

@@ -6,7 +6,8 @@
  * tape, a terminal), a socket or a directory. Only a regular file is
  * opened, and nothing else is ever opened for I/O.
  *
- * Internal to combine/ (built into ftcombine and the symbol module).
+ * Used by combine/'s readers and the symbol module (built into both); the
+ * collector does not use it (tests/layout checks it).
  */
 #ifndef FT_COMBINE_REGFILE_H
 #define FT_COMBINE_REGFILE_H

@@ -16,8 +16,6 @@
  * Sinks may not keep pointers into an event after the call returns, and
  * must keep memory bounded whatever the number of events (streaming
  * writers; aggregating writers keep per-process / per-name state only).
- *
- * Internal to combine/ (sinks and readers live here).
  */
 #ifndef FT_COMBINE_SINK_H
 #define FT_COMBINE_SINK_H

@@ -10,7 +10,7 @@
  * The module exports one symbol, SYM_MODULE_SYMBOL, a struct sym_module_api:
  * symtab.h's functions, on the module's own symtab.
  *
- * Internal to combine/.
+ * Private to combine/modules/.
  */
 #ifndef FT_COMBINE_SYM_MODULE_H
 #define FT_COMBINE_SYM_MODULE_H
