@@ -417,8 +417,29 @@ static void test_prepare(void)
 	CHECK(agent_env_ready());
 }
 
+/* An agent under another file name (e2e env_i_renamed_agent) is not found
+ * in LD_PRELOAD by name: its path comes from the loader (dladdr), here
+ * this executable's. The value the process started with is still what an
+ * envp without LD_PRELOAD gets. */
+static void test_prepare_renamed(void)
+{
+	MUST(agent_prepare_env(SOCK, "/opt/ft/libft-renamed.so") == 0);
+	CHECK_MSG(agent_g.agent_path && strstr(agent_g.agent_path, "test_agent_env"),
+		  "the agent's path from dladdr: %s", agent_g.agent_path);
+	CHECK_STR_EQ(agent_g.env_preload, "LD_PRELOAD=/opt/ft/libft-renamed.so");
+	/* A socket path longer than sun_path cannot be used. */
+	{
+		char sock[sizeof(agent_g.addr.sun_path) + 1];
+
+		memset(sock, 's', sizeof(sock) - 1);
+		sock[sizeof(sock) - 1] = '\0';
+		CHECK(agent_prepare_env(sock, AGENT) == -1);
+	}
+}
+
 int main(void)
 {
+	test_prepare_renamed();
 	test_prepare();
 	/* The other tests' process started with the agent alone. */
 	MUST(agent_prepare_env(SOCK, AGENT) == 0);

@@ -230,6 +230,11 @@ static void test_scripts(void)
 	snprintf(text, sizeof(text), "#!%s\n", at("setuid"));
 	write_script("setuid_interp", text);
 	CHECK_EXEC(at("setuid_interp"), false, "");
+	/* The static shell of e2e static_interp_bash (Debian's bash-static). */
+	if (access("/bin/bash-static", X_OK) == 0) {
+		write_script("bash_static", "#!/bin/bash-static\n");
+		CHECK_EXEC(at("bash_static"), false, "");
+	}
 	/* "#!" lines the kernel would not take. */
 	write_script("no_name", "#!\n/bin/sh\n");
 	CHECK_EXEC(at("no_name"), false, "");
