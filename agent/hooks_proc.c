@@ -1,6 +1,8 @@
 /*
  * Process-level hooks: fork, the wait family, the exit paths (including
- * return from main, through on_exit), system, popen and pclose.
+ * return from main, through on_exit), system, popen and pclose; and what a
+ * fork child, or a raw clone child (agent_same_process), drops of its
+ * parent's agent (agent_fork_child).
  */
 #include <dlfcn.h>
 #include <errno.h>
