@@ -224,6 +224,25 @@ def test_harness_helpers(t):
         sleeper.wait()
     check(not ft.leftover_processes(t.dir), "leftover after kill")
 
+    # wait_until returns what the condition gave once it holds; it fails,
+    # naming what it waited for, at its deadline or when forktrace ended.
+    calls = []
+
+    def third_call():
+        calls.append(1)
+        return len(calls) >= 3 and "ok"
+    got = ft.wait_until(third_call, "three calls")
+    check(got == "ok" and len(calls) == 3, f"wait_until gave {got!r} after {len(calls)} calls")
+    ended = (subprocess.Popen(["true"], stderr=subprocess.PIPE),)
+    for kw, says in (({"timeout": 0.05}, "timed out after 0.05 s waiting for nothing"),
+                     ({"started": ended}, "forktrace ended (rc 0) while waiting for nothing")):
+        try:
+            ft.wait_until(lambda: False, "nothing", **kw)
+        except AssertionError as e:
+            check(says in str(e), f"wait_until({kw}) failed with {e}, expected {says!r}")
+        else:
+            ft.fail(f"wait_until({kw}) returned")
+
 
 if __name__ == "__main__":
     ft.main()
