@@ -468,29 +468,6 @@ static uint64_t parse_id(strview v, bool esc, char *tmp)
 	return fnv1a(s.p, s.n);
 }
 
-/* Phases whose "id" pairs events: flows (s t f) and async slices,
- * nestable (b n e) and legacy (S T p F). The ids of other phases name
- * something of their process (objects N O D, which snapshots refer to by
- * id; counters C, whose id is part of their name; samples P) and stay. */
-static inline bool ph_pairs_by_id(char ph)
-{
-	switch (ph) {
-	case 's':
-	case 't':
-	case 'f':
-	case 'b':
-	case 'n':
-	case 'e':
-	case 'S':
-	case 'T':
-	case 'p':
-	case 'F':
-		return true;
-	default:
-		return false;
-	}
-}
-
 static int hexval(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -591,7 +568,7 @@ static __attribute__((noinline)) void remap_ids(reader *r, const jsonr_obj *o, j
 {
 	uint64_t k = r->o->id_input;
 
-	if (ph_pairs_by_id(ev->ph)) {
+	if (reader_pairs_by_id(ev->ph)) {
 		if (o->v[JSONR_K_ID].p != NULL)
 			ev->id = remap_id(k, o->v[JSONR_K_ID], o->esc >> JSONR_K_ID & 1, tmp, edits,
 					  ne);

@@ -95,6 +95,29 @@ typedef struct reader_opts {
  * hex digits out for strings); any other string gets the prefix "iK:". */
 #define READER_ID_SHIFT 40
 
+/* Phases whose "id" pairs events: flows (s t f) and async slices,
+ * nestable (b n e) and legacy (S T p F). The ids of other phases name
+ * something of their process (objects N O D, which snapshots refer to by
+ * id; counters C, whose id is part of their name; samples P) and stay. */
+static inline bool reader_pairs_by_id(char ph)
+{
+	switch (ph) {
+	case 's':
+	case 't':
+	case 'f':
+	case 'b':
+	case 'n':
+	case 'e':
+	case 'S':
+	case 'T':
+	case 'p':
+	case 'F':
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* What reading one file found. */
 typedef struct reader_info {
 	uint64_t events;      /* events handed to the sink */
