@@ -110,7 +110,8 @@ struct trace_sink {
 	/* After the last event: complete the output (meta again: counts that
 	 * are known only at the end). Returns 0 or a negative errno. */
 	int (*end)(trace_sink *s, const sink_meta *meta);
-	/* Releases the sink (after end, or instead of it on error). */
+	/* Releases the sink (after end, or instead of it on error); NULL
+	 * for a sink its caller keeps (on the stack). */
 	void (*free)(trace_sink *s);
 	/* Filled by the sink for the summary line. */
 	events_stats stats;
@@ -144,6 +145,20 @@ trace_sink *sink_html_new(int fd, const htmlw_opts *opts, int *err);
 /* Checks opts before any work starts: returns 0, or -EINVAL with a
  * sentence for the user in msg (size bytes) naming the bad option. */
 int htmlw_check_opts(const htmlw_opts *opts, char *msg, size_t size);
+
+/*
+ * A sink that sends every call to a and to b: two outputs of one walk
+ * (the trace and the report of `forktrace run --report`). An output that
+ * fails is left out from then on and the other is still written whole;
+ * the tee fails only when both have (sink_tee_result says which did).
+ * Its stats after end are a's. Consumes a and b (frees them with itself,
+ * or at once when it cannot be made: NULL, *err = -ENOMEM).
+ */
+trace_sink *sink_tee_new(trace_sink *a, trace_sink *b, int *err);
+
+/* The first error of output which (0: a, 1: b) of the tee s, or 0; its
+ * stats into *stats (may be NULL). */
+int sink_tee_result(const trace_sink *s, size_t which, events_stats *stats);
 
 /* The sink that writes format fmt on fd (events_opts for gzip level). */
 trace_sink *events_sink_for(enum trace_format fmt, int fd, const events_opts *opts, int *err);
