@@ -1,15 +1,20 @@
 /*
- * merge - trace files in, one trace out (`forktrace combine`, and the
- * HTML report reading its inputs), and what a trace file holds
- * (`forktrace info`). The collector's interface to combine/'s readers.
+ * merge - traces in, one trace out: the one path from any input to a
+ * sink (`forktrace run`, `combine`, `report`), and what a trace file
+ * holds (`forktrace info`). The collector's interface to combine/'s
+ * readers.
  *
- *   int merge_files(paths, npaths, opts, sink, result)
+ *   int merge_inputs(sources, nsources, opts, sink, result)
  *
- * streams every event of every input (Chrome trace JSON, plain or gzip,
- * object or array form; directories expand to the trace files inside)
- * into sink, between sink->begin and sink->end, which it calls. Memory
- * stays flat: one input is read at a time in 1 MiB chunks, and only
- * per-process state is kept (the pid map).
+ * streams every event of every input into sink, between sink->begin and
+ * sink->end, which it calls. An input is a file (Chrome trace JSON,
+ * plain or gzip, object or array form, HDF5; directories expand to the
+ * trace files inside) or a trace model (the live run's, or the one the
+ * agents' spill files make): the model's events (events_emit) stand for
+ * a file's traceEvents, its run metadata for the file's otherData, and
+ * they go through the same pid map, id namespaces and --align shifts.
+ * Memory stays flat: one input is read at a time in 1 MiB chunks, and
+ * only per-process state is kept (the pid map).
  *
  * pids: every process keeps its pid unless an earlier input already
  * used it (two hosts, two runs, pid reuse); then it gets an unused pid
@@ -47,7 +52,24 @@ typedef struct merge_opts {
 	void *progress_ctx;
 	/* Read size for the readers; 0: the default (1 MiB). For tests. */
 	size_t chunk;
+	/*
+	 * The one input is a model and the output is its own trace, as
+	 * `forktrace run` writes it: the model's run metadata is the
+	 * output's (origin, host, command, exit status; no list of inputs)
+	 * and its events go to the sink as they are, without the pid map
+	 * (one input has nobody to collide with) or a copy of their text.
+	 */
+	bool model_as_trace;
 } merge_opts;
+
+/* One input of a merge: a path (a file, a directory of traces, "-"), or
+ * a model, named name in the output (otherData.forktrace.inputs, the
+ * forktrace_origin records of its remapped pids). Borrowed. */
+typedef struct merge_source {
+	const char *path;
+	const model_trace *model;
+	const char *name;
+} merge_source;
 
 /* What happened to one input file. */
 typedef struct merge_input {
@@ -80,6 +102,9 @@ typedef struct merge_input {
 	const char *align;
 	int64_t shift_ns;
 	char origin[64]; /* "forktrace run", "VizTracer 1.1.1", ... */
+	/* A model's chunks of in-process event records that stopped at a
+	 * record that did not parse (events_stats.corrupt_chunks). */
+	uint64_t corrupt_chunks;
 } merge_input;
 
 typedef struct merge_result {
@@ -104,15 +129,20 @@ typedef struct merge_result {
 } merge_result;
 
 /*
- * Combines the files (or directories: every *.json, *.json.gz, *.gz file
- * inside and every other file whose content is a trace, in name order) at
- * paths[0..npaths) into sink. Borrows paths, o and sink (calls begin,
- * event, end; never free). Fills *res (owned by the caller: release with
- * merge_result_free). An input that cannot be read whole is reported in
- * res (what was read of it is kept) and the others are still combined.
- * Returns 0, or a negative errno when the output failed (the sink's error,
- * -ENOMEM).
+ * Combines the inputs src[0..n) - files, directories (every *.json,
+ * *.json.gz, *.gz file inside and every other file whose content is a
+ * trace, in name order) and models - into sink, in that order. Borrows
+ * src, o and sink (calls begin, event, end; never free). Fills *res
+ * (owned by the caller: release with merge_result_free). An input that
+ * cannot be read whole is reported in res (what was read of it is kept)
+ * and the others are still combined. Returns 0, or a negative errno when
+ * the output failed (the sink's error, -ENOMEM), -EINVAL when
+ * o->model_as_trace is set and src is not one model.
  */
+int merge_inputs(const merge_source *src, size_t n, const merge_opts *o, trace_sink *sink,
+		 merge_result *res);
+
+/* merge_inputs of the paths[0..npaths). */
 int merge_files(const char *const *paths, size_t npaths, const merge_opts *o,
 		  trace_sink *sink, merge_result *res);
 
@@ -179,6 +209,10 @@ typedef struct info_report {
  * file is read. Returns 0 (problems of the file are in rep->error) or
  * -ENOMEM. */
 int info_read(const char *path, bool in_dir, info_report *rep);
+/* info_read of the file events_write would write of m (borrowed), named
+ * name: the agents' spill files read into a model. Returns 0 or a
+ * negative errno. */
+int info_read_model(const model_trace *m, const char *name, info_report *rep);
 void info_free(info_report *rep);
 
 #endif /* FT_COMBINE_MERGE_H */

@@ -1,15 +1,17 @@
 /*
  * Trace sinks: the one path from any input to any output.
  *
- *   live model (collector) --events_emit--+
- *                                                 +--> trace_sink: JSON / JSON.gz / HDF5 / HTML
- *   files (combine, report) --readers, pid remap--+
+ *   live model (run) ------------------+
+ *   spill files -> model (combine) ----+--> merge_inputs --> trace_sink: JSON / JSON.gz / HDF5 / HTML
+ *   files (combine, report) --readers--+    (pid map,        (sink_tee: two of them, one walk)
+ *                                            ids, --align)
  *
- * Every input becomes a stream of Chrome trace events (sink_event); every
- * output format is a sink that consumes that stream. The live run's model
- * is turned into the same events (process_name, forktrace_process, image
- * slices, flows, marks: docs/TRACE_FORMAT.md) that a file written by
- * `forktrace run` holds, so a sink cannot tell - and need not care -
+ * Every input becomes a stream of Chrome trace events (sink_event) through
+ * the one merge (merge.h); every output format is a sink that consumes
+ * that stream. A model is turned into the same events (events_emit:
+ * process_name, forktrace_process, image slices, flows, marks:
+ * docs/TRACE_FORMAT.md) that a file written by `forktrace run` holds, so
+ * a sink cannot tell - and need not care -
  * whether it is writing a live run or combining files, and
  * `forktrace report trace.json` draws what `forktrace run --report` draws.
  *

@@ -4,9 +4,11 @@
  * with the number of processes and threads only.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "merge.h"
 #include "jsonr.h"
@@ -19,6 +21,11 @@ typedef struct info_sink {
 	size_t last; /* index of the last process looked up */
 	char *tmp;   /* unescaped strings */
 	size_t tmp_cap;
+	char *pad;   /* args of an event made from a model, padded for jsonr */
+	size_t pad_cap;
+	/* What the reader counts of a file, counted here for a model. */
+	uint64_t events;
+	int64_t min_ts, max_ts;
 	int err;
 } info_sink;
 
@@ -141,14 +148,41 @@ static char *exit_text(info_sink *s, strview args)
 	return out;
 }
 
+/* args of an event made from a model lie in no padded buffer (jsonr.h):
+ * a padded copy of them, or {NULL, 0} when out of memory. */
+static strview padded(info_sink *s, strview args)
+{
+	if (s->pad_cap < args.n + JSONR_PAD) {
+		char *np = realloc(s->pad, args.n + JSONR_PAD);
+
+		if (np == NULL)
+			return (strview){NULL, 0};
+		s->pad = np;
+		s->pad_cap = args.n + JSONR_PAD;
+	}
+	memcpy(s->pad, args.p, args.n);
+	memset(s->pad + args.n, 0, JSONR_PAD);
+	return (strview){s->pad, args.n};
+}
+
 static int info_event(trace_sink *base, const sink_event *e)
 {
 	info_sink *s = (info_sink *)base;
 	info_report *rep = s->rep;
 	const jsonw_event *ev = &e->ev;
+	strview args;
 	info_process *p;
 	int64_t v;
 
+	s->events++;
+	if (ev->ts_ns != JSONW_NO_TIME && ev->ph != 'M') {
+		int64_t end = ev->ts_ns + (ev->dur_ns != JSONW_NO_TIME && ev->dur_ns > 0 ? ev->dur_ns : 0);
+
+		if (ev->ts_ns < s->min_ts)
+			s->min_ts = ev->ts_ns;
+		if (end > s->max_ts)
+			s->max_ts = end;
+	}
 	rep->by_phase[(unsigned char)ev->ph & 127]++;
 	p = proc_of(s, ev->pid);
 	if (p == NULL)
@@ -159,34 +193,37 @@ static int info_event(trace_sink *base, const sink_event *e)
 			return -ENOMEM;
 		return s->err;
 	}
+	args = e->raw.p != NULL ? ev->args : padded(s, ev->args);
+	if (args.p == NULL)
+		return -ENOMEM;
 	if (sv_eq(ev->name, "process_name")) {
 		free(p->name);
-		p->name = str_dup(s, ev->args, "name");
+		p->name = str_dup(s, args, "name");
 	} else if (sv_eq(ev->name, "thread_name")) {
 		size_t i = thread_of(s, p, ev->tid);
 
 		if (i != SIZE_MAX) {
 			free(p->thread_names[i]);
-			p->thread_names[i] = str_dup(s, ev->args, "name");
+			p->thread_names[i] = str_dup(s, args, "name");
 		}
 	} else if (sv_eq(ev->name, "forktrace_process")) {
 		p->has_record = true;
-		if (jsonr_parse_int(jsonr_find_key(ev->args, "pid"), &v))
+		if (jsonr_parse_int(jsonr_find_key(args, "pid"), &v))
 			p->host_pid = v;
-		if (jsonr_parse_int(jsonr_find_key(ev->args, "parent"), &v))
+		if (jsonr_parse_int(jsonr_find_key(args, "parent"), &v))
 			p->parent = v;
-		if (jsonr_parse_int(jsonr_find_key(ev->args, "lost_events"), &v) && v > 0) {
+		if (jsonr_parse_int(jsonr_find_key(args, "lost_events"), &v) && v > 0) {
 			p->lost_events = (uint64_t)v;
 			rep->lost_in_processes =
 			    model_count_add(rep->lost_in_processes, (uint64_t)v);
 		}
 		free(p->exit);
-		p->exit = exit_text(s, ev->args);
+		p->exit = exit_text(s, args);
 		if (p->name == NULL)
-			p->name = str_dup(s, ev->args, "name");
+			p->name = str_dup(s, args, "name");
 	} else if (sv_eq(ev->name, "forktrace_origin")) {
-		strview pid = jsonr_find_key(ev->args, "pid");
-		char *in = str_dup(s, ev->args, "input");
+		strview pid = jsonr_find_key(args, "pid");
+		char *in = str_dup(s, args, "input");
 
 		free(p->origin);
 		if (asprintf(&p->origin, "pid %.*s in %s", (int)pid.n, pid.p ? pid.p : "?",
@@ -210,6 +247,7 @@ int info_read(const char *path, bool in_dir, info_report *rep)
 		return -ENOMEM;
 	err = reader_read(path, &ro, &s.base, &inf);
 	free(s.tmp);
+	free(s.pad);
 	if (err < 0)
 		return err;
 	rep->events = inf.events;
@@ -235,6 +273,69 @@ int info_read(const char *path, bool in_dir, info_report *rep)
 		if (rep->error == NULL)
 			return -ENOMEM;
 	}
+	return 0;
+}
+
+static int info_nop_begin(trace_sink *s, const sink_meta *meta)
+{
+	(void)s;
+	(void)meta;
+	return 0;
+}
+
+/*
+ * info_read of the file events_write would write of m: the model goes
+ * through the merge as the only input, into this sink and, to count the
+ * file's bytes, into the JSON sink writing to /dev/null.
+ */
+int info_read_model(const model_trace *m, const char *name, info_report *rep)
+{
+	info_sink s = {
+	    .base = {.begin = info_nop_begin, .event = info_event, .end = info_nop_begin},
+	    .rep = rep,
+	    .min_ts = INT64_MAX,
+	    .max_ts = INT64_MIN,
+	};
+	merge_source src = {.model = m, .name = name};
+	merge_opts o = {.model_as_trace = true};
+	merge_result res;
+	events_stats js = {0};
+	reader_info inf;
+	trace_sink *json, *tee = NULL;
+	int fd, err;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->path = strdup(name);
+	if (rep->path == NULL)
+		return -ENOMEM;
+	fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	json = sink_json_new(fd, -1, &err);
+	if (json != NULL)
+		tee = sink_tee_new(&s.base, json, &err);
+	if (tee != NULL) {
+		err = merge_inputs(&src, 1, &o, tee, &res);
+		if (err == 0)
+			err = sink_tee_result(tee, 0, NULL);
+		if (err == 0)
+			err = sink_tee_result(tee, 1, &js);
+		merge_result_free(&res);
+		tee->free(tee);
+	}
+	close(fd);
+	free(s.tmp);
+	free(s.pad);
+	if (err < 0)
+		return err;
+	reader_info_of_model(m, &inf);
+	rep->events = s.events;
+	rep->bytes = js.bytes;
+	rep->file_bytes = js.bytes;
+	rep->min_ts = s.min_ts;
+	rep->max_ts = s.max_ts;
+	memcpy(rep->origin, inf.origin, sizeof(rep->origin));
+	rep->lost_events = inf.lost_events;
 	return 0;
 }
 

@@ -1,6 +1,10 @@
 /*
- * merge.c - the merge of trace files (merge.h): inputs expanded, pids kept
- * apart, --align shifts computed, every input streamed into one sink.
+ * merge.c - the merge (merge.h): inputs expanded, pids kept apart, --align
+ * shifts computed, every input - a file, or a model - streamed into one
+ * sink. A model's events get what the reader does to a file's (the pid
+ * map, id namespaces, shifts: model_feed), so that a model is the input
+ * the file events_write would write of it is, byte for byte; written as
+ * its own trace (`forktrace run`), they go to the sink as they are.
  *
  * --align needs each input's anchor (or start time) before its first ts
  * is rewritten, and forktrace writes its anchor in otherData, after
@@ -703,6 +707,17 @@ typedef struct cmb {
 	int err;
 	const merge_opts *o;
 	uint64_t done_before, total;
+	/* The inputs, parallel to res->inputs once open_inputs made it. */
+	pathv pv;		    /* their paths (a model's: its name) */
+	const model_trace **models; /* a model input's model, else NULL */
+	int *spool, *spool_err;	    /* --align's copies of streams */
+	const char **inputs;	    /* meta.inputs, NULL-terminated */
+	const char **methods;	    /* meta.align_methods */
+	int64_t *shifts;	    /* meta.align_shift_ns */
+	sink_meta meta;
+	/* What the inputs say about the whole trace. */
+	int64_t start, end;
+	uint64_t lost;
 } cmb;
 
 /* A pid nobody has: the next free one from MERGE_REMAP_BASE. */
@@ -807,56 +822,68 @@ static int64_t map_pid(void *ctx, int64_t pid, const char *name)
 }
 
 /*
- * reader_opts.run_meta: what the current input says about its run. The
- * exit status of a combined input is its run's only when the combine that
- * wrote it carried the run's command over (else it is that combine's own
- * 0 or 1).
+ * Keeps what the current input says about its run: host, command (argv,
+ * argc strings) and exit status (has_st), NULL / false where it says
+ * nothing. The exit status of a combined input is its run's only when the
+ * combine that wrote it (origin) carried the run's command over (else it
+ * is that combine's own 0 or 1). Returns 0 or -ENOMEM.
  */
+static int keep_run(cmb *c, const char *host, const char *origin, const char *const *argv,
+		    size_t argc, bool has_st, int64_t st)
+{
+	sink_input_run *run = &c->runs[c->index];
+
+	if (host != NULL && (run->host = model_strdup(c->model, host)) == NULL)
+		return -ENOMEM;
+	if (argv != NULL && (run->command = model_strvdup(c->model, argv, argc)) == NULL)
+		return -ENOMEM;
+	if (has_st && st >= INT32_MIN && st <= INT32_MAX &&
+	    (origin == NULL || strcmp(origin, "forktrace combine") != 0 || run->command != NULL)) {
+		run->has_exit_status = true;
+		run->exit_status = (int)st;
+	}
+	return 0;
+}
+
+/* reader_opts.run_meta: what the current input says about its run, in
+ * its otherData.forktrace. */
 static void on_run_meta(void *ctx, strview forktrace)
 {
 	cmb *c = ctx;
-	sink_input_run *run = &c->runs[c->index];
 	json_t *o = json_loadb(forktrace.p, forktrace.n, JSON_ALLOW_NUL, NULL);
 	const json_t *cmd, *st, *v;
-	const char *host, *origin, **argv;
-	size_t i;
+	const char **argv = NULL;
+	size_t i, argc = 0;
+	int err;
 
 	if (!json_is_object(o))
 		goto out;
-	host = json_string_value(json_object_get(o, "host"));
-	origin = json_string_value(json_object_get(o, "origin"));
 	cmd = json_object_get(o, "command");
 	st = json_object_get(o, "exit_status");
-	if (host != NULL && (run->host = model_strdup(c->model, host)) == NULL)
-		goto nomem;
 	if (json_is_array(cmd)) {
 		argv = calloc(json_array_size(cmd) + 1, sizeof(*argv));
-		if (argv == NULL)
-			goto nomem;
+		if (argv == NULL) {
+			c->err = -ENOMEM;
+			goto out;
+		}
 		json_array_foreach(cmd, i, v) {
 			argv[i] = json_string_value(v);
 			if (argv[i] == NULL)
 				break;
 		}
+		argc = i;
 		/* An argv with something else than strings is not one. */
-		if (i == json_array_size(cmd)) {
-			run->command = model_strvdup(c->model, argv, i);
-			if (run->command == NULL) {
-				free(argv);
-				goto nomem;
-			}
+		if (i != json_array_size(cmd)) {
+			free(argv);
+			argv = NULL;
 		}
-		free(argv);
 	}
-	if (json_is_integer(st) && json_integer_value(st) >= INT32_MIN &&
-	    json_integer_value(st) <= INT32_MAX &&
-	    (origin == NULL || strcmp(origin, "forktrace combine") != 0 || run->command != NULL)) {
-		run->has_exit_status = true;
-		run->exit_status = (int)json_integer_value(st);
-	}
-	goto out;
-nomem:
-	c->err = -ENOMEM;
+	err = keep_run(c, json_string_value(json_object_get(o, "host")),
+		       json_string_value(json_object_get(o, "origin")), argv, argc,
+		       json_is_integer(st), json_is_integer(st) ? json_integer_value(st) : 0);
+	if (err < 0)
+		c->err = err;
+	free(argv);
 out:
 	json_decref(o);
 }
@@ -916,6 +943,202 @@ static int fwd_event(trace_sink *s, const sink_event *e)
 	return c->sink->event(c->sink, e);
 }
 
+/* ---- a model as an input ------------------------------------------------ */
+
+/*
+ * A model input of a combine: its events (events_emit) get what the
+ * reader does to the events of a file (reader.c, emit): flow and async
+ * ids into the input's namespace, pids through the pid map (the main
+ * thread's tid and forktrace_process's args.parent follow), ts shifted
+ * by --align; then they carry the text a file would hold (raw), so that
+ * every sink writes them as it writes a file's. send false: --align's
+ * first pass, which only notes the time span.
+ */
+typedef struct model_feed {
+	trace_sink base;
+	cmb *c;
+	reader_info *inf;
+	bool send;
+	bool remap_ids;
+	uint64_t id_input;
+	int64_t shift_ns;
+	ostream text; /* the event as a file holds it */
+	ostream args; /* args with the parent remapped */
+	char *pad;    /* args, padded for jsonr_find_key */
+	size_t pad_cap;
+} model_feed;
+
+/* forktrace_process names its parent by trace pid: it follows the map.
+ * Returns 0 or a negative errno. */
+static int feed_parent(model_feed *f, jsonw_event *ev)
+{
+	char num[OSTREAM_NUM_MAX];
+	int64_t parent, mapped;
+	const char *end;
+	strview pv;
+
+	if (f->pad_cap < ev->args.n + JSONR_PAD) {
+		char *np = realloc(f->pad, ev->args.n + JSONR_PAD);
+
+		if (np == NULL)
+			return -ENOMEM;
+		f->pad = np;
+		f->pad_cap = ev->args.n + JSONR_PAD;
+	}
+	memcpy(f->pad, ev->args.p, ev->args.n);
+	memset(f->pad + ev->args.n, 0, JSONR_PAD);
+	end = f->pad + ev->args.n;
+	pv = jsonr_find_key((strview){f->pad, ev->args.n}, "parent");
+	if (!jsonr_parse_int(pv, &parent) || parent <= 0 ||
+	    (mapped = map_pid(f->c, parent, NULL)) == parent)
+		return 0;
+	ostream_mem_reset(&f->args);
+	ostream_write(&f->args, f->pad, (size_t)(pv.p - f->pad));
+	ostream_write(&f->args, num, ostream_fmt_i64(num, mapped));
+	ostream_write(&f->args, pv.p + pv.n, (size_t)(end - (pv.p + pv.n)));
+	if (ostream_error(&f->args) != 0)
+		return ostream_error(&f->args);
+	ev->args = (strview){f->args.buf, f->args.len};
+	return 0;
+}
+
+static int feed_event(trace_sink *s, const sink_event *e)
+{
+	model_feed *f = (model_feed *)s;
+	cmb *c = f->c;
+	sink_event se = {.ev = e->ev};
+	jsonw_event *ev = &se.ev;
+	int64_t pid = ev->pid, out;
+	jsonw w;
+	int err;
+
+	if (f->send) {
+		if (f->remap_ids && ev->has_id && reader_pairs_by_id(ev->ph) &&
+		    ev->id <= (uint64_t)INT64_MAX)
+			ev->id ^= f->id_input << READER_ID_SHIFT;
+		out = map_pid(c, pid, NULL);
+		if (out != pid) {
+			ev->pid = out;
+			/* The main thread carries the pid as its tid. */
+			if (ev->tid == pid)
+				ev->tid = out;
+		}
+		if (ev->ph == 'M' && ev->args.n > 0 && ev->args.p[0] == '{' &&
+		    ev->name.n == 17 && memcmp(ev->name.p, "forktrace_process", 17) == 0) {
+			err = feed_parent(f, ev);
+			if (err < 0)
+				return err;
+		}
+	}
+	if (ev->ts_ns != JSONW_NO_TIME) {
+		ev->ts_ns += f->shift_ns;
+		if (ev->ph != 'M') {
+			int64_t end = ev->ts_ns + (ev->dur_ns != JSONW_NO_TIME && ev->dur_ns > 0
+							   ? ev->dur_ns : 0);
+
+			if (ev->ts_ns < f->inf->min_ts)
+				f->inf->min_ts = ev->ts_ns;
+			if (end > f->inf->max_ts)
+				f->inf->max_ts = end;
+		}
+	}
+	f->inf->events++;
+	if (!f->send)
+		return 0;
+	ostream_mem_reset(&f->text);
+	jsonw_init(&w, &f->text);
+	jsonw_event_write(&w, ev);
+	if (ostream_error(&f->text) != 0)
+		return ostream_error(&f->text);
+	/* A file's event starts at its brace: without the newline that
+	 * jsonw_event_write puts first. */
+	se.raw = (strview){f->text.buf + 1, f->text.len - 1};
+	f->inf->bytes += se.raw.n;
+	if (c->err != 0)
+		return c->err;
+	return c->sink->event(c->sink, &se);
+}
+
+/* The length of a NULL-terminated argv (NULL: 0). */
+static size_t argv_len(const char *const *v)
+{
+	size_t n = 0;
+
+	while (v != NULL && v[n] != NULL)
+		n++;
+	return n;
+}
+
+void reader_info_of_model(const model_trace *m, reader_info *inf)
+{
+	memset(inf, 0, sizeof(*inf));
+	inf->min_ts = INT64_MAX;
+	inf->max_ts = INT64_MIN;
+	inf->lost_events = -1;
+	/* As the reader takes them from otherData.forktrace. */
+	if (m->origin != NULL && strlen(m->origin) + 2 < sizeof(inf->origin))
+		snprintf(inf->origin, sizeof(inf->origin), "%s", m->origin);
+	else
+		snprintf(inf->origin, sizeof(inf->origin), "forktrace");
+	if (m->anchor_real_ns > 0) {
+		inf->has_anchor = true;
+		inf->anchor_mono_ns = m->anchor_mono_ns;
+		inf->anchor_real_ns = m->anchor_real_ns;
+	}
+	if (m->lost_events <= MODEL_COUNT_MAX)
+		inf->lost_events = (int64_t)m->lost_events;
+}
+
+/*
+ * Reads model input i as reader_read reads a file: inf is filled as for
+ * a file of the model (events_write puts its run metadata in
+ * otherData.forktrace, and displayTimeUnit), and the model's events go to
+ * c->sink through the model feed (send false: --align's first pass: only
+ * inf). With model_as_trace, the events go to the sink as they are.
+ * Returns 0 or the first negative errno of the sink or of the feed.
+ */
+static int read_model(cmb *c, size_t i, bool send, reader_info *inf)
+{
+	const model_trace *m = c->models[i];
+	model_feed f = {
+	    .base = {.event = feed_event},
+	    .c = c,
+	    .inf = inf,
+	    .send = send,
+	    .remap_ids = c->res->ninputs > 1,
+	    .id_input = i,
+	    .shift_ns = send ? c->res->inputs[i].shift_ns : 0,
+	};
+	int err;
+
+	reader_info_of_model(m, inf);
+	if (c->o->model_as_trace)
+		return events_emit(m, c->sink);
+	if (send) {
+		err = on_top_key(&c->tl, (strview){"displayTimeUnit", 15}, false,
+				 (strview){"\"ms\"", 4});
+		if (err < 0)
+			return err;
+		err = keep_run(c, m->host, m->origin, m->command, argv_len(m->command), true,
+			       m->exit_status);
+		if (err < 0)
+			return err;
+	}
+	err = ostream_open_mem(&f.text);
+	if (err == 0)
+		err = ostream_open_mem(&f.args);
+	if (err == 0)
+		err = events_emit(m, &f.base);
+	if (send)
+		c->res->inputs[i].corrupt_chunks = f.base.stats.corrupt_chunks;
+	ostream_finish(&f.text);
+	ostream_finish(&f.args);
+	free(f.pad);
+	return err;
+}
+
+/* ---- the merge, step by step -------------------------------------------- */
+
 static void fill_input(merge_input *in, const reader_info *inf)
 {
 	in->events = inf->events;
@@ -937,9 +1160,9 @@ static void fill_input(merge_input *in, const reader_info *inf)
 
 /* --align's first pass: the shift of every input. A stream was copied
  * (spool[i] >= 0), or could not be (spool_err[i] < 0: not read). */
-static int compute_shifts(merge_result *res, const merge_opts *o, const bool *in_dir,
-			  const int *spool, const int *spool_err)
+static int compute_shifts(cmb *c)
 {
+	merge_result *res = c->res;
 	reader_info *infos = calloc(res->ninputs, sizeof(*infos));
 	bool have_ref = false;
 	int64_t ref_off = 0, target = 0;
@@ -949,12 +1172,14 @@ static int compute_shifts(merge_result *res, const merge_opts *o, const bool *in
 	if (infos == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < res->ninputs && err == 0; i++) {
-		reader_opts ro = {.chunk = o->chunk, .regular_only = in_dir[i],
-				  .use_fd = spool[i] >= 0, .fd = spool[i]};
+		reader_opts ro = {.chunk = c->o->chunk, .regular_only = c->pv.in_dir[i],
+				  .use_fd = c->spool[i] >= 0, .fd = c->spool[i]};
 
 		infos[i].min_ts = INT64_MAX;
 		infos[i].max_ts = INT64_MIN;
-		if (spool_err[i] == 0)
+		if (c->models[i] != NULL)
+			err = read_model(c, i, false, &infos[i]);
+		else if (c->spool_err[i] == 0)
 			err = reader_read(res->inputs[i].path, &ro, NULL, &infos[i]);
 	}
 	if (err < 0)
@@ -990,190 +1215,282 @@ out:
 	return err;
 }
 
-int merge_files(const char *const *paths, size_t npaths, const merge_opts *o,
-		  trace_sink *sink, merge_result *res)
+/* Adds source s to the inputs: a path expanded (a directory stands for
+ * its traces), or a model under its name. */
+static int add_source(cmb *c, const merge_source *s)
 {
-	static const merge_opts defaults;
-	pathv pv = {0};
-	cmb c = {.sink = sink, .res = res, .tl = {.fd = -1}};
-	fwd_sink fwd = {.base = {.event = fwd_event}, .c = &c};
-	const char **inputs = NULL, **methods = NULL;
-	int64_t *shifts = NULL;
-	int *spool = NULL, *spool_err = NULL;
-	model_trace *model = NULL;
-	sink_meta meta = {0};
-	int64_t start = INT64_MAX, end = INT64_MIN;
-	uint64_t lost = 0;
+	size_t first = c->pv.n;
+	const model_trace **nm;
+	int err;
+
+	if (s->model != NULL)
+		err = pathv_add(&c->pv, strdup(s->name != NULL ? s->name : "model"), false);
+	else
+		err = expand(&c->pv, s->path);
+	if (err < 0)
+		return err;
+	nm = realloc(c->models, (c->pv.n ? c->pv.n : 1) * sizeof(*nm));
+	if (nm == NULL)
+		return -ENOMEM;
+	c->models = nm;
+	for (size_t i = first; i < c->pv.n; i++)
+		nm[i] = s->model;
+	return 0;
+}
+
+/* The inputs of src[0..n) in res->inputs, with what reading them takes:
+ * the sizes for progress, copies of streams that --align reads twice. */
+static int open_inputs(cmb *c, const merge_source *src, size_t n)
+{
+	merge_result *res = c->res;
+	size_t ni;
 	int err = 0;
 
-	memset(res, 0, sizeof(*res));
-	if (o == NULL)
-		o = &defaults;
-	c.o = o;
-	for (size_t i = 0; i < npaths && err == 0; i++)
-		err = expand(&pv, paths[i]);
+	for (size_t i = 0; i < n && err == 0; i++)
+		err = add_source(c, &src[i]);
 	if (err < 0)
-		goto fail_paths;
-	spool = calloc(pv.n + 1, sizeof(*spool));
-	spool_err = calloc(pv.n + 1, sizeof(*spool_err));
-	if (spool == NULL || spool_err == NULL) {
-		err = -ENOMEM;
-		goto fail_paths;
-	}
-	for (size_t i = 0; i < pv.n; i++)
-		spool[i] = -1;
-	res->inputs = calloc(pv.n ? pv.n : 1, sizeof(*res->inputs));
-	inputs = calloc(pv.n + 1, sizeof(*inputs));
-	methods = calloc(pv.n + 1, sizeof(*methods));
-	shifts = calloc(pv.n + 1, sizeof(*shifts));
-	model = model_new();
-	c.runs = calloc(pv.n + 1, sizeof(*c.runs));
-	c.model = model;
-	if (res->inputs == NULL || inputs == NULL || methods == NULL || shifts == NULL ||
-	    model == NULL || c.runs == NULL || (c.tl.io = malloc(TL_IO)) == NULL) {
-		err = -ENOMEM;
-		goto fail_alloc;
-	}
-	res->ninputs = pv.n;
-	for (size_t i = 0; i < pv.n; i++) {
+		return err;
+	ni = c->pv.n;
+	c->spool = calloc(ni + 1, sizeof(*c->spool));
+	c->spool_err = calloc(ni + 1, sizeof(*c->spool_err));
+	if (c->spool == NULL || c->spool_err == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < ni; i++)
+		c->spool[i] = -1;
+	res->inputs = calloc(ni ? ni : 1, sizeof(*res->inputs));
+	c->inputs = calloc(ni + 1, sizeof(*c->inputs));
+	c->methods = calloc(ni + 1, sizeof(*c->methods));
+	c->shifts = calloc(ni + 1, sizeof(*c->shifts));
+	c->model = model_new();
+	c->runs = calloc(ni + 1, sizeof(*c->runs));
+	if (res->inputs == NULL || c->inputs == NULL || c->methods == NULL ||
+	    c->shifts == NULL || c->model == NULL || c->runs == NULL ||
+	    (c->tl.io = malloc(TL_IO)) == NULL)
+		return -ENOMEM;
+	res->ninputs = ni;
+	for (size_t i = 0; i < ni; i++) {
+		const char *path;
 		struct stat st;
 
-		res->inputs[i].path = pv.v[i];
-		pv.v[i] = NULL;
-		inputs[i] = res->inputs[i].path;
-		if (strcmp(inputs[i], "-") != 0 && stat(inputs[i], &st) == 0 && S_ISREG(st.st_mode))
-			c.total += (uint64_t)st.st_size;
+		res->inputs[i].path = c->pv.v[i];
+		c->pv.v[i] = NULL;
+		path = c->inputs[i] = res->inputs[i].path;
+		if (c->models[i] != NULL)
+			continue;
+		if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+			c->total += (uint64_t)st.st_size;
 		/* --align reads each input twice; a stream (a pipe, a FIFO,
 		 * stdin) can be read once: it is copied first. */
-		if (o->align && !pv.in_dir[i] && reader_is_stream(inputs[i])) {
-			spool[i] = reader_spool(inputs[i]);
-			if (spool[i] < 0) {
-				spool_err[i] = spool[i];
-				spool[i] = -1;
+		if (c->o->align && !c->pv.in_dir[i] && reader_is_stream(path)) {
+			c->spool[i] = reader_spool(path);
+			if (c->spool[i] < 0) {
+				c->spool_err[i] = c->spool[i];
+				c->spool[i] = -1;
 			}
 		}
 	}
-	if (o->align) {
-		err = compute_shifts(res, o, pv.in_dir, spool, spool_err);
-		if (err < 0)
-			goto fail_alloc;
-		for (size_t i = 0; i < pv.n; i++) {
-			methods[i] = res->inputs[i].align;
-			shifts[i] = res->inputs[i].shift_ns;
-		}
-	}
-	err = ostream_open_mem(&c.aos);
-	if (err < 0)
-		goto fail_alloc;
+	return ostream_open_mem(&c->aos);
+}
 
+/* --align: each input's shift, in res->inputs and in the output's meta. */
+static int align_inputs(cmb *c)
+{
+	int err = compute_shifts(c);
+
+	if (err < 0)
+		return err;
+	for (size_t i = 0; i < c->res->ninputs; i++) {
+		c->methods[i] = c->res->inputs[i].align;
+		c->shifts[i] = c->res->inputs[i].shift_ns;
+	}
+	return 0;
+}
+
+/* The output's metadata as far as it is known before the events, and the
+ * sink's begin. A model written as its own trace has its own. */
+static int begin_output(cmb *c)
+{
+	model_trace *model = c->model;
+	sink_meta *meta = &c->meta;
+
+	if (c->o->model_as_trace) {
+		meta->model = c->models[0];
+		meta->processes = c->models[0]->nprocs;
+		return c->sink->begin(c->sink, meta);
+	}
 	model->origin = model_strdup(model, "forktrace combine");
 	model->anchor_mono_ns = -1;
 	model->anchor_real_ns = -1;
 	model->start_ns = -1;
 	model->end_ns = -1;
-	meta.model = model;
-	meta.inputs = inputs;
-	meta.align_methods = o->align ? methods : NULL;
-	meta.align_shift_ns = o->align ? shifts : NULL;
-	meta.input_runs = c.runs;
-	c.tl.ninputs = res->ninputs;
-	c.tl.extra = (sink_extra){.write = tl_write, .ctx = &c.tl};
-	meta.extra = &c.tl.extra;
-	err = sink->begin(sink, &meta);
+	meta->model = model;
+	meta->inputs = c->inputs;
+	meta->align_methods = c->o->align ? c->methods : NULL;
+	meta->align_shift_ns = c->o->align ? c->shifts : NULL;
+	meta->input_runs = c->runs;
+	c->tl.ninputs = c->res->ninputs;
+	c->tl.extra = (sink_extra){.write = tl_write, .ctx = &c->tl};
+	meta->extra = &c->tl.extra;
+	return c->sink->begin(c->sink, meta);
+}
+
+/* Streams input i into the sink and adds what it says to the output's
+ * metadata. Returns 0, or the output's negative errno. */
+static int merge_one(cmb *c, size_t i)
+{
+	merge_result *res = c->res;
+	merge_input *in = &res->inputs[i];
+	fwd_sink fwd = {.base = {.event = fwd_event}, .c = c};
+	reader_opts ro = {
+	    .shift_ns = in->shift_ns,
+	    .map_pid = map_pid,
+	    .map_ctx = c,
+	    .progress = on_progress,
+	    .progress_ctx = c,
+	    .chunk = c->o->chunk,
+	    .run_meta = on_run_meta,
+	    .run_meta_ctx = c,
+	    /* One input has nobody to collide with: its ids stay. */
+	    .remap_ids = res->ninputs > 1,
+	    .id_input = i,
+	    .top_key = on_top_key,
+	    .top_key_ctx = &c->tl,
+	    .regular_only = c->pv.in_dir[i],
+	    .use_fd = c->spool[i] >= 0,
+	    .fd = c->spool[i],
+	};
+	reader_info inf;
+	int err = 0;
+
+	c->in = in;
+	c->index = i;
+	c->tl.cur = i;
+	pm_clear(&c->file);
+	if (c->models[i] != NULL) {
+		err = read_model(c, i, true, &inf);
+	} else if (c->spool_err[i] < 0) {
+		memset(&inf, 0, sizeof(inf));
+		inf.min_ts = INT64_MAX;
+		inf.max_ts = INT64_MIN;
+		inf.lost_events = -1;
+		snprintf(inf.error, sizeof(inf.error), "cannot keep a copy of it for --align: %s",
+			 strerror(-c->spool_err[i]));
+	} else {
+		err = reader_read(in->path, &ro, &fwd.base, &inf);
+	}
+	if (err == 0 && c->err != 0)
+		err = c->err;
+	fill_input(in, &inf);
+	c->done_before += inf.file_bytes;
 	if (err < 0)
-		goto fail_aos;
-
-	for (size_t i = 0; i < res->ninputs; i++) {
-		merge_input *in = &res->inputs[i];
-		reader_opts ro = {
-		    .shift_ns = in->shift_ns,
-		    .map_pid = map_pid,
-		    .map_ctx = &c,
-		    .progress = on_progress,
-		    .progress_ctx = &c,
-		    .chunk = o->chunk,
-		    .run_meta = on_run_meta,
-		    .run_meta_ctx = &c,
-		    /* One input has nobody to collide with: its ids stay. */
-		    .remap_ids = res->ninputs > 1,
-		    .id_input = i,
-		    .top_key = on_top_key,
-		    .top_key_ctx = &c.tl,
-		    .regular_only = pv.in_dir[i],
-		    .use_fd = spool[i] >= 0,
-		    .fd = spool[i],
-		};
-		reader_info inf;
-
-		c.in = in;
-		c.index = i;
-		c.tl.cur = i;
-		pm_clear(&c.file);
-		if (spool_err[i] < 0) {
-			memset(&inf, 0, sizeof(inf));
-			inf.min_ts = INT64_MAX;
-			inf.max_ts = INT64_MIN;
-			inf.lost_events = -1;
-			snprintf(inf.error, sizeof(inf.error),
-				 "cannot keep a copy of it for --align: %s", strerror(-spool_err[i]));
-		} else {
-			err = reader_read(in->path, &ro, &fwd.base, &inf);
-		}
-		if (err == 0 && c.err != 0)
-			err = c.err;
-		fill_input(in, &inf);
-		c.done_before += inf.file_bytes;
-		if (err < 0)
-			goto fail_aos;
-		res->events += in->events;
-		res->bytes += in->bytes;
-		res->remapped += in->remapped;
-		if (in->error != NULL || in->truncated || in->utf8_fixed > 0 ||
-		    in->dup_fixed > 0 || in->skipped_keys > 0)
-			res->problems++;
-		if (inf.min_ts <= inf.max_ts) {
-			start = inf.min_ts < start ? inf.min_ts : start;
-			end = inf.max_ts > end ? inf.max_ts : end;
-		}
-		if (inf.lost_events > 0)
-			lost = model_count_add(lost, (uint64_t)inf.lost_events);
-		if (inf.has_anchor && model->anchor_real_ns < 0) {
-			model->anchor_mono_ns = inf.anchor_mono_ns - in->shift_ns;
-			model->anchor_real_ns = inf.anchor_real_ns;
-		}
+		return err;
+	res->events += in->events;
+	res->bytes += in->bytes;
+	res->remapped += in->remapped;
+	if (in->error != NULL || in->truncated || in->utf8_fixed > 0 || in->dup_fixed > 0 ||
+	    in->skipped_keys > 0)
+		res->problems++;
+	if (inf.min_ts <= inf.max_ts) {
+		c->start = inf.min_ts < c->start ? inf.min_ts : c->start;
+		c->end = inf.max_ts > c->end ? inf.max_ts : c->end;
 	}
-	res->processes = c.claimed.n;
-	if (start <= end) {
-		model->start_ns = start;
-		model->end_ns = end;
+	if (inf.lost_events > 0)
+		c->lost = model_count_add(c->lost, (uint64_t)inf.lost_events);
+	if (inf.has_anchor && c->model->anchor_real_ns < 0) {
+		c->model->anchor_mono_ns = inf.anchor_mono_ns - in->shift_ns;
+		c->model->anchor_real_ns = inf.anchor_real_ns;
 	}
-	model->lost_events = lost;
-	model->exit_status = res->problems > 0 ? 1 : 0;
-	meta.exit_status_known = agree(model, c.runs, res->ninputs);
-	meta.processes = res->processes;
-	res->differ = tl_differ(&c.tl);
-	err = sink->end(sink, &meta);
-	res->out = sink->stats;
+	return 0;
+}
+
+/* The output's metadata known once every input was read, and the sink's
+ * end. */
+static int end_output(cmb *c)
+{
+	merge_result *res = c->res;
+	model_trace *model = c->model;
+	int err;
+
+	if (c->o->model_as_trace) {
+		res->processes = c->models[0]->nprocs;
+	} else {
+		res->processes = c->claimed.n;
+		if (c->start <= c->end) {
+			model->start_ns = c->start;
+			model->end_ns = c->end;
+		}
+		model->lost_events = c->lost;
+		model->exit_status = res->problems > 0 ? 1 : 0;
+		c->meta.exit_status_known = agree(model, c->runs, res->ninputs);
+		c->meta.processes = res->processes;
+		res->differ = tl_differ(&c->tl);
+	}
+	err = c->sink->end(c->sink, &c->meta);
+	res->out = c->sink->stats;
 	res->out.processes = res->processes;
-fail_aos:
+	return err;
+}
+
+static void close_inputs(cmb *c)
+{
+	ostream_finish(&c->aos);
+	tl_free(&c->tl);
+	free(c->runs);
+	model_free(c->model);
+	free(c->shifts);
+	free(c->methods);
+	free(c->inputs);
+	for (size_t i = 0; c->spool != NULL && i < c->pv.n; i++)
+		if (c->spool[i] >= 0)
+			close(c->spool[i]);
+	free(c->spool);
+	free(c->spool_err);
+	pathv_free(&c->pv);
+	free(c->models);
+	pm_free(&c->claimed);
+	pm_free(&c->file);
+}
+
+int merge_inputs(const merge_source *src, size_t n, const merge_opts *o, trace_sink *sink,
+		 merge_result *res)
+{
+	static const merge_opts defaults;
+	cmb c = {.sink = sink, .res = res, .tl = {.fd = -1}, .start = INT64_MAX,
+		 .end = INT64_MIN};
+	int err;
+
+	memset(res, 0, sizeof(*res));
+	c.o = o != NULL ? o : &defaults;
+	if (c.o->model_as_trace && (n != 1 || src[0].model == NULL))
+		return -EINVAL;
+	err = open_inputs(&c, src, n);
+	if (err == 0 && c.o->align)
+		err = align_inputs(&c);
+	if (err == 0)
+		err = begin_output(&c);
+	for (size_t i = 0; i < res->ninputs && err == 0; i++)
+		err = merge_one(&c, i);
+	if (err == 0)
+		err = end_output(&c);
 	res->spool_error = c.tl.spool_err;
-	ostream_finish(&c.aos);
-fail_alloc:
-	tl_free(&c.tl);
-	free(c.runs);
-	model_free(model);
-	free(shifts);
-	free(methods);
-	free(inputs);
-fail_paths:
-	for (size_t i = 0; spool != NULL && i < pv.n; i++)
-		if (spool[i] >= 0)
-			close(spool[i]);
-	free(spool);
-	free(spool_err);
-	pathv_free(&pv);
-	pm_free(&c.claimed);
-	pm_free(&c.file);
+	close_inputs(&c);
+	return err;
+}
+
+int merge_files(const char *const *paths, size_t npaths, const merge_opts *o,
+		  trace_sink *sink, merge_result *res)
+{
+	merge_source *src = calloc(npaths ? npaths : 1, sizeof(*src));
+	int err;
+
+	if (src == NULL) {
+		memset(res, 0, sizeof(*res));
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < npaths; i++)
+		src[i].path = paths[i];
+	err = merge_inputs(src, npaths, o, sink, res);
+	free(src);
 	return err;
 }
 

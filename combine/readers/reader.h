@@ -180,6 +180,11 @@ bool reader_is_stream(const char *path);
  */
 int reader_spool(const char *path);
 
+/* What reader_read of the file events_write writes of m would find in
+ * its metadata (origin, anchor, lost events; no events counted yet):
+ * a model input of the merge, or of info, stands for that file. */
+void reader_info_of_model(const model_trace *m, reader_info *inf);
+
 /* Whether the first bytes of a file look like a trace (gzip magic, or '{'
  * or '[' after whitespace). For picking files in a directory: only a
  * regular file is opened. */
