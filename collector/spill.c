@@ -5,11 +5,11 @@
  * frames it would have sent into a spill file of its own, one per process
  * image (docs/TRACE_FORMAT.md, "Spill files"). Reading them back is what
  * the collector does with a connection: each file's frames go through the
- * same decoder and process tree (proctree.c), then the model is written
- * through the same merge as a live run, into a temporary JSON file that
- * joins the other inputs of the combine. So a spill file gives the trace
- * `forktrace run` would have written, pid remapping, --align and every
- * output format included.
+ * same decoder and process tree (proctree.c), and the model they make is
+ * one more input of the merge, after the others, as the live run's model
+ * is the one input of its own. So a spill file gives the trace `forktrace
+ * run` would have written, pid remapping, --align and every output format
+ * included.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -178,40 +178,6 @@ static int read_spill(proc_tree *pt, ptab *t, int dirfd, const char *name, const
 	return rc;
 }
 
-/* Writes the model of the spill files to an unlinked-on-release temporary
- * JSON file. */
-static int write_model(spill_inputs *sp, model_trace *t)
-{
-	const char *dir = getenv("TMPDIR");
-	events_stats stats;
-	int fd, err;
-
-	snprintf(sp->tmp, sizeof(sp->tmp), "%s/forktrace-spill-XXXXXX.json",
-		 dir && *dir ? dir : "/tmp");
-	fd = mkstemps(sp->tmp, 5);
-	if (fd < 0) {
-		err = -errno;
-		fprintf(stderr, "forktrace: cannot create a temporary file in %s: %s\n",
-			dir && *dir ? dir : "/tmp", strerror(errno));
-		sp->tmp[0] = '\0';
-		return err;
-	}
-	err = events_write(t, fd, TRACE_FORMAT_JSON, NULL, &stats);
-	if (close(fd) < 0 && err == 0)
-		err = -errno;
-	if (err < 0)
-		fprintf(stderr, "forktrace: cannot write the spill files' trace to %s: %s\n",
-			sp->tmp, strerror(-err));
-	if (err == 0 && stats.corrupt_chunks) {
-		fprintf(stderr, "forktrace: %llu chunks of in-process events in the spill files "
-				"held a record that does not parse; their events from there on are "
-				"missing\n",
-			(unsigned long long)stats.corrupt_chunks);
-		sp->problems++;
-	}
-	return err;
-}
-
 /*
  * Reads the process table that the spill directory dir's FT_TABLE_NAME
  * link names (the run's collector died before reading all of it) and the
@@ -297,137 +263,208 @@ static int push_spill(spill_file **v, size_t *n, size_t *cap, spill_file f)
 	return 0;
 }
 
-int spill_prepare(const char *const *paths, size_t n, spill_inputs *sp)
+/* What spill_prepare found among its paths. */
+typedef struct spill_found {
+	spill_file *spills;
+	size_t nspills, cap_spills;
+	char **tabdirs; /* spill directories with a process table */
+	size_t ntabs, cap_tabs;
+	size_t cap_src;
+} spill_found;
+
+/* Appends src to sp's inputs. Returns 0 or -ENOMEM. */
+static int push_src(spill_inputs *sp, spill_found *f, merge_source src)
 {
-	spill_file *spills = NULL;
-	char **tabdirs = NULL;
-	ptab **tables = NULL;
-	size_t nspills = 0, cap_spills = 0, cap_paths = 0, ntabs = 0, cap_tabs = 0;
-	model_trace *t = NULL;
-	proc_tree *pt = NULL;
-	int64_t last_ts = 0;
+	if (sp->nsrc == f->cap_src) {
+		size_t nc = f->cap_src ? f->cap_src * 2 : 16;
+		merge_source *nv = realloc(sp->src, nc * sizeof(*nv));
+
+		if (nv == NULL)
+			return -ENOMEM;
+		sp->src = nv;
+		f->cap_src = nc;
+	}
+	sp->src[sp->nsrc++] = src;
+	return 0;
+}
+
+/* Adds path to the name of the spill files' input ("a.spill, b.ftspill"). */
+static int add_name(spill_inputs *sp, const char *path)
+{
+	char *name;
+
+	if (asprintf(&name, "%s%s%s", sp->name ? sp->name : "", sp->name ? ", " : "", path) < 0)
+		return -ENOMEM;
+	free(sp->name);
+	sp->name = name;
+	return 0;
+}
+
+/*
+ * Takes the directory path (st: its stat) when it is a spill directory:
+ * spill files, the table link of a run whose collector died and its
+ * journal, and nothing else; it is read here alone. Returns 1 when it was
+ * one, 0 when it is another directory, -1 when it cannot be listed, or
+ * -ENOMEM.
+ */
+static int take_spill_dir(spill_found *f, const char *path, const struct stat *st)
+{
+	bool others = false, found = false, table = false;
+	size_t first = f->nspills;
+	struct dirent *de;
 	int err = 0;
+	DIR *d;
 
-	memset(sp, 0, sizeof(*sp));
-	for (size_t i = 0; i < n && err == 0; i++) {
-		struct stat st;
-		bool others = false, found = false, table = false;
-		size_t first = nspills;
-		DIR *d;
-		struct dirent *de;
-
-		if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode) && (d = opendir(paths[i]))) {
-			while ((de = readdir(d)) != NULL && err == 0) {
-				if (de->d_name[0] == '.')
-					continue;
-				if (strcmp(de->d_name, FT_TABLE_NAME) == 0 ||
-				    strcmp(de->d_name, SPILL_JOURNAL_NAME) == 0) {
-					table = true;
-				} else if (has_spill_name(de->d_name)) {
-					char *full;
-
-					if (asprintf(&full, "%s/%s", paths[i], de->d_name) < 0)
-						full = NULL;
-					if (push_spill(&spills, &nspills, &cap_spills,
-						       (spill_file){full, true, 0}) < 0) {
-						err = -ENOMEM;
-						break;
-					}
-					found = true;
-				} else {
-					others = true;
-				}
-			}
-			closedir(d);
-			if ((found || table) && !others) {
-				/* A spill directory: read here alone. */
-				if (!(st.st_uid == geteuid() && (st.st_mode & 022) == 0))
-					fprintf(stderr, "forktrace: warning: %s: a spill directory "
-							"that is not yours alone (owner uid %u, mode "
-							"%03o): anyone could have put files in it\n",
-						paths[i], (unsigned)st.st_uid,
-						(unsigned)(st.st_mode & 0777));
-				if (table && err == 0) {
-					char *dup = strdup(paths[i]);
-
-					if (!dup || push(&tabdirs, &ntabs, &cap_tabs, dup) < 0)
-						err = -ENOMEM;
-					for (size_t k = first; k < nspills; k++)
-						spills[k].table = ntabs;
-				}
-				continue;
-			}
-			for (size_t k = first; k < nspills; k++)
-				free(spills[k].path);
-			nspills = first;
-		} else if (has_spill_name(paths[i]) || sniff_spill(paths[i])) {
-			if (push_spill(&spills, &nspills, &cap_spills,
-				       (spill_file){strdup(paths[i]), false, 0}) < 0) {
-				err = -ENOMEM;
-				break;
-			}
+	d = opendir(path);
+	if (d == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL && err == 0) {
+		if (de->d_name[0] == '.')
 			continue;
+		if (strcmp(de->d_name, FT_TABLE_NAME) == 0 ||
+		    strcmp(de->d_name, SPILL_JOURNAL_NAME) == 0) {
+			table = true;
+		} else if (has_spill_name(de->d_name)) {
+			char *full;
+
+			if (asprintf(&full, "%s/%s", path, de->d_name) < 0)
+				full = NULL;
+			err = push_spill(&f->spills, &f->nspills, &f->cap_spills,
+					 (spill_file){full, true, 0});
+			found = true;
+		} else {
+			others = true;
 		}
-		if (err == 0)
-			err = push((char ***)&sp->paths, &sp->npaths, &cap_paths, strdup(paths[i]));
 	}
-	if (err < 0 || (nspills == 0 && ntabs == 0))
-		goto out;
-	t = model_new();
-	pt = t ? proc_tree_new(t) : NULL;
-	tables = ntabs ? calloc(ntabs, sizeof(*tables)) : NULL;
-	if (!pt || (ntabs && !tables)) {
-		err = -ENOMEM;
-		goto out;
+	closedir(d);
+	if (err == 0 && (found || table) && !others) {
+		if (!(st->st_uid == geteuid() && (st->st_mode & 022) == 0))
+			fprintf(stderr, "forktrace: warning: %s: a spill directory that is not yours "
+					"alone (owner uid %u, mode %03o): anyone could have put files "
+					"in it\n",
+				path, (unsigned)st->st_uid, (unsigned)(st->st_mode & 0777));
+		if (table) {
+			char *dup = strdup(path);
+
+			if (!dup || push(&f->tabdirs, &f->ntabs, &f->cap_tabs, dup) < 0)
+				return -ENOMEM;
+			for (size_t k = first; k < f->nspills; k++)
+				f->spills[k].table = f->ntabs;
+		}
+		return 1;
 	}
+	for (size_t k = first; k < f->nspills; k++)
+		free(f->spills[k].path);
+	f->nspills = first;
+	return err < 0 ? err : 0;
+}
+
+/* Sorts one path of spill_prepare: a spill file or directory (added to
+ * the name of their input), or another input. Returns 0 or -ENOMEM. */
+static int sort_path(spill_inputs *sp, spill_found *f, const char *path)
+{
+	struct stat st;
+	int r = -1;
+
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		r = take_spill_dir(f, path, &st);
+	if (r < 0 && r != -1)
+		return r;
+	if (r == -1 && (has_spill_name(path) || sniff_spill(path))) {
+		if (push_spill(&f->spills, &f->nspills, &f->cap_spills,
+			       (spill_file){strdup(path), false, 0}) < 0)
+			return -ENOMEM;
+		r = 1;
+	}
+	if (r == 1)
+		return add_name(sp, path);
+	return push_src(sp, f, (merge_source){.path = path});
+}
+
+/* Reads the spill files found (and the process tables of their
+ * directories) into sp->model, the way the collector reads connections.
+ * Returns 0 or -ENOMEM. */
+static int read_spills(spill_inputs *sp, const spill_found *f)
+{
+	int64_t last_ts = 0;
+	model_trace *t;
+
+	t = sp->model = model_new();
+	sp->pt = t ? proc_tree_new(t) : NULL;
+	sp->tables = f->ntabs ? calloc(f->ntabs, sizeof(*sp->tables)) : NULL;
+	if (!sp->pt || (f->ntabs && !sp->tables))
+		return -ENOMEM;
+	sp->ntables = f->ntabs;
 	t->origin = "forktrace spill files";
 	/* The tables first: an image that wrote in a slot and then spilled
 	 * goes on in its spill file (its HELLO names the slot). */
-	for (size_t k = 0; k < ntabs; k++) {
-		tables[k] = salvage_table(pt, tabdirs[k], &sp->problems);
-		if (ptab_last_ts(tables[k]) > last_ts)
-			last_ts = ptab_last_ts(tables[k]);
+	for (size_t k = 0; k < f->ntabs; k++) {
+		sp->tables[k] = salvage_table(sp->pt, f->tabdirs[k], &sp->problems);
+		if (ptab_last_ts(sp->tables[k]) > last_ts)
+			last_ts = ptab_last_ts(sp->tables[k]);
 	}
-	for (size_t i = 0; i < nspills; i++) {
-		ptab *tab = spills[i].table ? tables[spills[i].table - 1] : NULL;
+	for (size_t i = 0; i < f->nspills; i++) {
+		const spill_file *sf = &f->spills[i];
+		ptab *tab = sf->table ? sp->tables[sf->table - 1] : NULL;
 
-		if (read_spill(pt, tab, AT_FDCWD, spills[i].path, spills[i].path, spills[i].in_dir,
-			       &last_ts) != 0)
+		if (read_spill(sp->pt, tab, AT_FDCWD, sf->path, sf->path, sf->in_dir, &last_ts) != 0)
 			sp->problems++;
 	}
-	for (size_t k = 0; k < ntabs; k++)
-		ptab_finish(tables[k]);
-	sp->nspill = nspills;
-	sp->ntables = ntabs;
-	proc_finish(pt, last_ts, true);
+	for (size_t k = 0; k < f->ntabs; k++)
+		ptab_finish(sp->tables[k]);
+	sp->nspill = f->nspills;
+	proc_finish(sp->pt, last_ts, true);
 	t->start_ns = -1;
 	t->end_ns = last_ts;
-	err = write_model(sp, t);
-	if (err == 0)
-		err = push((char ***)&sp->paths, &sp->npaths, &cap_paths, strdup(sp->tmp));
-out:
-	for (size_t i = 0; i < nspills; i++)
-		free(spills[i].path);
-	free(spills);
-	for (size_t k = 0; k < ntabs; k++) {
-		if (tables)
-			ptab_free(tables[k]);
-		free(tabdirs[k]);
+	return 0;
+}
+
+int spill_prepare(const char *const *paths, size_t n, spill_inputs *sp)
+{
+	spill_found f = {0};
+	int err = 0;
+
+	memset(sp, 0, sizeof(*sp));
+	for (size_t i = 0; i < n && err == 0; i++)
+		err = sort_path(sp, &f, paths[i]);
+	if (err == 0 && (f.nspills > 0 || f.ntabs > 0)) {
+		err = read_spills(sp, &f);
+		if (err == 0)
+			err = push_src(sp, &f, (merge_source){.model = sp->model, .name = sp->name});
 	}
-	free(tables);
-	free(tabdirs);
-	proc_tree_free(pt);
-	model_free(t);
+	for (size_t i = 0; i < f.nspills; i++)
+		free(f.spills[i].path);
+	free(f.spills);
+	for (size_t k = 0; k < f.ntabs; k++)
+		free(f.tabdirs[k]);
+	free(f.tabdirs);
 	return err;
+}
+
+void spill_note_merged(spill_inputs *sp, const merge_result *res)
+{
+	const merge_input *in;
+
+	if (sp->model == NULL || res->ninputs == 0)
+		return;
+	in = &res->inputs[res->ninputs - 1];
+	if (in->corrupt_chunks == 0)
+		return;
+	fprintf(stderr, "forktrace: %llu chunks of in-process events in the spill files held a "
+			"record that does not parse; their events from there on are missing\n",
+		(unsigned long long)in->corrupt_chunks);
+	sp->problems++;
 }
 
 void spill_release(spill_inputs *sp)
 {
-	for (size_t i = 0; i < sp->npaths; i++)
-		free((char *)sp->paths[i]);
-	free(sp->paths);
-	if (sp->tmp[0])
-		unlink(sp->tmp);
+	free(sp->src);
+	free(sp->name);
+	for (size_t k = 0; k < sp->ntables; k++)
+		ptab_free(sp->tables[k]);
+	free(sp->tables);
+	proc_tree_free(sp->pt);
+	model_free(sp->model);
 	memset(sp, 0, sizeof(*sp));
 }
 

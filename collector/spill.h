@@ -10,34 +10,44 @@
 #include <stddef.h>
 
 #include "internal.h"
+#include "merge.h"
 
 /* Beside the table link in a spill directory: the slots the collector
  * had read and freed (ptab_set_journal). */
 #define SPILL_JOURNAL_NAME "table.journal"
 
 typedef struct spill_inputs {
-	const char **paths; /* the inputs for merge_files (owned) */
-	size_t npaths;
-	char tmp[PATH_MAX]; /* the spill files' trace, "" when none */
+	/* The inputs of merge_inputs: the paths that are no spill files
+	 * (borrowed from spill_prepare's), then the spill files' model. */
+	merge_source *src;
+	size_t nsrc;
+	model_trace *model; /* the spill files' trace, or NULL */
+	char *name;         /* its name: the spill paths given, comma-separated */
+	proc_tree *pt;      /* what read them, and the tables they continue */
+	ptab **tables;
 	size_t nspill;      /* spill files read */
 	size_t ntables;     /* process tables of crashed runs read */
 	int problems;       /* spill files that were damaged or unreadable */
 } spill_inputs;
 
 /*
- * Sorts paths[0..n) (borrowed) into spill files (named *.ftspill, or
- * starting with a forktrace frame; directories whose files are all spill
- * files, and the FT_TABLE_NAME link to the process table of the run
- * whose collector died) and other inputs. The spill files are read into one trace, the
- * way the collector reads connections, and written to a temporary JSON
- * file that takes their place among the inputs. What is wrong with a
+ * Sorts paths[0..n) (borrowed until spill_release) into spill files
+ * (named *.ftspill, or starting with a forktrace frame; directories whose
+ * files are all spill files, and the FT_TABLE_NAME link to the process
+ * table of the run whose collector died) and other inputs. The spill
+ * files are read into one model, the way the collector reads
+ * connections, which is the last input of sp->src. What is wrong with a
  * spill file is printed, naming the file and the byte offset; the rest
  * of it is kept. Returns 0 or a negative errno; release sp with
  * spill_release either way.
  */
 int spill_prepare(const char *const *paths, size_t n, spill_inputs *sp);
 
-/* Frees sp and removes the temporary file. */
+/* After merge_inputs of sp->src into res: says what of the spill files'
+ * in-process events could not be read, and counts it in sp->problems. */
+void spill_note_merged(spill_inputs *sp, const merge_result *res);
+
+/* Frees what sp holds. */
 void spill_release(spill_inputs *sp);
 
 /*

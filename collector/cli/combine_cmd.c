@@ -1,6 +1,6 @@
 /*
  * combine_cmd.c - `forktrace combine [OPTIONS] FILES... -o OUT`: the
- * command line around merge_files (combine/include/merge.h).
+ * command line around merge_inputs (combine/include/merge.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -223,13 +223,14 @@ int combine_main(int argc, char **argv)
 	prog.last_ns = now_ns();
 	co.progress = progress_cb;
 	co.progress_ctx = &prog;
-	/* Agents' spill files become one more input, a trace of their own. */
+	/* Agents' spill files become one more input: the model they make. */
 	err = spill_prepare((const char *const *)argv + optind, (size_t)(argc - optind), &sp);
 	if (err == 0)
-		err = merge_files(sp.paths, sp.npaths, &co, sink, &res);
+		err = merge_inputs(sp.src, sp.nsrc, &co, sink, &res);
 	sink->free(sink);
 	if (prog.shown)
 		fputs("\r\033[K", stderr);
+	spill_note_merged(&sp, &res);
 	if (err == 0)
 		err = out_file_commit(&rf);
 	if (err < 0) {

@@ -155,12 +155,14 @@ static int print_tree(const info_report *r)
 }
 
 /* What path holds; name is what to call it; in_dir as info_read's. */
-static int show(const char *path, bool in_dir, const char *name)
+/* What the trace at path (or, when m is not NULL, the trace of model m)
+ * holds, under name. */
+static int show(const char *path, bool in_dir, const model_trace *m, const char *name)
 {
 	info_report r;
 	bool records = false;
 	size_t threads = 0;
-	int err = info_read(path, in_dir, &r);
+	int err = m != NULL ? info_read_model(m, name, &r) : info_read(path, in_dir, &r);
 
 	if (err < 0) {
 		fprintf(stderr, "forktrace: %s: out of memory\n", cli_esc(name));
@@ -231,9 +233,10 @@ int info_main(int argc, char **argv)
 	};
 	int c, code = 0;
 	spill_inputs sp;
+	const char **paths = NULL;
 	char **files = NULL;
 	bool *in_dir = NULL;
-	size_t nfiles = 0;
+	size_t npaths = 0, nfiles = 0;
 
 	opterr = 0;
 	optind = 1;
@@ -247,26 +250,41 @@ int info_main(int argc, char **argv)
 	if (optind >= argc)
 		return cli_usage_error("info", "no trace file given");
 	/* The inputs combine and report read, the same way: directories,
-	 * spill files (one trace of them all), "-" for standard input. */
+	 * spill files (one trace of them all, the last input), "-" for
+	 * standard input. */
 	if (spill_prepare((const char *const *)argv + optind, (size_t)(argc - optind), &sp) < 0 ||
-	    merge_expand(sp.paths, sp.npaths, &files, &in_dir, &nfiles) < 0) {
+	    (paths = calloc(sp.nsrc + 1, sizeof(*paths))) == NULL) {
 		fprintf(stderr, "forktrace: out of memory\n");
 		spill_release(&sp);
 		return 1;
 	}
+	for (size_t i = 0; i < sp.nsrc; i++)
+		if (sp.src[i].model == NULL)
+			paths[npaths++] = sp.src[i].path;
+	if (merge_expand(paths, npaths, &files, &in_dir, &nfiles) < 0) {
+		fprintf(stderr, "forktrace: out of memory\n");
+		free(paths);
+		spill_release(&sp);
+		return 1;
+	}
 	for (size_t i = 0; i < nfiles; i++) {
+		if (i > 0)
+			printf("\n");
+		code |= show(files[i], in_dir[i], NULL, files[i]);
+		free(files[i]);
+	}
+	if (sp.model != NULL) {
 		char spills[64];
-		bool tmp = sp.tmp[0] != '\0' && strcmp(files[i], sp.tmp) == 0;
 
 		snprintf(spills, sizeof(spills), "%zu spill file%s", sp.nspill,
 			 sp.nspill == 1 ? "" : "s");
-		if (i > 0)
+		if (nfiles > 0)
 			printf("\n");
-		code |= show(files[i], in_dir[i], tmp ? spills : files[i]);
-		free(files[i]);
+		code |= show(NULL, false, sp.model, spills);
 	}
 	free(files);
 	free(in_dir);
+	free(paths);
 	code |= sp.problems > 0;
 	spill_release(&sp);
 	return code;

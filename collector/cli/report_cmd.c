@@ -1,6 +1,6 @@
 /*
  * report_cmd.c - `forktrace report TRACE... -o REPORT.html`: the HTML
- * report of trace files. The files go through merge_files (the same
+ * report of trace files. The files go through merge_inputs (the same
  * readers and pid mapping as `forktrace combine`) into the HTML sink, so
  * the page is the one `forktrace run --report` writes for a live run.
  */
@@ -152,8 +152,9 @@ int report_main(int argc, char **argv)
 	/* Agents' spill files become one more input, as in combine. */
 	err = spill_prepare((const char *const *)argv + optind, (size_t)(argc - optind), &sp);
 	if (err == 0)
-		err = merge_files(sp.paths, sp.npaths, &co, sink, &res);
+		err = merge_inputs(sp.src, sp.nsrc, &co, sink, &res);
 	sink->free(sink);
+	spill_note_merged(&sp, &res);
 	if (err == 0)
 		err = out_file_commit(&rf);
 	if (err < 0) {

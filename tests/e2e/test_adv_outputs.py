@@ -451,6 +451,83 @@ def test_full_tmpdir_combine(t):
 
 
 @test
+def test_spill_combine_no_tmpdir_file(t):
+    """combine and report read agents' spill files into a model that is
+    one more input of the merge: nothing of their trace goes to $TMPDIR
+    (before: it was written there as a temporary JSON file first, so with
+    64 KB free there, spill files of a larger trace could not be read)."""
+    spill = t.subdir("spill")
+    os.chmod(spill, 0o700)
+    agent = os.path.join(os.path.dirname(ft.forktrace_bin()), "libforktrace-agent.so")
+    env = dict(os.environ, LD_PRELOAD=agent, FORKTRACE_SPILL=spill)
+    env.pop("FORKTRACE_SOCK", None)
+    r = subprocess.run([prog("ev_prog"), "regions", "2", "300", "10"], env=env,
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    check(r.returncode == 0, f"ev_prog exited {r.returncode}: {r.stderr!r}")
+    check(any(f.endswith(".ftspill") for f in os.listdir(spill)), f"nothing spilled in {spill}")
+    with small_tmpfs() as tmp:
+        filler = fill(tmp, 65536)
+        env = dict(os.environ, TMPDIR=tmp)
+        for sub, out in (("combine", "c.json"), ("report", "r.html")):
+            res = t.forktrace([sub, "-q", spill, "-o", out], env=env)
+            check(res.rc == 0, f"{sub} of spill files with 64 KB free in $TMPDIR: exit "
+                  f"{res.rc}\n  {res.describe()}")
+            left = sorted(set(os.listdir(tmp)) - {os.path.basename(filler)})
+            check(not left, f"{sub}: files left in $TMPDIR: {left}")
+    size = os.path.getsize(t.path("c.json"))
+    check(size > 4 * 65536, f"the spill files' trace is {size} bytes: it would have fit")
+    tr = ft.load_trace(t.path("c.json"))
+    check(len(tr.find(argv_has="regions")) == 1, f"the spill file was not read:\n{tr.dump()}")
+
+
+@test
+def test_one_output_fails(t):
+    """run -o TRACE --report REPORT writes both from one walk of the model:
+    when one of them fails (a full disk), the other is still written
+    whole where it was asked for, and the failed one goes to $TMPDIR."""
+    for failing in ("trace", "report"):
+        with small_tmpfs(t.path(f"full-{failing}")) as d:
+            filler = fill(d)
+            keep = t.subdir(f"keep-{failing}")
+            env = dict(os.environ, TMPDIR=keep)
+            trace = f"{d}/t.json" if failing == "trace" else t.path(f"t-{failing}.json")
+            report = f"{d}/r.html" if failing == "report" else t.path(f"r-{failing}.html")
+            res = t.forktrace(["run", "-q", "-o", trace, "--report", report, "--"] +
+                              loop_cmd(), env=env)
+            failed = trace if failing == "trace" else report
+            check_full_disk_error(res, failed, f"{failing} on a full disk")
+            left = sorted(set(os.listdir(d)) - {os.path.basename(filler)})
+            check(not left, f"{failing}: files left on the full disk: {left}")
+            kept = [os.path.join(keep, f) for f in os.listdir(keep)
+                    if f.endswith("-" + os.path.basename(failed))]
+            check(len(kept) == 1 and kept[0] in res.err,
+                  f"{failing}: not kept in $TMPDIR, or not named: {kept}\n  {res.describe()}")
+            trace_path = kept[0] if failing == "trace" else trace
+            report_path = kept[0] if failing == "report" else report
+            check_trace_file(trace_path, f"{failing} fails")
+            with open(report_path, "rb") as f:
+                check(f.read().rstrip().endswith(b"</html>"), f"{report_path} is cut short")
+            doc = ft.load_json(trace_path)
+            meta = report_meta(report_path)
+            procs = sum(1 for e in doc["traceEvents"] if e.get("name") == "forktrace_process")
+            check(meta["processes"] == procs == doc["otherData"]["forktrace"]["processes"] and
+                  meta["events"] == len(doc["traceEvents"]),
+                  f"{failing} fails: the report has {meta['processes']} processes and "
+                  f"{meta['events']} events, the trace {procs} and {len(doc['traceEvents'])}")
+
+
+def report_meta(path):
+    """The run metadata a report embeds."""
+    import json
+    import re
+    with open(path, encoding="utf-8") as f:
+        html = f.read()
+    m = re.search(r'<script type="application/json" id="ft-data">(.*?)</script>', html, re.S)
+    check(m, f"{path}: no embedded data")
+    return json.loads(m.group(1))["meta"]
+
+
+@test
 def test_spill_dir_device_output(t):
     """forktrace killed with -o naming a device: the agents spill beside
     no device (forktrace.spill/ in the working directory), not into
