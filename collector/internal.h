@@ -321,11 +321,6 @@ int report_opt(report_opts *ro, int opt, const char *arg);
 int report_check(const report_opts *ro, const char *sub);
 void report_opts_free(report_opts *ro);
 
-/* Writes the HTML report of model t to fd (borrowed). Returns 0 or a
- * negative errno. stats may be NULL. */
-int report_write_model(const model_trace *t, int fd, const report_opts *ro,
-		       events_stats *stats);
-
 /* ---- outfile.c --------------------------------------------------------- */
 
 /*

@@ -31,6 +31,7 @@
 #include "internal.h"
 #include "h5.h"
 #include "events.h"
+#include "merge.h"
 #include "runsig.h"
 #include "module.h"
 #include "server.h"
@@ -510,91 +511,233 @@ static int spawn_root(run_state *rs, const char *path, char **env)
 	return -rc;
 }
 
+/* The sink of the trace, in the format its name says, on fd. */
+static trace_sink *trace_sink_for(run_state *rs, int fd, int *err)
+{
+	events_opts mo = { .gzip_level = rs->o.gzip_level };
+
+	return events_sink_for(events_format_for_path(rs->o.output), fd, &mo, err);
+}
+
+/* The sink of the report (--report), with the report options, on fd. */
+static trace_sink *report_sink_for(run_state *rs, int fd, int *err)
+{
+	htmlw_opts ho = { rs->o.ro.include, rs->o.ro.exclude, rs->o.ro.pids };
+
+	return sink_html_new(fd, &ho, err);
+}
+
+/*
+ * Writes the run's model into sink (borrowed): through the merge, as
+ * every trace is written, with the model its only input and the output
+ * its own trace. stats (may be NULL) gets what the sink wrote. Returns 0
+ * or a negative errno.
+ */
+static int write_model(run_state *rs, trace_sink *sink, events_stats *stats)
+{
+	merge_source src = { .model = rs->model, .name = rs->o.output };
+	merge_opts mo = { .model_as_trace = true };
+	merge_result res;
+	int err = merge_inputs(&src, 1, &mo, sink, &res);
+
+	if (stats)
+		*stats = res.out;
+	merge_result_free(&res);
+	return err;
+}
+
 /* out_file_fallback's writers: the trace and the report of the run
  * again, into fd. */
 static int write_trace_fd(void *ctx, int fd)
 {
 	run_state *rs = ctx;
-	events_opts mo = { .gzip_level = rs->o.gzip_level };
+	trace_sink *s;
+	int err;
 
-	return events_write(rs->model, fd, events_format_for_path(rs->o.output), &mo, NULL);
+	s = trace_sink_for(rs, fd, &err);
+	if (s == NULL)
+		return err;
+	err = write_model(rs, s, NULL);
+	s->free(s);
+	return err;
 }
 
 static int write_report_fd(void *ctx, int fd)
 {
 	run_state *rs = ctx;
+	trace_sink *s;
+	int err;
 
-	return report_write_model(rs->model, fd, &rs->o.ro, NULL);
+	s = report_sink_for(rs, fd, &err);
+	if (s == NULL)
+		return err;
+	err = write_model(rs, s, NULL);
+	s->free(s);
+	return err;
 }
 
-int run_main(int argc, char **argv)
+/*
+ * Writes the trace and, with --report, the report in one walk of the
+ * model: both sinks behind a tee. *trace_err and *report_err get each
+ * output's first error (0: written whole; then committed by the caller),
+ * *ms what the trace's sink wrote and *rs_stats the report's.
+ */
+static void write_both(run_state *rs, int *trace_err, int *report_err, events_stats *ms,
+		       events_stats *rstats)
 {
-	run_state *rs = calloc(1, sizeof(*rs));
-	char cmd_path[PATH_MAX], agent[PATH_MAX];
-	int rc, code = 1;
+	trace_sink *ts = NULL, *hs = NULL, *sink;
+	int err;
 
-	if (!rs)
+	*report_err = 0;
+	*trace_err = events_format_for_path(rs->o.output) == TRACE_FORMAT_H5
+		     ? out_file_name(&rs->out) : 0;
+	rsig_add_temp(rs->out.tmp, false);
+	if (*trace_err == 0)
+		ts = trace_sink_for(rs, rs->out.fd, trace_err);
+	if (rs->o.report)
+		hs = report_sink_for(rs, rs->rep.fd, report_err);
+	if (ts != NULL && hs != NULL) {
+		sink = sink_tee_new(ts, hs, &err);
+		if (sink == NULL)
+			*trace_err = *report_err = err;
+	} else {
+		sink = ts != NULL ? ts : hs;
+	}
+	if (sink == NULL)
+		return;
+	err = write_model(rs, sink, sink == hs ? rstats : ms);
+	if (sink == ts) {
+		*trace_err = err;
+	} else if (sink == hs) {
+		*report_err = err;
+	} else {
+		*trace_err = sink_tee_result(sink, 0, NULL);
+		*report_err = sink_tee_result(sink, 1, rstats);
+		/* The merge's own failure (no memory) is both outputs'. */
+		if (err < 0 && *trace_err == 0)
+			*trace_err = err;
+		if (err < 0 && *report_err == 0)
+			*report_err = err;
+	}
+	sink->free(sink);
+}
+
+/*
+ * Writes the trace and the report (write_both) and puts them in place.
+ * An output that failed is written again from the model into $TMPDIR
+ * (out_file_fallback), the other is kept all the same, and *code becomes
+ * 1 if it was 0. Returns the trace's result: 0 or a negative errno; *ms
+ * gets what its sink wrote.
+ */
+static int write_outputs(run_state *rs, events_stats *ms, int *code)
+{
+	events_stats rstats = { 0 };
+	int rc, rrc;
+
+	write_both(rs, &rc, &rrc, ms, &rstats);
+	if (rc == 0)
+		rc = out_file_commit(&rs->out);
+	if (rc < 0) {
+		fprintf(stderr, "forktrace: cannot write the trace to '%s': %s\n", rs->o.output,
+			strerror(-rc));
+		/* The model is still here: the trace need not be lost. */
+		out_file_fallback(&rs->out, write_trace_fd, rs);
+		out_file_abort(&rs->out);
+		if (*code == 0)
+			*code = 1;
+	}
+	if (!rs->o.report)
+		return rc;
+	if (rrc == 0)
+		rrc = out_file_commit(&rs->rep);
+	if (rrc < 0) {
+		fprintf(stderr, "forktrace: cannot write the report to '%s': %s\n", rs->o.report,
+			strerror(-rrc));
+		out_file_fallback(&rs->rep, write_report_fd, rs);
+		out_file_abort(&rs->rep);
+		if (*code == 0)
+			*code = 1;
+	} else if (!rs->o.quiet) {
+		fprintf(stderr, "forktrace: report written to %s (%llu bytes)\n", rs->o.report,
+			(unsigned long long)rstats.bytes);
+	}
+	return rc;
+}
+
+/* What the steps of run_main return to go on; anything else is the exit
+ * code to leave with. */
+#define RUN_GO_ON (-1)
+
+/* Everything the user controls that can fail before anything is made:
+ * the options, COMMAND (into cmd_path), the agent (into agent), enough
+ * file descriptors. */
+static int check_before_start(run_state *rs, int argc, char **argv, char *cmd_path,
+			      char *agent)
+{
+	int rc = run_parse_opts(argc, argv, &rs->o);
+
+	if (rc == CLI_EXIT_OK_DONE)
+		return 0;
+	if (rc)
+		return rc;
+	rc = resolve_command(rs->o.command[0], cmd_path, PATH_MAX);
+	if (rc)
+		return rc;
+	if (find_agent(agent, PATH_MAX) < 0 || check_fds() < 0)
 		return 1;
-	rs->out.fd = -1;
-	rs->rep.fd = -1;
-	rs->sr.dirfd = rs->sr.pdirfd = -1;
-	rc = run_parse_opts(argc, argv, &rs->o);
-	if (rc == CLI_EXIT_OK_DONE) {
-		code = 0;
-		goto out_free;
-	}
-	if (rc) {
-		code = rc;
-		goto out_free;
-	}
-	rc = resolve_command(rs->o.command[0], cmd_path, sizeof(cmd_path));
-	if (rc) {
-		code = rc;
-		goto out_free;
-	}
-	if (find_agent(agent, sizeof(agent)) < 0 || check_fds() < 0)
-		goto out_free;
-	/* From here on a signal removes what was created. */
-	rsig_setup(out_path_in_place(rs->o.output) ? "forktrace" : rs->o.output);
+	return RUN_GO_ON;
+}
+
+/*
+ * The outputs' temporary files, and the spill directory: should forktrace
+ * die, or an agent fail to reach it, the agents write what they record
+ * next to the trace it would have written: OUTPUT.spill/, merged at the
+ * end of the run; with an output that is no file (stdout, a FIFO,
+ * /dev/null: no directory of its own to write beside), forktrace.spill/.
+ * Returns 0 or a negative errno, said.
+ */
+static int open_outputs(run_state *rs)
+{
+	char cwd[PATH_MAX], *dir = NULL;
+	const char *base;
+	int n;
+
 	if (open_output(rs) < 0)
-		goto out_free;
+		return -EIO;
 	rsig_add_temp(rs->out.tmp, false);
 	if (rs->o.report && out_file_open(&rs->rep, rs->o.report, "report", false) < 0)
-		goto out_unlink_tmp;
+		return -EIO;
 	rsig_add_temp(rs->rep.tmp, false);
-	/* Should forktrace die, or an agent fail to reach it, the agents
-	 * write what they record next to the trace it would have written:
-	 * OUTPUT.spill/, merged at the end of the run; with an output that
-	 * is no file (stdout, a FIFO, /dev/null: no directory of its own to
-	 * write beside), forktrace.spill/. */
-	{
-		char cwd[PATH_MAX], *dir = NULL;
-		const char *base = rs->out.in_place ? "forktrace" : rs->o.output;
-		int n = base[0] == '/' ? asprintf(&dir, "%s.spill", base)
-			: getcwd(cwd, sizeof(cwd)) ? asprintf(&dir, "%s/%s.spill", cwd, base)
-						   : -1;
-
-		if (n >= 0 && (size_t)n < sizeof(rs->spill_dir)) {
-			snprintf(rs->spill_dir, sizeof(rs->spill_dir), "%s", dir);
-			setenv(FT_ENV_SPILL_DIR, dir, 1);
-		}
-		free(n >= 0 ? dir : NULL);
-		/* What runs that were killed left goes first, their tables'
-		 * last frames to their spill directories: one of them may be
-		 * ours, which the check then finds holding them. */
-		rs->stale_removed = ptab_clean_stale(sock_tmp(), NULL);
-		if (rs->spill_dir[0] && spill_run_check(rs->spill_dir) < 0)
-			goto out_unlink_tmp;
+	base = rs->out.in_place ? "forktrace" : rs->o.output;
+	n = base[0] == '/' ? asprintf(&dir, "%s.spill", base)
+		: getcwd(cwd, sizeof(cwd)) ? asprintf(&dir, "%s/%s.spill", cwd, base)
+					   : -1;
+	if (n >= 0 && (size_t)n < sizeof(rs->spill_dir)) {
+		snprintf(rs->spill_dir, sizeof(rs->spill_dir), "%s", dir);
+		setenv(FT_ENV_SPILL_DIR, dir, 1);
 	}
-	if (make_socket_dir(rs) < 0)
-		goto out_unlink_tmp;
-	rsig_add_temp(rs->sock_dir, true);
+	free(n >= 0 ? dir : NULL);
+	/* What runs that were killed left goes first, their tables'
+	 * last frames to their spill directories: one of them may be
+	 * ours, which the check then finds holding them. */
+	rs->stale_removed = ptab_clean_stale(sock_tmp(), NULL);
+	if (rs->spill_dir[0] && spill_run_check(rs->spill_dir) < 0)
+		return -EEXIST;
+	return 0;
+}
+
+/* The model of the run and its tree, with the run's metadata. Returns 0
+ * or -ENOMEM, said. */
+static int make_model(run_state *rs)
+{
+	char host[256] = "";
+	size_t ncmd = 0;
 
 	rs->model = model_new();
 	rs->tree = rs->model ? proc_tree_new(rs->model) : NULL;
 	if (!rs->tree) {
 		fprintf(stderr, "forktrace: out of memory\n");
-		goto out_sockdir;
+		return -ENOMEM;
 	}
 	rs->model->origin = "forktrace run";
 	rs->model->fn_include = rs->o.fn_filter;
@@ -610,24 +753,28 @@ int run_main(int argc, char **argv)
 	rs->model->anchor_mono_ns = proc_now_mono_ns();
 	rs->model->anchor_real_ns = proc_now_real_ns();
 	proc_add_clock_pair(rs->model);
-	char host[256] = "";
 	gethostname(host, sizeof(host) - 1);
 	rs->model->host = model_strdup(rs->model, host);
-	size_t ncmd = 0;
 	while (rs->o.command[ncmd])
 		ncmd++;
 	rs->model->command = model_strvdup(rs->model, (const char *const *)rs->o.command, ncmd);
+	return 0;
+}
 
-	rc = uv_loop_init(&rs->loop);
-	if (rc < 0) {
-		fprintf(stderr, "forktrace: cannot start the event loop: %s\n", uv_strerror(rc));
-		goto out_model;
-	}
-	rc = srv_start(&rs->server, &rs->loop, rs->sock_path, rs->tree);
+/*
+ * The server on the socket, the signals and timers of the loop (already
+ * initialised), the process table, and the spill directory that is made
+ * with the table's journal when the table first gives pages back.
+ * Returns 0 or a negative errno, said.
+ */
+static int start_server(run_state *rs)
+{
+	int rc = srv_start(&rs->server, &rs->loop, rs->sock_path, rs->tree);
+
 	if (rc < 0) {
 		fprintf(stderr, "forktrace: cannot listen on %s: %s\n", rs->sock_path,
 			uv_strerror(rc));
-		goto out_loop;
+		return rc;
 	}
 	rs->sigchld.data = rs;
 	rc = uv_signal_init(&rs->loop, &rs->sigchld);
@@ -637,7 +784,7 @@ int run_main(int argc, char **argv)
 		rc = uv_async_init(&rs->loop, &rs->sig_async, sig_async_cb);
 	if (rc < 0) {
 		fprintf(stderr, "forktrace: cannot set up the event loop: %s\n", uv_strerror(rc));
-		goto out_loop;
+		return rc;
 	}
 	rs->sig_async.data = rs;
 	uv_unref((uv_handle_t *)&rs->sig_async);
@@ -661,8 +808,6 @@ int run_main(int argc, char **argv)
 		rsig_add_temp(file, false);
 		rsig_add_temp(link, false);
 	}
-	/* The spill directory: made with the table's journal when the table
-	 * first gives pages back. */
 	if (rs->spill_dir[0]) {
 		char p[PATH_MAX + 32];
 
@@ -688,24 +833,33 @@ int run_main(int argc, char **argv)
 		/* It must not keep the loop alive on its own. */
 		uv_unref((uv_handle_t *)&rs->table_timer);
 	}
+	return 0;
+}
+
+/* COMMAND started with the agent, as a child of a subreaper, and its
+ * root process in the tree. Returns RUN_GO_ON, or the exit code. */
+static int start_command(run_state *rs, const char *cmd_path, const char *agent)
+{
+	int64_t start;
+	char **env;
+	int rc;
 
 	/* Orphans of the tree are reparented to us, not to init. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		fprintf(stderr, "forktrace: warning: cannot become a child subreaper (%s); "
 				"orphans will not be waited for\n", strerror(errno));
 
-	char **env = child_env(agent, rs->sock_path);
+	env = child_env(agent, rs->sock_path);
 	if (!env) {
 		fprintf(stderr, "forktrace: out of memory\n");
-		goto out_loop;
+		return 1;
 	}
-	int64_t start = proc_now_mono_ns();
+	start = proc_now_mono_ns();
 	rc = spawn_root(rs, cmd_path, env);
 	child_env_free(env);
 	if (rc < 0) {
 		fprintf(stderr, "forktrace: %s: %s\n", rs->o.command[0], strerror(-rc));
-		code = rc == -ENOENT ? 127 : 126;
-		goto out_loop;
+		return rc == -ENOENT ? 127 : 126;
 	}
 	raise_nofile();
 	/* While the command loads. */
@@ -718,17 +872,21 @@ int run_main(int argc, char **argv)
 	reap(rs);
 	if (rs->tree_done)
 		begin_finish(rs);
+	return RUN_GO_ON;
+}
 
-	uv_run(&rs->loop, UV_RUN_DEFAULT);
-	progress_clear(rs);
+/* The tree is gone: what agents that could not reach us spilled joins
+ * it, after the slots it may continue; the table's last read; the end of
+ * the model. Returns the exit code: COMMAND's. */
+static int finish_tree(run_state *rs)
+{
+	int64_t end;
+	int code;
 
-	/* What agents that could not reach us spilled joins the tree, after
-	 * the slots it may continue. */
-	spill_run *sr = &rs->sr;
 	ptab_read(rs->table);
-	spill_run_merge(sr, rs->tree, rs->table);
+	spill_run_merge(&rs->sr, rs->tree, rs->table);
 	ptab_finish(rs->table);
-	int64_t end = proc_now_mono_ns();
+	end = proc_now_mono_ns();
 	proc_add_clock_pair(rs->model);
 	proc_finish(rs->tree, end, rs->tree_done);
 	if (!rs->root_done)
@@ -737,45 +895,18 @@ int run_main(int argc, char **argv)
 		code = WEXITSTATUS(rs->root_status);
 	else if (WIFSIGNALED(rs->root_status))
 		code = 128 + WTERMSIG(rs->root_status);
+	else
+		code = 1;
 	rs->model->exit_status = code;
+	return code;
+}
 
-	events_opts mo = { .gzip_level = rs->o.gzip_level };
-	events_stats ms = { 0 };
-	rc = events_format_for_path(rs->o.output) == TRACE_FORMAT_H5 ? out_file_name(&rs->out) : 0;
-	rsig_add_temp(rs->out.tmp, false);
-	if (rc == 0)
-		rc = events_write(rs->model, rs->out.fd, events_format_for_path(rs->o.output), &mo,
-				 &ms);
-	if (rc == 0)
-		rc = out_file_commit(&rs->out);
-	if (rc < 0) {
-		fprintf(stderr, "forktrace: cannot write the trace to '%s': %s\n", rs->o.output,
-			strerror(-rc));
-		/* The model is still here: the trace need not be lost. */
-		out_file_fallback(&rs->out, write_trace_fd, rs);
-		out_file_abort(&rs->out);
-		if (code == 0)
-			code = 1;
-	}
-	if (rs->o.report) {
-		/* The same events again, into the HTML sink. */
-		events_stats rstats = { 0 };
-		int rrc = report_write_model(rs->model, rs->rep.fd, &rs->o.ro, &rstats);
+/* What the run ends with on stderr, after the outputs (rc: the trace's
+ * result; ms: what it holds). */
+static void print_summary(run_state *rs, int rc, const events_stats *ms)
+{
+	spill_run *sr = &rs->sr;
 
-		if (rrc == 0)
-			rrc = out_file_commit(&rs->rep);
-		if (rrc < 0) {
-			fprintf(stderr, "forktrace: cannot write the report to '%s': %s\n",
-				rs->o.report, strerror(-rrc));
-			out_file_fallback(&rs->rep, write_report_fd, rs);
-			out_file_abort(&rs->rep);
-			if (code == 0)
-				code = 1;
-		} else if (!rs->o.quiet) {
-			fprintf(stderr, "forktrace: report written to %s (%llu bytes)\n",
-				rs->o.report, (unsigned long long)rstats.bytes);
-		}
-	}
 	if (rs->timed_out || rs->stopped_by) {
 		char why[64];
 
@@ -795,11 +926,11 @@ int run_main(int argc, char **argv)
 				"to %.*s (%s): the rest of it was kept in memory\n",
 			(int)(strrchr(rs->sock_dir, '/') - rs->sock_dir), rs->sock_dir,
 			strerror(rs->model->spill_error));
-	if (rc == 0 && ms.corrupt_chunks)
+	if (rc == 0 && ms->corrupt_chunks)
 		fprintf(stderr, "forktrace: warning: %llu chunks of in-process events held a record "
 				"that does not parse (a program wrote over its buffer?); their events "
 				"from there on are missing\n",
-			(unsigned long long)ms.corrupt_chunks);
+			(unsigned long long)ms->corrupt_chunks);
 	if (!rs->o.quiet && rs->stale_removed)
 		fprintf(stderr, "forktrace: removed %zu director%s left by forktrace runs that were "
 				"killed (what their processes wrote went to their spill directories)\n",
@@ -826,10 +957,54 @@ int run_main(int argc, char **argv)
 				 " and the rest of the process table (cut short)");
 		fprintf(stderr, "forktrace: %llu processes, %llu events, %llu lost%s, trace written "
 				"to %s\n",
-			(unsigned long long)ms.processes, (unsigned long long)ms.events,
+			(unsigned long long)ms->processes, (unsigned long long)ms->events,
 			(unsigned long long)rs->model->lost_events, more, rs->o.output);
 	}
-	spill_run_finish(sr, rc == 0);
+}
+
+int run_main(int argc, char **argv)
+{
+	run_state *rs = calloc(1, sizeof(*rs));
+	char cmd_path[PATH_MAX], agent[PATH_MAX];
+	events_stats ms = { 0 };
+	int rc, code;
+
+	if (!rs)
+		return 1;
+	rs->out.fd = -1;
+	rs->rep.fd = -1;
+	rs->sr.dirfd = rs->sr.pdirfd = -1;
+	code = check_before_start(rs, argc, argv, cmd_path, agent);
+	if (code != RUN_GO_ON)
+		goto out_free;
+	code = 1;
+	/* From here on a signal removes what was created. */
+	rsig_setup(out_path_in_place(rs->o.output) ? "forktrace" : rs->o.output);
+	if (open_outputs(rs) < 0)
+		goto out_unlink_tmp;
+	if (make_socket_dir(rs) < 0)
+		goto out_unlink_tmp;
+	rsig_add_temp(rs->sock_dir, true);
+	if (make_model(rs) < 0)
+		goto out_sockdir;
+	rc = uv_loop_init(&rs->loop);
+	if (rc < 0) {
+		fprintf(stderr, "forktrace: cannot start the event loop: %s\n", uv_strerror(rc));
+		goto out_model;
+	}
+	if (start_server(rs) < 0)
+		goto out_loop;
+	code = start_command(rs, cmd_path, agent);
+	if (code != RUN_GO_ON)
+		goto out_loop;
+
+	uv_run(&rs->loop, UV_RUN_DEFAULT);
+	progress_clear(rs);
+
+	code = finish_tree(rs);
+	rc = write_outputs(rs, &ms, &code);
+	print_summary(rs, rc, &ms);
+	spill_run_finish(&rs->sr, rc == 0);
 
 out_loop:
 	/* A run that never got to the end: what it made in OUTPUT.spill. */

@@ -1,7 +1,6 @@
 /*
  * report_opts.c - what `forktrace run --report` and `forktrace report`
- * share: the report options (--include, --exclude, --pids), and writing a
- * live model's report through the HTML sink with them.
+ * share: the report options (--include, --exclude, --pids).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -53,16 +52,4 @@ void report_opts_free(report_opts *ro)
 	free(ro->exclude);
 	ro->include = ro->exclude = NULL;
 	ro->ninclude = ro->nexclude = 0;
-}
-
-int report_write_model(const model_trace *t, int fd, const report_opts *ro, events_stats *stats)
-{
-	htmlw_opts ho = {ro->include, ro->exclude, ro->pids};
-	trace_sink *s;
-	int err = 0;
-
-	s = sink_html_new(fd, &ho, &err);
-	if (s == NULL)
-		return err;
-	return events_write_sink(t, s, stats);
 }

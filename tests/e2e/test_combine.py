@@ -436,6 +436,24 @@ def test_report_header(t):
 
 
 @test
+def test_run_report_one_walk(t):
+    """run -o TRACE --report REPORT writes both from one walk of the model:
+    the report counts the processes, threads and events the trace holds."""
+    run = t.run([prog("fork_tree")], opts=["--report", "a.html"], out="t.json")
+    doc = ft.load_json(t.path("t.json"))
+    meta = page_meta(t.path("a.html"))
+    events = doc["traceEvents"]
+    procs = sum(1 for e in events if e.get("name") == "forktrace_process")
+    threads = {(e["pid"], e["tid"]) for e in events if e.get("name") == "thread_name"}
+    check(procs > 1 and meta["processes"] == procs == doc["otherData"]["forktrace"]["processes"],
+          f"processes: report {meta['processes']}, trace {procs}")
+    check(meta["events"] == len(events), f"events: report {meta['events']}, trace {len(events)}")
+    check(meta["threads"] == len(threads), f"threads: report {meta['threads']}, trace {len(threads)}")
+    check(meta["origin"] == "forktrace run" and meta["inputs"] == [] and
+          meta["command"] == run.trace.meta["command"], f"report header: {meta}")
+
+
+@test
 def test_run_metadata(t):
     """host, command and exit status of the inputs: carried when they agree,
     else left empty; listed per input."""
