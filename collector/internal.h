@@ -4,7 +4,8 @@
  *
  * Files, prefixes and what each does. The live run, in data order:
  *   run_    run.c         `forktrace run`: spawn, the libuv loop, the end
- *                         of the tree, writing the trace, the summary
+ *                         of the tree, writing the trace and the report
+ *                         (through the merge, in one walk), the summary
  *   rsig_   runsig.c      the signals sent to forktrace: passed on, or the
  *                         end of the wait (runsig.h)
  *   srv_    server.c      the Unix socket server: connections, frame
@@ -33,8 +34,7 @@
  *   combine_ cli/combine_cmd.c  `forktrace combine`
  *   info_    cli/info_cmd.c     `forktrace info`
  *   report_  cli/report_cmd.c   `forktrace report`
- *   report_  cli/report_opts.c  the report options run and report share,
- *                               and a live model's report
+ *   report_  cli/report_opts.c  the report options run and report share
  */
 #ifndef FT_COLLECTOR_INTERNAL_H
 #define FT_COLLECTOR_INTERNAL_H
