@@ -32,6 +32,7 @@
 #include "forktrace/wire.h"
 #include "model.h"
 #include "records.h"
+#include "htab.h"
 #include "symtab.h"
 #include "vec.h"
 
@@ -55,7 +56,6 @@ typedef struct rec_clock {
 typedef struct rec_name {
 	uint64_t addr;
 	uint32_t seg;
-	bool used;
 	bool keep;
 	const char *name;
 } rec_name;
@@ -66,10 +66,11 @@ struct rec_ctx {
 	symtab *syms;
 	regex_t *include, *exclude;
 	size_t ninclude, nexclude;
-	/* Per-process cache of named addresses (open addressing). */
+	/* Per-process cache of named addresses. */
 	const model_process *cache_proc;
 	rec_name *names;
-	size_t ncap, nused;
+	size_t nnames, names_cap;
+	htab names_by_addr; /* name_key -> index + 1 in names */
 	/* Names made up for addresses without a symbol, freed with ctx. */
 	char **made;
 	size_t nmade, made_cap;
@@ -216,6 +217,7 @@ rec_ctx *rec_ctx_new(const model_trace *t, int *err)
 	if (rc == NULL)
 		return NULL;
 	rc->t = t;
+	rc->names_by_addr.first = 1024;
 	if ((*err = clock_build(&rc->clk, t)) < 0 ||
 	    (*err = regexes_build(t->fn_include, &rc->include, &rc->ninclude)) < 0 ||
 	    (*err = regexes_build(t->fn_exclude, &rc->exclude, &rc->nexclude)) < 0)
@@ -242,6 +244,7 @@ void rec_ctx_free(rec_ctx *rc)
 	regexes_free(rc->exclude, rc->nexclude);
 	symtab_free(rc->syms);
 	free(rc->names);
+	htab_free(&rc->names_by_addr);
 	for (size_t i = 0; i < rc->nmade; i++)
 		free(rc->made[i]);
 	free(rc->made);
@@ -309,57 +312,44 @@ static const char *symbolize(rec_ctx *rc, const model_process *p, uint32_t seg, 
 	return made_name(rc, buf);
 }
 
-static uint64_t name_hash(uint64_t addr, uint32_t seg)
+/* The key of an address in names_by_addr: the table spreads it. Two
+ * addresses may share a key (images past 2^48), so entries are compared. */
+static uint64_t name_key(uint64_t addr, uint32_t seg)
 {
-	uint64_t h = (addr ^ ((uint64_t)seg << 48)) * 0x9e3779b97f4a7c15ull;
-
-	return h ^ (h >> 29);
+	return addr ^ ((uint64_t)seg << 48);
 }
-
 /* The name of an address, looked up once per process. */
 static const rec_name *name_of(rec_ctx *rc, const model_process *p, uint32_t seg, uint64_t addr)
 {
 	static rec_name fallback;
-	size_t i;
+	uint64_t key = name_key(addr, seg);
+	size_t pos;
+	uint64_t v;
+	rec_name *n;
 
 	if (rc->cache_proc != p) {
-		if (rc->names)
-			memset(rc->names, 0, rc->ncap * sizeof(*rc->names));
-		rc->nused = 0;
+		htab_clear(&rc->names_by_addr);
+		rc->nnames = 0;
 		rc->cache_proc = p;
 	}
-	if ((rc->nused + 1) * 2 > rc->ncap) {
-		size_t ncap = rc->ncap ? rc->ncap * 2 : 1024;
-		rec_name *nn = calloc(ncap, sizeof(*nn));
-
-		if (nn == NULL) {
-			fallback.name = symbolize(rc, p, seg, addr);
-			fallback.keep = name_kept(rc, fallback.name);
-			return &fallback;
-		}
-		for (size_t j = 0; j < rc->ncap; j++) {
-			if (!rc->names[j].used)
-				continue;
-			for (i = name_hash(rc->names[j].addr, rc->names[j].seg) & (ncap - 1);
-			     nn[i].used; i = (i + 1) & (ncap - 1))
-				;
-			nn[i] = rc->names[j];
-		}
-		free(rc->names);
-		rc->names = nn;
-		rc->ncap = ncap;
+	pos = htab_start(&rc->names_by_addr, key);
+	while ((v = htab_next(&rc->names_by_addr, key, &pos)) != 0) {
+		n = &rc->names[v - 1];
+		if (n->addr == addr && n->seg == seg)
+			return n;
 	}
-	for (i = name_hash(addr, seg) & (rc->ncap - 1); rc->names[i].used;
-	     i = (i + 1) & (rc->ncap - 1))
-		if (rc->names[i].addr == addr && rc->names[i].seg == seg)
-			return &rc->names[i];
-	rc->names[i].used = true;
-	rc->names[i].addr = addr;
-	rc->names[i].seg = seg;
-	rc->names[i].name = symbolize(rc, p, seg, addr);
-	rc->names[i].keep = name_kept(rc, rc->names[i].name);
-	rc->nused++;
-	return &rc->names[i];
+	if (vec_grow(&rc->names, &rc->names_cap, rc->nnames + 1, sizeof(*rc->names), 512) < 0 ||
+	    htab_add(&rc->names_by_addr, key, rc->nnames + 1) < 0) {
+		fallback.name = symbolize(rc, p, seg, addr);
+		fallback.keep = name_kept(rc, fallback.name);
+		return &fallback;
+	}
+	n = &rc->names[rc->nnames++];
+	n->addr = addr;
+	n->seg = seg;
+	n->name = symbolize(rc, p, seg, addr);
+	n->keep = name_kept(rc, n->name);
+	return n;
 }
 
 /* ---- record parsing -------------------------------------------------- */
