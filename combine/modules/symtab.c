@@ -21,6 +21,7 @@
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
+#include "htab.h"
 #include "regfile.h"
 #include "symtab.h"
 
@@ -41,26 +42,20 @@ struct sym_func {
 	char *name;	 /* raw, or the demangled name (owned); NULL until asked */
 };
 
-/* One remembered lookup: the answer for off (NULL: no function). */
-struct addr_slot {
-	uint64_t off;
-	const char *name;
-};
-
-/* Marks a free addr_slot. The one address equal to it is never cached. */
-#define ADDR_EMPTY UINT64_MAX
-
 /* Slots of a file's address cache when it is first needed. */
 #define ADDR_CACHE_MIN 256u
 
 /* Slots of the file table when it is first needed. */
 #define FILE_TABLE_MIN 16u
 
+/* What a file's address cache holds for an address without a function
+ * (an htab value is never 0). */
+static const char no_function[1];
+
 /* Files of the latest lookups kept for a quick path comparison. */
 #define RECENT_FILES 4
 
-/* Fibonacci hashing: the multiplier spreads nearby addresses (functions a
- * few bytes apart) over the table; the top bits are used. */
+/* The multiplier of hash_path. */
 #define HASH_MULT 0x9E3779B97F4A7C15ull
 
 /* A file read once. funcs == NULL (nfuncs 0) both for a file that could not
@@ -72,15 +67,12 @@ struct sym_file {
 	struct sym_func *funcs; /* owned, sorted by start, starts distinct */
 	size_t nfuncs;
 	char *names;		 /* owned: every raw name, NUL-terminated */
-	struct addr_slot *cache; /* owned: open addressing, linear probing */
-	size_t cache_len;
-	unsigned cache_bits; /* the cache has 1 << cache_bits slots; 0: none */
+	/* The answers already given: offset -> name, or no_function. */
+	htab cache;
 };
 
 struct symtab {
-	struct sym_file **files; /* owned: open addressing by path hash */
-	size_t nfiles;
-	size_t files_cap; /* a power of two, or 0 */
+	htab files; /* hash_path -> struct sym_file * (owned) */
 	/* The files of the latest lookups, most recent first: a trace's
 	 * addresses come in runs from a few modules (the program, libc, a
 	 * library), and comparing a path with a few recent ones costs less
@@ -169,7 +161,11 @@ static const Dwfl_Callbacks symtab_dwfl_callbacks = {
 
 symtab *symtab_new(void)
 {
-	return calloc(1, sizeof(symtab));
+	symtab *s = calloc(1, sizeof(symtab));
+
+	if (s != NULL)
+		s->files.first = FILE_TABLE_MIN;
+	return s;
 }
 
 static void file_free(struct sym_file *f)
@@ -181,7 +177,7 @@ static void file_free(struct sym_file *f)
 			free(f->funcs[i].name);
 	free(f->funcs);
 	free(f->names);
-	free(f->cache);
+	htab_free(&f->cache);
 	free(f->path);
 	free(f);
 }
@@ -190,9 +186,12 @@ void symtab_free(symtab *s)
 {
 	if (s == NULL)
 		return;
-	for (size_t i = 0; i < s->files_cap; i++)
-		file_free(s->files[i]);
-	free(s->files);
+	size_t pos = 0;
+	uint64_t f;
+
+	while (htab_each(&s->files, &pos, NULL, &f))
+		file_free((struct sym_file *)(uintptr_t)f);
+	htab_free(&s->files);
 	free(s);
 }
 
@@ -515,115 +514,39 @@ static struct sym_func *file_search(struct sym_file *f, uint64_t off)
 	return NULL;
 }
 
-static size_t addr_hash(uint64_t off, unsigned bits)
-{
-	return (size_t)((off * HASH_MULT) >> (64 - bits));
-}
-
-/* The cache slot of off: the one holding it, or the free one where it
- * belongs. The cache is never full (kept at most half full). */
-static struct addr_slot *cache_slot(struct sym_file *f, uint64_t off)
-{
-	size_t mask = ((size_t)1 << f->cache_bits) - 1;
-	size_t i = addr_hash(off, f->cache_bits);
-
-	while (f->cache[i].off != off && f->cache[i].off != ADDR_EMPTY)
-		i = (i + 1) & mask;
-	return &f->cache[i];
-}
-
-/* Makes room for one more cache entry, doubling the table when it would
- * be more than half full. Returns 0 or -ENOMEM (the cache is unchanged). */
-static int cache_reserve(struct sym_file *f)
-{
-	unsigned bits = f->cache_bits == 0 ? 0 : f->cache_bits + 1;
-	struct addr_slot *old = f->cache;
-	size_t old_cap = f->cache_bits == 0 ? 0 : (size_t)1 << f->cache_bits;
-	size_t cap;
-
-	if (f->cache_bits != 0 && (f->cache_len + 1) * 2 <= old_cap)
-		return 0;
-	if (bits == 0)
-		while (((size_t)1 << bits) < ADDR_CACHE_MIN)
-			bits++;
-	cap = (size_t)1 << bits;
-	f->cache = malloc(cap * sizeof(*f->cache));
-	if (f->cache == NULL) {
-		f->cache = old;
-		return -ENOMEM;
-	}
-	/* ADDR_EMPTY is all one bits. */
-	memset(f->cache, 0xff, cap * sizeof(*f->cache));
-	f->cache_bits = bits;
-	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].off != ADDR_EMPTY)
-			*cache_slot(f, old[i].off) = old[i];
-	free(old);
-	return 0;
-}
-
 static const char *file_lookup(struct sym_file *f, uint64_t off)
 {
 	struct sym_func *fn;
-	struct addr_slot *slot;
 	const char *name;
+	uint64_t known;
 
 	if (f->nfuncs == 0)
 		return NULL;
-	if (f->cache_bits != 0 && off != ADDR_EMPTY) {
-		slot = cache_slot(f, off);
-		if (slot->off == off)
-			return slot->name;
+	known = htab_get(&f->cache, off);
+	if (known != 0) {
+		name = (const char *)(uintptr_t)known;
+		return name != no_function ? name : NULL;
 	}
 	fn = file_search(f, off);
 	name = fn != NULL ? func_name(fn) : NULL;
 	/* Without room the answer is still right, only not remembered. */
-	if (off != ADDR_EMPTY && cache_reserve(f) == 0) {
-		slot = cache_slot(f, off);
-		slot->off = off;
-		slot->name = name;
-		f->cache_len++;
-	}
+	htab_add(&f->cache, off, (uintptr_t)(name != NULL ? name : no_function));
 	return name;
 }
 
-/* The slot of path in the file table: the one holding it, or the free one
- * where it belongs. The table is never full. */
-static struct sym_file **files_slot(symtab *s, const char *path, size_t len, uint64_t h)
+/* The file at path (hash h) in the file table, or NULL. */
+static struct sym_file *files_find(const symtab *s, const char *path, size_t len, uint64_t h)
 {
-	size_t mask = s->files_cap - 1;
-	size_t i = (size_t)h & mask;
+	size_t pos = htab_start(&s->files, h);
+	uint64_t v;
 
-	while (s->files[i] != NULL &&
-	       (s->files[i]->path_len != len || memcmp(s->files[i]->path, path, len) != 0))
-		i = (i + 1) & mask;
-	return &s->files[i];
-}
+	while ((v = htab_next(&s->files, h, &pos)) != 0) {
+		struct sym_file *f = (struct sym_file *)(uintptr_t)v;
 
-/* Makes room for one more file, doubling the table when it would be more
- * than half full. Returns 0 or -ENOMEM (the table is unchanged). */
-static int files_reserve(symtab *s)
-{
-	struct sym_file **old = s->files;
-	size_t old_cap = s->files_cap;
-	size_t cap = old_cap == 0 ? FILE_TABLE_MIN : old_cap * 2;
-
-	if (old_cap != 0 && (s->nfiles + 1) * 2 <= old_cap)
-		return 0;
-	s->files = calloc(cap, sizeof(*s->files));
-	if (s->files == NULL) {
-		s->files = old;
-		return -ENOMEM;
+		if (f->path_len == len && memcmp(f->path, path, len) == 0)
+			return f;
 	}
-	s->files_cap = cap;
-	for (size_t i = 0; i < old_cap; i++) {
-		struct sym_file *f = old[i];
-
-		if (f != NULL)
-			*files_slot(s, f->path, f->path_len, hash_path(f->path, f->path_len)) = f;
-	}
-	free(old);
-	return 0;
+	return NULL;
 }
 
 /* The file at path, read now if it is new. NULL only on allocation
@@ -632,14 +555,11 @@ static struct sym_file *files_get(symtab *s, const char *path)
 {
 	size_t len = strlen(path);
 	uint64_t h = hash_path(path, len);
-	struct sym_file **slot, *f;
+	struct sym_file *f = files_find(s, path, len, h);
 
-	if (s->files_cap != 0) {
-		slot = files_slot(s, path, len, h);
-		if (*slot != NULL)
-			return *slot;
-	}
-	if (files_reserve(s) < 0)
+	if (f != NULL)
+		return f;
+	if (htab_reserve(&s->files) < 0)
 		goto fail_reserve;
 	f = calloc(1, sizeof(*f));
 	if (f == NULL)
@@ -648,12 +568,12 @@ static struct sym_file *files_get(symtab *s, const char *path)
 	if (f->path == NULL)
 		goto fail_path;
 	f->path_len = len;
+	f->cache.first = ADDR_CACHE_MIN;
 	/* A file that cannot be read stays in the table with no functions:
 	 * the failure is the cached answer. */
 	if (file_load(f) == -ENOMEM)
 		goto fail_load;
-	*files_slot(s, path, len, h) = f;
-	s->nfiles++;
+	htab_add(&s->files, h, (uintptr_t)f); /* reserved above */
 	return f;
 
 fail_load:
