@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "internal.h"
 #include "spill.h"
+#include "vec.h"
 
 static bool has_spill_name(const char *name)
 {
@@ -56,16 +57,9 @@ static int push(char ***v, size_t *n, size_t *cap, char *s)
 {
 	if (s == NULL)
 		return -ENOMEM;
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-		char **nv = realloc(*v, nc * sizeof(*nv));
-
-		if (nv == NULL) {
-			free(s);
-			return -ENOMEM;
-		}
-		*v = nv;
-		*cap = nc;
+	if (vec_grow(v, cap, *n + 1, sizeof(**v), 16) < 0) {
+		free(s);
+		return -ENOMEM;
 	}
 	(*v)[(*n)++] = s;
 	return 0;
@@ -248,16 +242,9 @@ static int push_spill(spill_file **v, size_t *n, size_t *cap, spill_file f)
 {
 	if (f.path == NULL)
 		return -ENOMEM;
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-		spill_file *nv = realloc(*v, nc * sizeof(*nv));
-
-		if (nv == NULL) {
-			free(f.path);
-			return -ENOMEM;
-		}
-		*v = nv;
-		*cap = nc;
+	if (vec_grow(v, cap, *n + 1, sizeof(**v), 16) < 0) {
+		free(f.path);
+		return -ENOMEM;
 	}
 	(*v)[(*n)++] = f;
 	return 0;
