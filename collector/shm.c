@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "vec.h"
 
 /* Bounds on what an agent may announce (ours: 64 regions of 64 slots of
  * 512 KiB). */
@@ -71,24 +72,13 @@ void shm_image_unref(shm_image *si)
 /* Makes room for slot ids below n. */
 static int shm_grow(shm_image *si, size_t n)
 {
-	size_t cap = si->nslots ? si->nslots : 64;
-	uint64_t *r;
-	int64_t *l;
+	size_t cap = si->nslots, last_tid_cap = si->nslots;
 
-	if (n <= si->nslots)
-		return 0;
-	while (cap < n)
-		cap *= 2;
-	r = realloc(si->received, cap * sizeof(*r));
-	if (r == NULL)
+	if (vec_grow(&si->received, &cap, n, sizeof(*si->received), 64) < 0 ||
+	    vec_grow(&si->last_tid, &last_tid_cap, n, sizeof(*si->last_tid), 64) < 0)
 		return -ENOMEM;
-	si->received = r;
-	l = realloc(si->last_tid, cap * sizeof(*l));
-	if (l == NULL)
-		return -ENOMEM;
-	si->last_tid = l;
-	memset(r + si->nslots, 0, (cap - si->nslots) * sizeof(*r));
-	memset(l + si->nslots, 0, (cap - si->nslots) * sizeof(*l));
+	memset(si->received + si->nslots, 0, (cap - si->nslots) * sizeof(*si->received));
+	memset(si->last_tid + si->nslots, 0, (cap - si->nslots) * sizeof(*si->last_tid));
 	si->nslots = cap;
 	return 0;
 }
