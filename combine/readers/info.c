@@ -13,6 +13,7 @@
 #include "merge.h"
 #include "jsonr.h"
 #include "reader.h"
+#include "vec.h"
 
 typedef struct info_sink {
 	trace_sink base;
@@ -51,15 +52,8 @@ static info_process *proc_of(info_sink *s, int64_t pid)
 		s->last = lo;
 		return &rep->procs[lo];
 	}
-	if (rep->nprocs == s->cap) {
-		size_t c = s->cap ? s->cap * 2 : 16;
-		info_process *np = realloc(rep->procs, c * sizeof(*np));
-
-		if (np == NULL)
-			return NULL;
-		rep->procs = np;
-		s->cap = c;
-	}
+	if (vec_grow(&rep->procs, &s->cap, rep->nprocs + 1, sizeof(*rep->procs), 16) < 0)
+		return NULL;
 	memmove(&rep->procs[lo + 1], &rep->procs[lo], (rep->nprocs - lo) * sizeof(*rep->procs));
 	rep->nprocs++;
 	p = &rep->procs[lo];
