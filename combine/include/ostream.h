@@ -136,6 +136,13 @@ size_t ostream_json_escape_ascii(char *out, unsigned char c);
 /* ostream_json_str for a NUL-terminated string; NULL writes null. */
 void ostream_json_cstr(ostream *o, const char *s);
 
+/*
+ * ostream_json_str for text inside an HTML <script> element (the report's
+ * page data): '<', '>' and '&' become \u003c, \u003e, \u0026, so no
+ * "</script>" or "<!--" can appear, and U+2028/U+2029 become escapes.
+ */
+void ostream_json_str_script(ostream *o, const char *s, size_t n);
+
 /* Appends a decimal integer. */
 void ostream_u64(ostream *o, uint64_t v);
 void ostream_i64(ostream *o, int64_t v);

@@ -1217,59 +1217,12 @@ static void tnum(hw_out *o, int64_t v)
 	ostream_i64(&o->os, v < 0 ? -1 : v - o->t0);
 }
 
-/*
- * A JSON string literal that is safe inside a <script> element: besides
- * JSON's own escapes, '<', '>' and '&' become \u003c, \u003e, \u0026 (no
- * "</script>" or "<!--" can appear), U+2028/U+2029 become escapes, and
- * malformed UTF-8 becomes \ufffd.
- */
-static void put_str(ostream *os, const char *str, size_t n)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	size_t i = 0;
-
-	ostream_putc(os, '"');
-	while (i < n) {
-		unsigned char c = s[i];
-
-		if (c < 0x80) {
-			if (ostream_json_needs_escape(c)) {
-				char e[6];
-
-				ostream_write(os, e, ostream_json_escape_ascii(e, c));
-			} else if (c == '<' || c == '>' || c == '&') {
-				static const char hex[] = "0123456789abcdef";
-				char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-
-				ostream_write(os, e, 6);
-			} else {
-				ostream_putc(os, (char)c);
-			}
-			i++;
-			continue;
-		}
-		size_t len = ostream_utf8_len(str + i, n - i);
-
-		if (len == 0) {
-			ostream_write(os, "\\ufffd", 6);
-			i++;
-		} else if (len == 3 && c == 0xe2 && s[i + 1] == 0x80 && (s[i + 2] & 0xfe) == 0xa8) {
-			ostream_write(os, s[i + 2] == 0xa8 ? "\\u2028" : "\\u2029", 6);
-			i += 3;
-		} else {
-			ostream_write(os, str + i, len);
-			i += len;
-		}
-	}
-	ostream_putc(os, '"');
-}
-
 static void put_cstr(hw_out *o, const char *s)
 {
 	if (s == NULL)
 		put(o, "null");
 	else
-		put_str(&o->os, s, strlen(s));
+		ostream_json_str_script(&o->os, s, strlen(s));
 }
 
 /* A string by id: written as its index in the page's string table. */
@@ -1819,7 +1772,7 @@ static void write_names(hw_out *o)
 		uint32_t id = o->order[i];
 
 		put(o, i % 16 == 15 ? ",\n" : ",");
-		put_str(&o->os, o->h->st.buf + o->h->st.off[id], o->h->st.slen[id]);
+		ostream_json_str_script(&o->os, o->h->st.buf + o->h->st.off[id], o->h->st.slen[id]);
 	}
 	put(o, "]");
 }
