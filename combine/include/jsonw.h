@@ -45,7 +45,8 @@ typedef struct jsonw {
 	uint64_t events; /* trace events begun with jsonw_event_begin */
 	uint64_t first;	 /* bit d: nothing written yet at depth d */
 	unsigned depth;
-	bool after_key; /* the next value follows a key: no comma */
+	bool after_key; /* the next value needs no comma: it follows a key
+			 * or jsonw_newline */
 } jsonw;
 
 /* Starts writing on os (borrowed for the writer's life). */
@@ -72,6 +73,15 @@ void jsonw_ts(jsonw *w, int64_t ns);
 void jsonw_raw(jsonw *w, strview json);
 /* A NULL-terminated string array as a JSON array; NULL writes null. */
 void jsonw_strv(jsonw *w, const char *const *v);
+/* A string with ostream_json_str_script: safe inside an HTML <script>
+ * element. p == NULL writes null. */
+void jsonw_script_str(jsonw *w, strview s);
+/* A double with six significant digits (printf's %.6g), or null when it
+ * is not finite (JSON has no NaN or infinity). */
+void jsonw_f64(jsonw *w, double v);
+/* Starts the next value on a new line: writes the comma it needs, then a
+ * newline. Keeps long arrays readable at one byte per line. */
+void jsonw_newline(jsonw *w);
 
 /* Key + value shorthands for the common fields. */
 void jsonw_kv_i64(jsonw *w, const char *key, int64_t v);

@@ -2,6 +2,7 @@
  * The JSON writer and the trace-event core (jsonw.h).
  */
 #include <errno.h>
+#include <stdio.h>
 
 #include "jsonw.h"
 
@@ -158,6 +159,36 @@ void jsonw_strv(jsonw *w, const char *const *v)
 	for (; *v != NULL; v++)
 		jsonw_cstr(w, *v);
 	jsonw_arr_end(w);
+}
+
+void jsonw_script_str(jsonw *w, strview s)
+{
+	sep(w);
+	if (s.p == NULL)
+		ostream_write(w->os, "null", 4);
+	else
+		ostream_json_str_script(w->os, s.p, s.n);
+}
+
+void jsonw_f64(jsonw *w, double v)
+{
+	char buf[40];
+	int n;
+
+	if (v != v || v - v != 0) {
+		jsonw_null(w);
+		return;
+	}
+	sep(w);
+	n = snprintf(buf, sizeof(buf), "%.6g", v);
+	ostream_write(w->os, buf, (size_t)n);
+}
+
+void jsonw_newline(jsonw *w)
+{
+	sep(w);
+	ostream_putc(w->os, '\n');
+	w->after_key = true;
 }
 
 void jsonw_kv_i64(jsonw *w, const char *key, int64_t v)

@@ -556,6 +556,68 @@ static void test_model_input(const model_trace *t, const char *dir, const char *
 	check_same_file(b, a);
 }
 
+/*
+ * What the HTML report's page data is written with: strings safe inside a
+ * <script> element, doubles as %.6g (null when not finite), and values
+ * started on a new line with the comma before the newline.
+ */
+static void test_jsonw_page(void)
+{
+	static const char want[] =
+		"{\"s\":[\"\\u003c/script\\u003e \\u0026 \\u2028\\u2029\\ufffd\\\"\",null,\"\"],"
+		"\"f\":[0.5,1e+06,-1.23457,0,null,null,null],"
+		"\"n\":[\n1,2,\n3,[\n]],\"k\":\n4}";
+	int fd = memfd_create("jsonw", 0);
+	ostream o;
+	jsonw w;
+	size_t len = 0;
+	char *got;
+	double zero = 0.0;
+
+	CHECK(fd >= 0);
+	CHECK(ostream_open(&o, fd, -1) == 0);
+	jsonw_init(&w, &o);
+	jsonw_obj_begin(&w);
+	jsonw_key(&w, "s");
+	jsonw_arr_begin(&w);
+	jsonw_script_str(&w, strview_c("</script> & \xe2\x80\xa8\xe2\x80\xa9\xff\""));
+	jsonw_script_str(&w, strview_c(NULL));
+	jsonw_script_str(&w, strview_c(""));
+	jsonw_arr_end(&w);
+	jsonw_key(&w, "f");
+	jsonw_arr_begin(&w);
+	jsonw_f64(&w, 0.5);
+	jsonw_f64(&w, 1e6);
+	jsonw_f64(&w, -1.234567);
+	jsonw_f64(&w, 0.0);
+	jsonw_f64(&w, zero / zero);
+	jsonw_f64(&w, 1.0 / zero);
+	jsonw_f64(&w, -1.0 / zero);
+	jsonw_arr_end(&w);
+	jsonw_key(&w, "n");
+	jsonw_arr_begin(&w);
+	jsonw_newline(&w);
+	jsonw_i64(&w, 1);
+	jsonw_i64(&w, 2);
+	jsonw_newline(&w);
+	jsonw_i64(&w, 3);
+	jsonw_arr_begin(&w);
+	jsonw_newline(&w);
+	jsonw_arr_end(&w);
+	jsonw_arr_end(&w);
+	jsonw_key(&w, "k");
+	jsonw_newline(&w);
+	jsonw_i64(&w, 4);
+	jsonw_obj_end(&w);
+	CHECK(ostream_finish(&o) == 0);
+	got = read_back(fd, &len);
+	CHECK(got != NULL);
+	if (got != NULL && strcmp(got, want) != 0)
+		check_fail_at(__FILE__, __LINE__, "page JSON: got '%s', want '%s'", got, want);
+	free(got);
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	char path[4096];
@@ -570,6 +632,7 @@ int main(int argc, char **argv)
 	test_escape();
 	test_escape_random();
 	test_stream();
+	test_jsonw_page();
 
 	model_free(NULL);
 	t = build_model();
