@@ -1195,41 +1195,34 @@ static int html_begin(trace_sink *s, const sink_meta *meta)
 typedef struct hw_out {
 	html_sink *h;
 	ostream os;
+	jsonw w; /* the page data, on os */
 	uint32_t *remap; /* old id -> new id + 1; 0: not written yet */
 	uint32_t *order; /* new id -> old id */
 	uint32_t nused;
 	int64_t t0;
 } hw_out;
 
-static void put(hw_out *o, const char *s)
-{
-	ostream_puts(&o->os, s);
-}
-
 static void num(hw_out *o, int64_t v)
 {
-	ostream_i64(&o->os, v);
+	jsonw_i64(&o->w, v);
 }
 
 /* A time relative to the start of the page's clock; -1 stays unknown. */
 static void tnum(hw_out *o, int64_t v)
 {
-	ostream_i64(&o->os, v < 0 ? -1 : v - o->t0);
+	jsonw_i64(&o->w, v < 0 ? -1 : v - o->t0);
 }
 
 static void put_cstr(hw_out *o, const char *s)
 {
-	if (s == NULL)
-		put(o, "null");
-	else
-		ostream_json_str_script(&o->os, s, strlen(s));
+	jsonw_script_str(&o->w, strview_c(s));
 }
 
 /* A string by id: written as its index in the page's string table. */
 static void sid(hw_out *o, uint32_t id)
 {
 	if (id == 0) {
-		put(o, "0");
+		num(o, 0);
 		return;
 	}
 	if (o->remap[id] == 0) {
@@ -1404,68 +1397,72 @@ static void write_meta(hw_out *o, const sink_meta *meta, uint64_t slices_total,
 {
 	html_sink *h = o->h;
 	const model_trace *t = meta->model;
+	jsonw *w = &o->w;
 	uint64_t kept = 0, lost = 0;
 
 	for (size_t i = 0; i < h->nprocs; i++) {
 		kept += h->procs[i].keep;
 		lost = model_count_add(lost, h->procs[i].lost);
 	}
-	put(o, "\"meta\":{\"version\":");
+	jsonw_key(w, "meta");
+	jsonw_obj_begin(w);
+	jsonw_key(w, "version");
 	put_cstr(o, FT_VERSION_STRING);
-	put(o, ",\"origin\":");
+	jsonw_key(w, "origin");
 	put_cstr(o, t != NULL ? t->origin : NULL);
-	put(o, ",\"host\":");
+	jsonw_key(w, "host");
 	put_cstr(o, t != NULL ? t->host : NULL);
-	put(o, ",\"command\":[");
-	for (size_t i = 0; t != NULL && t->command != NULL && t->command[i] != NULL; i++) {
-		if (i > 0)
-			put(o, ",");
+	jsonw_key(w, "command");
+	jsonw_arr_begin(w);
+	for (size_t i = 0; t != NULL && t->command != NULL && t->command[i] != NULL; i++)
 		put_cstr(o, t->command[i]);
-	}
-	put(o, "],\"inputs\":[");
-	for (size_t i = 0; meta->inputs != NULL && meta->inputs[i] != NULL; i++) {
-		if (i > 0)
-			put(o, ",");
+	jsonw_arr_end(w);
+	jsonw_key(w, "inputs");
+	jsonw_arr_begin(w);
+	for (size_t i = 0; meta->inputs != NULL && meta->inputs[i] != NULL; i++)
 		put_cstr(o, meta->inputs[i]);
-	}
-	put(o, "],\"t0\":");
+	jsonw_arr_end(w);
+	jsonw_key(w, "t0");
 	num(o, o->t0);
-	put(o, ",\"start\":");
+	jsonw_key(w, "start");
 	tnum(o, t != NULL && t->start_ns >= 0 ? t->start_ns : h->tmin);
-	put(o, ",\"end\":");
+	jsonw_key(w, "end");
 	tnum(o, t != NULL && t->end_ns >= 0 ? t->end_ns : h->tmax);
-	put(o, ",\"realtime_t0_ms\":");
+	jsonw_key(w, "realtime_t0_ms");
 	if (t != NULL && t->anchor_real_ns > 0)
 		num(o, (t->anchor_real_ns + (o->t0 - t->anchor_mono_ns)) / 1000000);
 	else
-		put(o, "null");
-	put(o, ",\"exit_status\":");
+		jsonw_null(w);
+	jsonw_key(w, "exit_status");
 	if (t != NULL && ((t->origin != NULL && strcmp(t->origin, "forktrace run") == 0) ||
 			  meta->exit_status_known))
 		num(o, t->exit_status);
 	else
-		put(o, "null");
-	put(o, ",\"lost_events\":");
+		jsonw_null(w);
+	jsonw_key(w, "lost_events");
 	num(o, (int64_t)(t != NULL && t->lost_events > lost ? t->lost_events : lost));
-	put(o, ",\"events\":");
+	jsonw_key(w, "events");
 	num(o, (int64_t)h->events);
-	put(o, ",\"processes\":");
+	jsonw_key(w, "processes");
 	num(o, (int64_t)h->nprocs);
-	put(o, ",\"processes_shown\":");
+	jsonw_key(w, "processes_shown");
 	num(o, (int64_t)kept);
-	put(o, ",\"threads\":");
+	jsonw_key(w, "threads");
 	num(o, (int64_t)threads);
-	put(o, ",\"slices\":");
+	jsonw_key(w, "slices");
 	num(o, (int64_t)slices_total);
-	put(o, ",\"slices_shown\":");
+	jsonw_key(w, "slices_shown");
 	num(o, (int64_t)slices_kept);
-	put(o, ",\"filter\":{\"include\":");
+	jsonw_key(w, "filter");
+	jsonw_obj_begin(w);
+	jsonw_key(w, "include");
 	put_cstr(o, h->opt_text[0]);
-	put(o, ",\"exclude\":");
+	jsonw_key(w, "exclude");
 	put_cstr(o, h->opt_text[1]);
-	put(o, ",\"pids\":");
+	jsonw_key(w, "pids");
 	put_cstr(o, h->opt_text[2]);
-	put(o, "}}");
+	jsonw_obj_end(w);
+	jsonw_obj_end(w);
 }
 
 /* Counts threads the way the JSON writer does: every thread seen, and the
@@ -1489,9 +1486,10 @@ static uint64_t count_threads(html_sink *h)
 static void write_procs(hw_out *o)
 {
 	html_sink *h = o->h;
-	bool first = true;
+	jsonw *w = &o->w;
 
-	put(o, ",\"procs\":[");
+	jsonw_key(w, "procs");
+	jsonw_arr_begin(w);
 	for (size_t i = 0; i < h->nprocs; i++) {
 		hw_proc *p = &h->procs[i];
 		int64_t start = p->start >= 0 ? p->start : p->ev_min != INT64_MAX ? p->ev_min : -1;
@@ -1499,107 +1497,78 @@ static void write_procs(hw_out *o)
 
 		if (!p->keep)
 			continue;
-		put(o, first ? "\n[" : ",\n[");
-		first = false;
+		jsonw_newline(w);
+		jsonw_arr_begin(w);
 		/* pid,hpid,ppid,parent,name,label,start,end,exit kind,exit
 		 * value,signal name,spawn,inst,lost,events,exe,cwd,sort,
 		 * spawn ts,spawn tid,record,[argv],[images],[threads],
 		 * [marks],marks dropped */
 		num(o, p->pid);
-		put(o, ",");
 		num(o, p->hpid);
-		put(o, ",");
 		num(o, p->ppid);
-		put(o, ",");
 		num(o, kept_parent(h, p));
-		put(o, ",");
 		sid(o, p->name);
-		put(o, ",");
 		sid(o, p->label);
-		put(o, ",");
 		tnum(o, start);
-		put(o, ",");
 		tnum(o, end);
-		put(o, ",");
 		num(o, p->exit_kind);
-		put(o, ",");
 		num(o, p->exit_val);
-		put(o, ",");
 		sid(o, p->signame);
-		put(o, ",");
 		sid(o, p->spawn);
-		put(o, p->inst || !p->has_record ? ",1," : ",0,");
+		num(o, p->inst || !p->has_record ? 1 : 0);
 		num(o, (int64_t)p->lost);
-		put(o, ",");
 		num(o, (int64_t)p->events);
-		put(o, ",");
 		sid(o, p->exe);
-		put(o, ",");
 		sid(o, p->cwd);
-		put(o, ",");
 		num(o, p->sort);
-		put(o, ",");
 		tnum(o, p->spawn_ts);
-		put(o, ",");
 		num(o, p->spawn_ts >= 0 ? p->spawn_tid : -1);
-		put(o, p->has_record ? ",1,[" : ",0,[");
-		for (size_t j = 0; j < p->argc; j++) {
-			if (j > 0)
-				put(o, ",");
+		num(o, p->has_record ? 1 : 0);
+		jsonw_arr_begin(w);
+		for (size_t j = 0; j < p->argc; j++)
 			sid(o, p->argv[j]);
-		}
-		put(o, "],[");
+		jsonw_arr_end(w);
+		jsonw_arr_begin(w);
 		for (size_t j = 0; j < p->nsegs; j++) {
-			if (j > 0)
-				put(o, ",");
 			tnum(o, p->segs[j].s);
-			put(o, ",");
 			tnum(o, p->segs[j].e);
-			put(o, ",");
 			sid(o, p->segs[j].name);
-			put(o, p->segs[j].inst ? ",1" : ",0");
+			num(o, p->segs[j].inst ? 1 : 0);
 		}
-		put(o, "],[");
+		jsonw_arr_end(w);
+		jsonw_arr_begin(w);
 		for (size_t j = 0; j < p->nthreads; j++) {
 			hw_thread *t = &h->threads[p->threads[j]];
 
-			if (j > 0)
-				put(o, ",");
 			num(o, t->tid);
-			put(o, ",");
 			sid(o, t->name);
-			put(o, ",");
 			num(o, t->sort == INT64_MAX ? 1 << 30 : t->sort);
-			put(o, ",");
 			num(o, (int64_t)t->nslices);
 		}
-		put(o, "],[");
+		jsonw_arr_end(w);
+		jsonw_arr_begin(w);
 		for (size_t j = 0; j < p->nmarks; j++) {
 			hw_mark *m = &p->marks[j];
 
-			if (j > 0)
-				put(o, ",");
 			num(o, m->tid);
-			put(o, ",");
 			tnum(o, m->ts);
-			put(o, ",");
 			sid(o, m->name);
-			put(o, ",");
 			sid(o, m->cat);
 		}
-		put(o, "],");
+		jsonw_arr_end(w);
 		num(o, (int64_t)p->marks_dropped);
-		put(o, "]");
+		jsonw_arr_end(w);
 	}
-	put(o, "]");
+	jsonw_arr_end(w);
 }
 
 static int write_slices(hw_out *o, size_t cap)
 {
 	html_sink *h = o->h;
-	bool first = true;
+	jsonw *w = &o->w;
 
-	put(o, ",\"slices\":[");
+	jsonw_key(w, "slices");
+	jsonw_arr_begin(w);
 	for (size_t i = 0; i < h->nprocs; i++) {
 		hw_proc *p = &h->procs[i];
 
@@ -1614,27 +1583,22 @@ static int write_slices(hw_out *o, size_t cap)
 			if (n < t->nheap)
 				qsort(t->heap, t->nheap, sizeof(*t->heap), slice_by_dur_desc);
 			qsort(t->heap, n, sizeof(*t->heap), slice_by_ts);
-			put(o, first ? "\n[" : ",\n[");
-			first = false;
+			jsonw_newline(w);
+			jsonw_arr_begin(w);
 			num(o, p->out_idx);
-			put(o, ",");
 			num(o, t->tid);
-			put(o, ",");
 			num(o, (int64_t)t->nslices);
-			put(o, ",[");
+			jsonw_arr_begin(w);
 			for (size_t k = 0; k < n; k++) {
-				if (k > 0)
-					put(o, ",");
 				tnum(o, t->heap[k].ts);
-				put(o, ",");
 				num(o, t->heap[k].dur);
-				put(o, ",");
 				sid(o, t->heap[k].name);
 			}
-			put(o, "]]");
+			jsonw_arr_end(w);
+			jsonw_arr_end(w);
 		}
 	}
-	put(o, "]");
+	jsonw_arr_end(w);
 	return 0;
 }
 
@@ -1656,7 +1620,6 @@ static int write_stats(hw_out *o)
 	hw_stat *all = calloc(h->st.n + 1, sizeof(*all));
 	uint32_t *nproc = calloc(h->st.n + 1, sizeof(*nproc));
 	size_t n = 0, inproc = 0;
-	bool first = true;
 	int err = 0;
 
 	if (rows == NULL || all == NULL || nproc == NULL) {
@@ -1679,46 +1642,36 @@ static int write_stats(hw_out *o)
 		nproc[s->name]++;
 	}
 	qsort(rows, n, sizeof(*rows), stat_cmp);
-	put(o, ",\"stats\":[");
+	jsonw_key(&o->w, "stats");
+	jsonw_arr_begin(&o->w);
 	for (size_t i = 0; i < n; i++) {
 		if (i > 0 && rows[i]->proc != rows[i - 1]->proc)
 			inproc = 0;
 		if (inproc++ >= HTMLW_PROC_STATS)
 			continue;
-		put(o, first ? "\n" : ",\n");
-		first = false;
+		jsonw_newline(&o->w);
 		num(o, h->procs[rows[i]->proc].out_idx);
-		put(o, ",");
 		sid(o, rows[i]->name);
-		put(o, ",");
 		num(o, (int64_t)rows[i]->calls);
-		put(o, ",");
 		num(o, rows[i]->total);
-		put(o, ",");
 		num(o, rows[i]->self);
-		put(o, ",");
 		num(o, rows[i]->max);
 	}
-	put(o, "],\"overall\":[");
-	first = true;
+	jsonw_arr_end(&o->w);
+	jsonw_key(&o->w, "overall");
+	jsonw_arr_begin(&o->w);
 	for (size_t id = 1; id < h->st.n; id++) {
 		if (nproc[id] == 0)
 			continue;
-		put(o, first ? "\n" : ",\n");
-		first = false;
+		jsonw_newline(&o->w);
 		sid(o, (uint32_t)id);
-		put(o, ",");
 		num(o, (int64_t)all[id].calls);
-		put(o, ",");
 		num(o, all[id].total);
-		put(o, ",");
 		num(o, all[id].self);
-		put(o, ",");
 		num(o, all[id].max);
-		put(o, ",");
 		num(o, nproc[id]);
 	}
-	put(o, "]");
+	jsonw_arr_end(&o->w);
 out:
 	free(nproc);
 	free(all);
@@ -1729,9 +1682,10 @@ out:
 static void write_counters(hw_out *o)
 {
 	html_sink *h = o->h;
-	bool first = true;
+	jsonw *w = &o->w;
 
-	put(o, ",\"counters\":[");
+	jsonw_key(w, "counters");
+	jsonw_arr_begin(w);
 	for (size_t i = 0; i < h->nseries; i++) {
 		hw_series *s = &h->series[i];
 		hw_proc *p = &h->procs[s->proc];
@@ -1742,39 +1696,39 @@ static void write_counters(hw_out *o)
 			series_push(h, s, s->cur_ts, s->cur);
 			s->acc = 0;
 		}
-		put(o, first ? "\n[" : ",\n[");
-		first = false;
+		jsonw_newline(w);
+		jsonw_arr_begin(w);
 		num(o, p->out_idx);
-		put(o, ",");
 		sid(o, s->name);
-		put(o, ",[");
+		jsonw_arr_begin(w);
 		for (size_t k = 0; k < s->n; k++) {
 			double v;
-			char buf[40];
 
 			memcpy(&v, &s->pts[2 * k + 1], sizeof(v));
-			if (k > 0)
-				put(o, ",");
 			tnum(o, s->pts[2 * k]);
 			/* JSON has no NaN or infinity. */
-			snprintf(buf, sizeof(buf), ",%.6g", v == v && v - v == 0 ? v : 0.0);
-			put(o, buf);
+			jsonw_f64(w, v == v && v - v == 0 ? v : 0.0);
 		}
-		put(o, "]]");
+		jsonw_arr_end(w);
+		jsonw_arr_end(w);
 	}
-	put(o, "]");
+	jsonw_arr_end(w);
 }
 
 static void write_names(hw_out *o)
 {
-	put(o, ",\"names\":[\"\"");
+	jsonw_key(&o->w, "names");
+	jsonw_arr_begin(&o->w);
+	jsonw_script_str(&o->w, strview_c(""));
 	for (uint32_t i = 0; i < o->nused; i++) {
 		uint32_t id = o->order[i];
+		strview str = {o->h->st.buf + o->h->st.off[id], o->h->st.slen[id]};
 
-		put(o, i % 16 == 15 ? ",\n" : ",");
-		ostream_json_str_script(&o->os, o->h->st.buf + o->h->st.off[id], o->h->st.slen[id]);
+		if (i % 16 == 15)
+			jsonw_newline(&o->w);
+		jsonw_script_str(&o->w, str);
 	}
-	put(o, "]");
+	jsonw_arr_end(&o->w);
 }
 
 /* Writes template text up to the next "@NAME@" marker; returns what
@@ -1867,14 +1821,16 @@ static int html_end(trace_sink *s, const sink_meta *meta)
 	if (tpl != NULL)
 		tpl = template_upto(&o, tpl, "@FT_DATA@");
 	if (tpl != NULL) {
-		put(&o, "{\"v\":1,");
+		jsonw_init(&o.w, &o.os);
+		jsonw_obj_begin(&o.w);
+		jsonw_kv_i64(&o.w, "v", 1);
 		write_meta(&o, meta, slices_total, slices_kept, threads);
 		write_procs(&o);
 		write_slices(&o, cap);
 		err = write_stats(&o);
 		write_counters(&o);
 		write_names(&o);
-		put(&o, "}");
+		jsonw_obj_end(&o.w);
 		tpl = template_upto(&o, tpl, "@FT_JS@");
 	}
 	if (tpl != NULL) {
