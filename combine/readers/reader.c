@@ -584,26 +584,19 @@ static __attribute__((noinline)) void remap_ids(reader *r, const jsonr_obj *o, j
 		remap_id(k, o->v[JSONR_K_BIND_ID], o->esc >> JSONR_K_BIND_ID & 1, tmp, edits, ne);
 }
 
-/* Turns the event at buf[start..end) into a sink event and sends it. */
-static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
+/* The event text as the sink gets it: with o->fix, malformed UTF-8
+ * replaced; with o->dup, duplicate keys left out; o rescanned on the new
+ * text. */
+static int repair_text(reader *r, jsonr_obj *o, size_t start, strview *text)
 {
-	strview text = {r->buf + start, end - start};
-	sink_event se;
-	jsonw_event *ev = &se.ev;
-	edit edits[8];
-	size_t ne = 0;
-	int64_t pid = 0, out_pid, tid = 0, v;
-	bool is_strpid = false, err = false, pid_num;
-	char *sp;
-
 	if (o->fix) {
 		const char *next;
 
-		if (grow(&r->fix, &r->fix_cap, jsonr_sanitize_size(text.n)) < 0)
+		if (grow(&r->fix, &r->fix_cap, jsonr_sanitize_size(text->n)) < 0)
 			return -ENOMEM;
-		text.n = jsonr_sanitize(r->fix, text);
-		text.p = r->fix;
-		if (jsonr_value(text.p, text.p + text.n, &next, o, true) != JSONR_OK)
+		text->n = jsonr_sanitize(r->fix, *text);
+		text->p = r->fix;
+		if (jsonr_value(text->p, text->p + text->n, &next, o, true) != JSONR_OK)
 			return -EINVAL; /* cannot happen: sanitizing keeps the structure */
 		if (r->inf->utf8_fixed++ == 0)
 			r->inf->utf8_offset = r->base + start;
@@ -612,53 +605,58 @@ static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 		const char *next;
 		size_t n;
 
-		if (grow(&r->dedup, &r->dedup_cap, text.n + JSONR_PAD) < 0)
+		if (grow(&r->dedup, &r->dedup_cap, text->n + JSONR_PAD) < 0)
 			return -ENOMEM;
 		bool dup = false;
 
-		n = jsonr_dedup(r->dedup, text, &dup);
+		n = jsonr_dedup(r->dedup, *text, &dup);
 		if (n == (size_t)-1)
 			return -ENOMEM;
 		if (n > 0) {
-			text = (strview){r->dedup, n};
-			if (jsonr_value(text.p, text.p + text.n, &next, o, true) != JSONR_OK)
+			*text = (strview){r->dedup, n};
+			if (jsonr_value(text->p, text->p + text->n, &next, o, true) != JSONR_OK)
 				return -EINVAL; /* cannot happen: members were left out whole */
 			if (dup && r->inf->dup_fixed++ == 0)
 				r->inf->dup_offset = r->base + start;
 		}
 	}
-	if (grow(&r->str, &r->str_cap, text.n + 64) < 0)
-		return -ENOMEM;
-	sp = r->str;
+	return 0;
+}
 
-	/* Every field of ev is set below; these are the ones set only
-	 * sometimes. Not a memset: gcc makes it a rep stos, whose start-up
-	 * costs a tenth of the scan of a typical event. */
+/* ev's ph, name, cat, s, bp, id and args from o; strings with escapes are
+ * unescaped at *sp, which moves past them. Ids are remapped into the
+ * input's namespace (reader_opts.remap_ids), with their edits. */
+static void decode_fields(reader *r, const jsonr_obj *o, jsonw_event *ev, char **sp, edit *edits,
+			  size_t *ne)
+{
+	/* Every field of ev is set here or by the caller; these are the
+	 * ones set only sometimes. Not a memset: gcc makes it a rep stos,
+	 * whose start-up costs a tenth of the scan of a typical event. */
 	ev->scope = 0;
 	ev->has_id = false;
 	ev->bind_enclosing = false;
 	ev->id = 0;
 	ev->args = (strview){NULL, 0};
 	{
-		strview ph = str_of(o->v[JSONR_K_PH], o->esc >> JSONR_K_PH & 1, &sp);
+		strview ph = str_of(o->v[JSONR_K_PH], o->esc >> JSONR_K_PH & 1, sp);
 
 		ev->ph = ph.p != NULL && ph.n > 0 ? ph.p[0] : 0;
 	}
-	ev->name = str_of(o->v[JSONR_K_NAME], o->esc >> JSONR_K_NAME & 1, &sp);
-	ev->cat = str_of(o->v[JSONR_K_CAT], o->esc >> JSONR_K_CAT & 1, &sp);
+	ev->name = str_of(o->v[JSONR_K_NAME], o->esc >> JSONR_K_NAME & 1, sp);
+	ev->cat = str_of(o->v[JSONR_K_CAT], o->esc >> JSONR_K_CAT & 1, sp);
 	{
-		strview s = str_of(o->v[JSONR_K_S], o->esc >> JSONR_K_S & 1, &sp);
+		strview s = str_of(o->v[JSONR_K_S], o->esc >> JSONR_K_S & 1, sp);
 
 		ev->scope = s.p != NULL && s.n > 0 ? s.p[0] : 0;
 	}
 	{
-		strview bp = str_of(o->v[JSONR_K_BP], o->esc >> JSONR_K_BP & 1, &sp);
+		strview bp = str_of(o->v[JSONR_K_BP], o->esc >> JSONR_K_BP & 1, sp);
 
 		ev->bind_enclosing = sv_is(bp, "e");
 	}
 	if (o->v[JSONR_K_ID].p != NULL) {
 		ev->has_id = true;
-		ev->id = parse_id(o->v[JSONR_K_ID], o->esc >> JSONR_K_ID & 1, sp);
+		ev->id = parse_id(o->v[JSONR_K_ID], o->esc >> JSONR_K_ID & 1, *sp);
 	}
 	if (o->v[JSONR_K_ARGS].p != NULL && o->v[JSONR_K_ARGS].p[0] == '{')
 		ev->args = o->v[JSONR_K_ARGS];
@@ -666,7 +664,20 @@ static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 	if (__builtin_expect(((uintptr_t)o->v[JSONR_K_ID].p | (uintptr_t)o->v[JSONR_K_ID2].p |
 			      (uintptr_t)o->v[JSONR_K_BIND_ID].p) != 0, 0) &&
 	    r->remap_ids)
-		remap_ids(r, o, ev, sp, edits, &ne);
+		remap_ids(r, o, ev, *sp, edits, ne);
+}
+
+/*
+ * ev's pid and tid: the pid mapped into the merged trace (map_pid,
+ * map_strpid), the tid a number, a hash of a string, or the pid. When
+ * the pid changes, edits put the new one into the text (and into the tid
+ * of the main thread, which follows its process). Returns 0 or -ENOMEM.
+ */
+static int map_event_pid(reader *r, const jsonr_obj *o, strview text, jsonw_event *ev,
+			 edit *edits, size_t *ne)
+{
+	int64_t pid = 0, out_pid, tid = 0;
+	bool is_strpid = false, err = false, pid_num;
 
 	/* pid: a number, a string of digits, or any other string. */
 	pid_num = jsonr_obj_int(o, JSONR_K_PID, &pid);
@@ -689,19 +700,13 @@ static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 	} else {
 		ev->tid = ev->pid;
 	}
-	ev->ts_ns = JSONW_NO_TIME;
-	ev->dur_ns = JSONW_NO_TIME;
-	if (jsonr_obj_us_ns(o, JSONR_K_TS, &v))
-		ev->ts_ns = v;
-	if (jsonr_obj_us_ns(o, JSONR_K_DUR, &v))
-		ev->dur_ns = v;
 
 	if (r->sink != NULL && (is_strpid || out_pid != pid)) {
 		char num[OSTREAM_NUM_MAX + 16];
 		size_t n = ostream_fmt_i64(num, out_pid);
 
 		if (o->v[JSONR_K_PID].p != NULL) {
-			add_edit(edits, &ne, o->v[JSONR_K_PID].p, o->v[JSONR_K_PID].n, num, n);
+			add_edit(edits, ne, o->v[JSONR_K_PID].p, o->v[JSONR_K_PID].n, num, n);
 		} else {
 			char ins[OSTREAM_NUM_MAX + 16];
 
@@ -710,12 +715,12 @@ static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 			ins[6 + n] = ',';
 			/* After the '{': an object with keys (it has "ph"). */
 			if (text.n > 2 && o->v[JSONR_K_PH].p != NULL)
-				add_edit(edits, &ne, text.p + 1, 0, ins, n + 7);
+				add_edit(edits, ne, text.p + 1, 0, ins, n + 7);
 		}
 		/* The main thread carries the pid as its tid (forktrace and
 		 * VizTracer both): it follows the process. */
 		if (pid_num && o->v[JSONR_K_TID].p != NULL && tid == pid && !is_strpid) {
-			add_edit(edits, &ne, o->v[JSONR_K_TID].p, o->v[JSONR_K_TID].n, num, n);
+			add_edit(edits, ne, o->v[JSONR_K_TID].p, o->v[JSONR_K_TID].n, num, n);
 			ev->tid = out_pid;
 		}
 	}
@@ -729,14 +734,31 @@ static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 		    (mapped = map_pid(r, parent)) != parent) {
 			char num[OSTREAM_NUM_MAX];
 
-			add_edit(edits, &ne, pv.p, pv.n, num, ostream_fmt_i64(num, mapped));
+			add_edit(edits, ne, pv.p, pv.n, num, ostream_fmt_i64(num, mapped));
 		}
 	}
+	return 0;
+}
+
+/* ev's ts and dur, shifted by reader_opts.shift_ns (with an edit of the
+ * text when it goes to a sink), and the time range of the input. */
+static void set_event_times(reader *r, const jsonr_obj *o, jsonw_event *ev, edit *edits,
+			    size_t *ne)
+{
+	int64_t v;
+
+	ev->ts_ns = JSONW_NO_TIME;
+	ev->dur_ns = JSONW_NO_TIME;
+	if (jsonr_obj_us_ns(o, JSONR_K_TS, &v))
+		ev->ts_ns = v;
+	if (jsonr_obj_us_ns(o, JSONR_K_DUR, &v))
+		ev->dur_ns = v;
+
 	if (r->sink != NULL && r->o->shift_ns != 0 && ev->ts_ns != JSONW_NO_TIME) {
 		char num[OSTREAM_NUM_MAX];
 
 		ev->ts_ns += r->o->shift_ns;
-		add_edit(edits, &ne, o->v[JSONR_K_TS].p, o->v[JSONR_K_TS].n, num,
+		add_edit(edits, ne, o->v[JSONR_K_TS].p, o->v[JSONR_K_TS].n, num,
 			 ostream_fmt_ts(num, ev->ts_ns));
 	} else if (ev->ts_ns != JSONW_NO_TIME) {
 		ev->ts_ns += r->o->shift_ns;
@@ -750,39 +772,72 @@ static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 		if (e > r->inf->max_ts)
 			r->inf->max_ts = e;
 	}
+}
+
+/* se->raw: text with the ne edits applied, in text order, in the scratch
+ * copy; se->ev.args follows where it moved. Returns 0 or -ENOMEM. */
+static int apply_edits(reader *r, strview text, edit *edits, size_t ne, sink_event *se)
+{
+	/* Apply the edits in text order into the scratch copy. */
+	size_t need = text.n + ne * sizeof(edits[0].text) + JSONR_PAD, n = 0;
+	const char *from = text.p;
+
+	for (size_t i = 1; i < ne; i++)
+		for (size_t j = i; j > 0 && edits[j].at < edits[j - 1].at; j--) {
+			edit t = edits[j];
+
+			edits[j] = edits[j - 1];
+			edits[j - 1] = t;
+		}
+	if (grow(&r->scratch, &r->scratch_cap, need) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < ne; i++) {
+		memcpy(r->scratch + n, from, (size_t)(edits[i].at - from));
+		n += (size_t)(edits[i].at - from);
+		memcpy(r->scratch + n, edits[i].text, edits[i].n);
+		n += edits[i].n;
+		from = edits[i].at + edits[i].del;
+	}
+	memcpy(r->scratch + n, from, (size_t)(text.p + text.n - from));
+	n += (size_t)(text.p + text.n - from);
+	memset(r->scratch + n, 0, JSONR_PAD);
+	se->raw = (strview){r->scratch, n};
+	if (se->ev.args.p != NULL) {
+		/* args may have moved (an edit before it or inside it). */
+		strview a = jsonr_find_key(se->raw, "args");
+
+		se->ev.args = a.p != NULL && a.p[0] == '{' ? a : (strview){NULL, 0};
+	}
+	return 0;
+}
+
+/* Turns the event at buf[start..end) into a sink event and sends it. */
+static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
+{
+	strview text = {r->buf + start, end - start};
+	sink_event se;
+	edit edits[8];
+	size_t ne = 0;
+	char *sp;
+	int err;
+
+	err = repair_text(r, o, start, &text);
+	if (err < 0)
+		return err;
+	if (grow(&r->str, &r->str_cap, text.n + 64) < 0)
+		return -ENOMEM;
+	sp = r->str;
+	decode_fields(r, o, &se.ev, &sp, edits, &ne);
+	err = map_event_pid(r, o, text, &se.ev, edits, &ne);
+	if (err < 0)
+		return err;
+	set_event_times(r, o, &se.ev, edits, &ne);
 
 	se.raw = text;
 	if (ne > 0) {
-		/* Apply the edits in text order into the scratch copy. */
-		size_t need = text.n + ne * sizeof(edits[0].text) + JSONR_PAD, n = 0;
-		const char *from = text.p;
-
-		for (size_t i = 1; i < ne; i++)
-			for (size_t j = i; j > 0 && edits[j].at < edits[j - 1].at; j--) {
-				edit t = edits[j];
-
-				edits[j] = edits[j - 1];
-				edits[j - 1] = t;
-			}
-		if (grow(&r->scratch, &r->scratch_cap, need) < 0)
-			return -ENOMEM;
-		for (size_t i = 0; i < ne; i++) {
-			memcpy(r->scratch + n, from, (size_t)(edits[i].at - from));
-			n += (size_t)(edits[i].at - from);
-			memcpy(r->scratch + n, edits[i].text, edits[i].n);
-			n += edits[i].n;
-			from = edits[i].at + edits[i].del;
-		}
-		memcpy(r->scratch + n, from, (size_t)(text.p + text.n - from));
-		n += (size_t)(text.p + text.n - from);
-		memset(r->scratch + n, 0, JSONR_PAD);
-		se.raw = (strview){r->scratch, n};
-		if (ev->args.p != NULL) {
-			/* args may have moved (an edit before it or inside it). */
-			strview a = jsonr_find_key(se.raw, "args");
-
-			ev->args = a.p != NULL && a.p[0] == '{' ? a : (strview){NULL, 0};
-		}
+		err = apply_edits(r, text, edits, ne, &se);
+		if (err < 0)
+			return err;
 	}
 
 	r->inf->events++;
