@@ -1163,6 +1163,151 @@ static void expect_end(reader *r)
 		set_error(r, r->base + r->pos, "expected the end of the file after the trace");
 }
 
+/* A key of the trace object and its ':', r->pos at the key's opening
+ * quote (c, peeked). The key is copied out of the buffer into r->key:
+ * reading on may move the buffer. Returns 0, or what read_object returns
+ * on a problem. */
+static int read_top_key(reader *r, int c, strview *key)
+{
+	jsonr_obj o;
+	size_t vend;
+	int st;
+
+	if (c == -1 || c == -2) {
+		if (c == -1) {
+			set_error(r, r->base + r->pos,
+				  "the file ends before the end of the trace object (truncated?)");
+			r->inf->truncated = true;
+		}
+		return 2;
+	}
+	if (c != '"') {
+		set_error(r, r->base + r->pos, "expected a key (a string) in the trace object");
+		return 2;
+	}
+	st = parse_value(r, &o, false, false, &vend);
+	if (st == -ENOMEM)
+		return st;
+	if (st != JSONR_OK)
+		return value_problem(r, st, &o, "a key");
+	/* Out of the buffer: reading on may move it. */
+	if (unescape_key(&r->key, &r->key_cap, (strview){r->buf + r->pos, vend - r->pos},
+			 key) < 0)
+		return -ENOMEM;
+	r->pos = vend;
+	c = peek(r);
+	if (c != ':') {
+		if (c == -1) {
+			set_error(r, r->base + r->pos, "the file ends after a key (truncated?)");
+			r->inf->truncated = true;
+		} else if (c != -2) {
+			set_error(r, r->base + r->pos, "expected ':' after a key");
+		}
+		return 2;
+	}
+	r->pos++;
+	return 0;
+}
+
+/* The value of "traceEvents", c peeked at its start. */
+static int read_trace_events(reader *r, int c)
+{
+	if (c != '[') {
+		if (c == -1) {
+			set_error(r, r->base + r->pos, "the file ends after \"traceEvents\" (truncated?)");
+			r->inf->truncated = true;
+		} else {
+			set_error(r, r->base + r->pos, "expected '[' after \"traceEvents\"");
+		}
+		return 2;
+	}
+	r->pos++;
+	return read_events(r, false);
+}
+
+/* A top-level value to keep (reader_opts.top_key) or metadata to read
+ * (meta): checked whole, in the buffer, and handed to top_value; one too
+ * big, or not valid JSON and not metadata, is skipped and noted. */
+static int read_top_value(reader *r, strview key, bool meta)
+{
+	jsonr_obj o;
+	size_t vend;
+	int st;
+
+	st = parse_value(r, &o, false, true, &vend);
+	if (st == -ENOMEM)
+		return st;
+	if (st == R_TOOBIG) {
+		note_skipped(r, key);
+		st = skip_value(r);
+	} else if (st == JSONR_ERR && !meta) {
+		/* Not valid JSON: it cannot be kept, but the events
+		 * after it are read when it can be skipped. */
+		note_skipped(r, key);
+		st = skip_value(r);
+		if (st == JSONR_ERR) {
+			set_error(r, r->base + r->pos, "expected a value");
+			return 2;
+		}
+		o.err_at = NULL;
+	} else if (st == JSONR_OK) {
+		strview val = {r->buf + r->pos, vend - r->pos};
+
+		st = top_value(r, key, val, o.fix, r->base + r->pos);
+		if (st < 0)
+			return st;
+		r->pos = vend;
+	}
+	if (st != JSONR_OK)
+		return value_problem(r, st, &o, meta ? "metadata" : "a top-level value");
+	return 0;
+}
+
+/* A top-level value forktrace neither keeps nor reads: skipped, and
+ * noted unless it is displayTimeUnit (a viewer's hint, not data). */
+static int skip_top_value(reader *r, strview key)
+{
+	jsonr_obj o;
+	int st;
+
+	if (!sv_is(key, "displayTimeUnit"))
+		note_skipped(r, key);
+	st = skip_value(r);
+	if (st == JSONR_ERR) {
+		set_error(r, r->base + r->pos, "expected a value");
+		return 2;
+	}
+	if (st != JSONR_OK) {
+		o.err_at = NULL;
+		return value_problem(r, st, &o, "a top-level value");
+	}
+	return 0;
+}
+
+/* After a member of the trace object: 1 at ',' (another member follows),
+ * 0 at '}' (the end), 2 on a problem. */
+static int after_top_member(reader *r)
+{
+	int c = peek(r);
+
+	if (c == ',') {
+		r->pos++;
+		return 1;
+	}
+	if (c == '}') {
+		r->pos++;
+		return 0;
+	}
+	if (c == -1) {
+		set_error(r, r->base + r->pos,
+			  "the file ends before the end of the trace object (truncated?)");
+		r->inf->truncated = true;
+	} else if (c != -2) {
+		set_error(r, r->base + r->pos, "expected ',' or '}' after a top-level value");
+	}
+	return 2;
+}
+
 /* The object form: keys, traceEvents among them. */
 static int read_object(reader *r)
 {
@@ -1180,58 +1325,16 @@ static int read_object(reader *r)
 		return 2;
 	}
 	for (;;) {
-		jsonr_obj o;
-		size_t vend;
 		strview key;
 
-		if (c == -1 || c == -2) {
-			if (c == -1) {
-				set_error(r, r->base + r->pos,
-					  "the file ends before the end of the trace object (truncated?)");
-				r->inf->truncated = true;
-			}
-			return 2;
-		}
-		if (c != '"') {
-			set_error(r, r->base + r->pos, "expected a key (a string) in the trace object");
-			return 2;
-		}
-		st = parse_value(r, &o, false, false, &vend);
-		if (st == -ENOMEM)
+		st = read_top_key(r, c, &key);
+		if (st != 0)
 			return st;
-		if (st != JSONR_OK)
-			return value_problem(r, st, &o, "a key");
-		/* Out of the buffer: reading on may move it. */
-		if (unescape_key(&r->key, &r->key_cap, (strview){r->buf + r->pos, vend - r->pos},
-				 &key) < 0)
-			return -ENOMEM;
-		r->pos = vend;
-		c = peek(r);
-		if (c != ':') {
-			if (c == -1) {
-				set_error(r, r->base + r->pos, "the file ends after a key (truncated?)");
-				r->inf->truncated = true;
-			} else if (c != -2) {
-				set_error(r, r->base + r->pos, "expected ':' after a key");
-			}
-			return 2;
-		}
-		r->pos++;
 		c = peek(r);
 		/* Metadata forktrace reads (read_meta). */
 		meta = sv_is(key, "otherData") || sv_is(key, "viztracer_metadata");
 		if (sv_is(key, "traceEvents")) {
-			if (c != '[') {
-				if (c == -1) {
-					set_error(r, r->base + r->pos, "the file ends after \"traceEvents\" (truncated?)");
-					r->inf->truncated = true;
-				} else {
-					set_error(r, r->base + r->pos, "expected '[' after \"traceEvents\"");
-				}
-				return 2;
-			}
-			r->pos++;
-			st = read_events(r, false);
+			st = read_trace_events(r, c);
 			if (st != 0)
 				return st;
 			seen_events = true;
@@ -1243,65 +1346,20 @@ static int read_object(reader *r)
 			}
 			return 2;
 		} else if (r->o->top_key != NULL || (meta && c == '{')) {
-			/* A value to keep or to read: checked whole, in the buffer. */
-			st = parse_value(r, &o, false, true, &vend);
-			if (st == -ENOMEM)
+			st = read_top_value(r, key, meta);
+			if (st != 0)
 				return st;
-			if (st == R_TOOBIG) {
-				note_skipped(r, key);
-				st = skip_value(r);
-			} else if (st == JSONR_ERR && !meta) {
-				/* Not valid JSON: it cannot be kept, but the events
-				 * after it are read when it can be skipped. */
-				note_skipped(r, key);
-				st = skip_value(r);
-				if (st == JSONR_ERR) {
-					set_error(r, r->base + r->pos, "expected a value");
-					return 2;
-				}
-				o.err_at = NULL;
-			} else if (st == JSONR_OK) {
-				strview val = {r->buf + r->pos, vend - r->pos};
-
-				st = top_value(r, key, val, o.fix, r->base + r->pos);
-				if (st < 0)
-					return st;
-				r->pos = vend;
-			}
-			if (st != JSONR_OK)
-				return value_problem(r, st, &o, meta ? "metadata" : "a top-level value");
 		} else {
-			/* displayTimeUnit is a viewer's hint, not data. */
-			if (!sv_is(key, "displayTimeUnit"))
-				note_skipped(r, key);
-			st = skip_value(r);
-			if (st == JSONR_ERR) {
-				set_error(r, r->base + r->pos, "expected a value");
-				return 2;
-			}
-			if (st != JSONR_OK) {
-				o.err_at = NULL;
-				return value_problem(r, st, &o, "a top-level value");
-			}
+			st = skip_top_value(r, key);
+			if (st != 0)
+				return st;
 		}
-		c = peek(r);
-		if (c == ',') {
-			r->pos++;
-			c = peek(r);
-			continue;
-		}
-		if (c == '}') {
-			r->pos++;
+		st = after_top_member(r);
+		if (st == 0)
 			break;
-		}
-		if (c == -1) {
-			set_error(r, r->base + r->pos,
-				  "the file ends before the end of the trace object (truncated?)");
-			r->inf->truncated = true;
-		} else if (c != -2) {
-			set_error(r, r->base + r->pos, "expected ',' or '}' after a top-level value");
-		}
-		return 2;
+		if (st != 1)
+			return st;
+		c = peek(r);
 	}
 	if (!seen_events) {
 		set_error(r, start, "expected \"traceEvents\" (no events in this object)");
