@@ -1389,6 +1389,118 @@ static void reader_release(reader *r)
 /* The bytes that tell an input's kind, read before its reader starts. */
 #define HEAD_MAX 8
 
+/* The first read buffer's size: a chunk of compressed input, and room
+ * for the bytes that were read to tell the input's kind. */
+static size_t first_read_size(const reader *r)
+{
+	return r->zin_cap > HEAD_MAX ? r->zin_cap : HEAD_MAX;
+}
+
+/* r and info ready to read fd: options, buffer sizes and buffers.
+ * Returns 0 or -ENOMEM. */
+static int reader_setup(reader *r, int fd, const reader_opts *o, trace_sink *sink,
+			reader_info *info)
+{
+	static const reader_opts none;
+
+	*r = (reader){.fd = fd, .o = o != NULL ? o : &none, .sink = sink, .inf = info};
+	memset(info, 0, sizeof(*info));
+	info->min_ts = INT64_MAX;
+	info->max_ts = INT64_MIN;
+	info->lost_events = -1;
+	r->chunk = r->o->chunk ? r->o->chunk : READER_CHUNK;
+	r->remap_ids = r->o->remap_ids && sink != NULL;
+	r->cap = r->chunk;
+	r->zin_cap = r->chunk < READER_ZIN ? r->chunk : READER_ZIN;
+	r->buf = malloc(r->cap + JSONR_PAD);
+	r->zin = malloc(first_read_size(r));
+	if (r->buf == NULL || r->zin == NULL)
+		return -ENOMEM;
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	return 0;
+}
+
+/* The first read, after the nhead bytes already read into head: gzip is
+ * told by content (the first two bytes) and gets an inflate stream; plain
+ * input goes into the buffer. Returns 0, 1 on a read error (recorded in
+ * info), or -ENOMEM. */
+static int read_first(reader *r, const unsigned char *head, size_t nhead)
+{
+	size_t first = first_read_size(r);
+	reader_info *info = r->inf;
+	ssize_t k;
+
+	if (nhead > 0)
+		memcpy(r->zin, head, nhead);
+	k = read_full(r->fd, r->zin + nhead, first - nhead);
+	if (k < 0) {
+		set_error(r, 0, "read error: %s", strerror((int)-k));
+		return 1;
+	}
+	k += (ssize_t)nhead;
+	info->file_bytes = (uint64_t)k;
+	if (k >= 2 && r->zin[0] == 0x1f && r->zin[1] == 0x8b) {
+		r->gz = true;
+		info->gzip = true;
+		if (inflateInit2(&r->z, 15 + 16) != Z_OK)
+			return -ENOMEM;
+		r->zinit = true;
+		r->z.next_in = r->zin;
+		r->z.avail_in = (uInt)k;
+	} else {
+		if ((size_t)k > r->cap) {
+			char *nb = realloc(r->buf, (size_t)k + JSONR_PAD);
+
+			if (nb == NULL)
+				return -ENOMEM;
+			r->buf = nb;
+			r->cap = (size_t)k;
+		}
+		memcpy(r->buf, r->zin, (size_t)k);
+		r->len = (size_t)k;
+		if ((size_t)k < first)
+			r->eof = true;
+		memset(r->buf + r->len, 0, JSONR_PAD);
+		info->bytes = r->len;
+	}
+	return 0;
+}
+
+/* The document: an optional byte order mark, then the array form or the
+ * object form. Returns a negative errno, or 0 (problems of the input are
+ * recorded in info). */
+static int read_document(reader *r)
+{
+	int c, st = 0;
+
+	c = peek(r);
+	/* A UTF-8 byte order mark is allowed before the document. */
+	if (c == 0xef && r->len - r->pos >= 3 && !memcmp(r->buf + r->pos, "\xef\xbb\xbf", 3)) {
+		r->pos += 3;
+		c = peek(r);
+	}
+	if (c == -1) {
+		set_error(r, 0, "empty file (expected a trace: '{' or '[')");
+		return 0;
+	}
+	if (c == -2)
+		return 0;
+	if (c == '[') {
+		r->inf->array_form = true;
+		r->pos++;
+		st = read_events(r, true);
+		if (st == 0)
+			expect_end(r);
+	} else if (c == '{') {
+		st = read_object(r);
+	} else {
+		set_error(r, r->base + r->pos,
+			  "expected '{' or '[' (this is not a Chrome trace JSON file)");
+		return 0;
+	}
+	return st < 0 ? st : 0;
+}
+
 /*
  * reader_read_fd, where the first nhead bytes of the input were already
  * read from fd into head (a stream, which cannot be read again).
@@ -1396,96 +1508,16 @@ static void reader_release(reader *r)
 static int read_fd_head(int fd, const unsigned char *head, size_t nhead, const reader_opts *o,
 			trace_sink *sink, reader_info *info)
 {
-	static const reader_opts none;
-	reader r = {.fd = fd, .o = o != NULL ? o : &none, .sink = sink, .inf = info};
-	size_t first;
-	ssize_t k;
-	int c, st = 0, err = 0;
+	reader r;
+	int err;
 
-	memset(info, 0, sizeof(*info));
-	info->min_ts = INT64_MAX;
-	info->max_ts = INT64_MIN;
-	info->lost_events = -1;
-	r.chunk = r.o->chunk ? r.o->chunk : READER_CHUNK;
-	r.remap_ids = r.o->remap_ids && sink != NULL;
-	r.cap = r.chunk;
-	r.zin_cap = r.chunk < READER_ZIN ? r.chunk : READER_ZIN;
-	r.buf = malloc(r.cap + JSONR_PAD);
-	first = r.zin_cap > HEAD_MAX ? r.zin_cap : HEAD_MAX;
-	r.zin = malloc(first);
-	if (r.buf == NULL || r.zin == NULL) {
-		err = -ENOMEM;
-		goto out;
-	}
-	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-
-	/* gzip by content: the first two bytes. */
-	if (nhead > 0)
-		memcpy(r.zin, head, nhead);
-	k = read_full(fd, r.zin + nhead, first - nhead);
-	if (k < 0) {
-		set_error(&r, 0, "read error: %s", strerror((int)-k));
-		goto out;
-	}
-	k += (ssize_t)nhead;
-	info->file_bytes = (uint64_t)k;
-	if (k >= 2 && r.zin[0] == 0x1f && r.zin[1] == 0x8b) {
-		r.gz = true;
-		info->gzip = true;
-		if (inflateInit2(&r.z, 15 + 16) != Z_OK) {
-			err = -ENOMEM;
-			goto out;
-		}
-		r.zinit = true;
-		r.z.next_in = r.zin;
-		r.z.avail_in = (uInt)k;
-	} else {
-		if ((size_t)k > r.cap) {
-			char *nb = realloc(r.buf, (size_t)k + JSONR_PAD);
-
-			if (nb == NULL) {
-				err = -ENOMEM;
-				goto out;
-			}
-			r.buf = nb;
-			r.cap = (size_t)k;
-		}
-		memcpy(r.buf, r.zin, (size_t)k);
-		r.len = (size_t)k;
-		if ((size_t)k < first)
-			r.eof = true;
-		memset(r.buf + r.len, 0, JSONR_PAD);
-		info->bytes = r.len;
-	}
-
-	c = peek(&r);
-	/* A UTF-8 byte order mark is allowed before the document. */
-	if (c == 0xef && r.len - r.pos >= 3 && !memcmp(r.buf + r.pos, "\xef\xbb\xbf", 3)) {
-		r.pos += 3;
-		c = peek(&r);
-	}
-	if (c == -1) {
-		set_error(&r, 0, "empty file (expected a trace: '{' or '[')");
-		goto out;
-	}
-	if (c == -2)
-		goto out;
-	if (c == '[') {
-		info->array_form = true;
-		r.pos++;
-		st = read_events(&r, true);
-		if (st == 0)
-			expect_end(&r);
-	} else if (c == '{') {
-		st = read_object(&r);
-	} else {
-		set_error(&r, r.base + r.pos,
-			  "expected '{' or '[' (this is not a Chrome trace JSON file)");
-		goto out;
-	}
-	if (st < 0)
-		err = st;
-out:
+	err = reader_setup(&r, fd, o, sink, info);
+	if (err == 0)
+		err = read_first(&r, head, nhead);
+	if (err == 0)
+		err = read_document(&r);
+	if (err > 0)
+		err = 0;
 	if (r.sink_err < 0)
 		err = r.sink_err;
 	reader_release(&r);
