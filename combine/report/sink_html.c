@@ -1483,83 +1483,107 @@ static uint64_t count_threads(html_sink *h)
 	return n;
 }
 
-static void write_procs(hw_out *o)
+/* A process's exec images: start, end, name, instrumented. */
+static void write_proc_images(hw_out *o, const hw_proc *p)
+{
+	jsonw_arr_begin(&o->w);
+	for (size_t j = 0; j < p->nsegs; j++) {
+		tnum(o, p->segs[j].s);
+		tnum(o, p->segs[j].e);
+		sid(o, p->segs[j].name);
+		num(o, p->segs[j].inst ? 1 : 0);
+	}
+	jsonw_arr_end(&o->w);
+}
+
+/* A process's threads: tid, name, sort key, slices seen. */
+static void write_proc_threads(hw_out *o, const hw_proc *p)
+{
+	html_sink *h = o->h;
+
+	jsonw_arr_begin(&o->w);
+	for (size_t j = 0; j < p->nthreads; j++) {
+		hw_thread *t = &h->threads[p->threads[j]];
+
+		num(o, t->tid);
+		sid(o, t->name);
+		num(o, t->sort == INT64_MAX ? 1 << 30 : t->sort);
+		num(o, (int64_t)t->nslices);
+	}
+	jsonw_arr_end(&o->w);
+}
+
+/* A process's marks: tid, ts, name, category. */
+static void write_proc_marks(hw_out *o, const hw_proc *p)
+{
+	jsonw_arr_begin(&o->w);
+	for (size_t j = 0; j < p->nmarks; j++) {
+		hw_mark *m = &p->marks[j];
+
+		num(o, m->tid);
+		tnum(o, m->ts);
+		sid(o, m->name);
+		sid(o, m->cat);
+	}
+	jsonw_arr_end(&o->w);
+}
+
+/* One process's row of "procs", on its own line. */
+static void write_proc(hw_out *o, const hw_proc *p)
 {
 	html_sink *h = o->h;
 	jsonw *w = &o->w;
+	int64_t start = p->start >= 0 ? p->start : p->ev_min != INT64_MAX ? p->ev_min : -1;
+	int64_t end = p->end >= 0 ? p->end : p->ev_max != INT64_MIN ? p->ev_max : -1;
 
-	jsonw_key(w, "procs");
+	jsonw_newline(w);
 	jsonw_arr_begin(w);
-	for (size_t i = 0; i < h->nprocs; i++) {
-		hw_proc *p = &h->procs[i];
-		int64_t start = p->start >= 0 ? p->start : p->ev_min != INT64_MAX ? p->ev_min : -1;
-		int64_t end = p->end >= 0 ? p->end : p->ev_max != INT64_MIN ? p->ev_max : -1;
-
-		if (!p->keep)
-			continue;
-		jsonw_newline(w);
-		jsonw_arr_begin(w);
-		/* pid,hpid,ppid,parent,name,label,start,end,exit kind,exit
-		 * value,signal name,spawn,inst,lost,events,exe,cwd,sort,
-		 * spawn ts,spawn tid,record,[argv],[images],[threads],
-		 * [marks],marks dropped */
-		num(o, p->pid);
-		num(o, p->hpid);
-		num(o, p->ppid);
-		num(o, kept_parent(h, p));
-		sid(o, p->name);
-		sid(o, p->label);
-		tnum(o, start);
-		tnum(o, end);
-		num(o, p->exit_kind);
-		num(o, p->exit_val);
-		sid(o, p->signame);
-		sid(o, p->spawn);
-		num(o, p->inst || !p->has_record ? 1 : 0);
-		num(o, (int64_t)p->lost);
-		num(o, (int64_t)p->events);
-		sid(o, p->exe);
-		sid(o, p->cwd);
-		num(o, p->sort);
-		tnum(o, p->spawn_ts);
-		num(o, p->spawn_ts >= 0 ? p->spawn_tid : -1);
-		num(o, p->has_record ? 1 : 0);
-		jsonw_arr_begin(w);
-		for (size_t j = 0; j < p->argc; j++)
-			sid(o, p->argv[j]);
-		jsonw_arr_end(w);
-		jsonw_arr_begin(w);
-		for (size_t j = 0; j < p->nsegs; j++) {
-			tnum(o, p->segs[j].s);
-			tnum(o, p->segs[j].e);
-			sid(o, p->segs[j].name);
-			num(o, p->segs[j].inst ? 1 : 0);
-		}
-		jsonw_arr_end(w);
-		jsonw_arr_begin(w);
-		for (size_t j = 0; j < p->nthreads; j++) {
-			hw_thread *t = &h->threads[p->threads[j]];
-
-			num(o, t->tid);
-			sid(o, t->name);
-			num(o, t->sort == INT64_MAX ? 1 << 30 : t->sort);
-			num(o, (int64_t)t->nslices);
-		}
-		jsonw_arr_end(w);
-		jsonw_arr_begin(w);
-		for (size_t j = 0; j < p->nmarks; j++) {
-			hw_mark *m = &p->marks[j];
-
-			num(o, m->tid);
-			tnum(o, m->ts);
-			sid(o, m->name);
-			sid(o, m->cat);
-		}
-		jsonw_arr_end(w);
-		num(o, (int64_t)p->marks_dropped);
-		jsonw_arr_end(w);
-	}
+	/* pid,hpid,ppid,parent,name,label,start,end,exit kind,exit
+	 * value,signal name,spawn,inst,lost,events,exe,cwd,sort,
+	 * spawn ts,spawn tid,record,[argv],[images],[threads],
+	 * [marks],marks dropped */
+	num(o, p->pid);
+	num(o, p->hpid);
+	num(o, p->ppid);
+	num(o, kept_parent(h, p));
+	sid(o, p->name);
+	sid(o, p->label);
+	tnum(o, start);
+	tnum(o, end);
+	num(o, p->exit_kind);
+	num(o, p->exit_val);
+	sid(o, p->signame);
+	sid(o, p->spawn);
+	num(o, p->inst || !p->has_record ? 1 : 0);
+	num(o, (int64_t)p->lost);
+	num(o, (int64_t)p->events);
+	sid(o, p->exe);
+	sid(o, p->cwd);
+	num(o, p->sort);
+	tnum(o, p->spawn_ts);
+	num(o, p->spawn_ts >= 0 ? p->spawn_tid : -1);
+	num(o, p->has_record ? 1 : 0);
+	jsonw_arr_begin(w);
+	for (size_t j = 0; j < p->argc; j++)
+		sid(o, p->argv[j]);
 	jsonw_arr_end(w);
+	write_proc_images(o, p);
+	write_proc_threads(o, p);
+	write_proc_marks(o, p);
+	num(o, (int64_t)p->marks_dropped);
+	jsonw_arr_end(w);
+}
+
+static void write_procs(hw_out *o)
+{
+	html_sink *h = o->h;
+
+	jsonw_key(&o->w, "procs");
+	jsonw_arr_begin(&o->w);
+	for (size_t i = 0; i < h->nprocs; i++)
+		if (h->procs[i].keep)
+			write_proc(o, &h->procs[i]);
+	jsonw_arr_end(&o->w);
 }
 
 static int write_slices(hw_out *o, size_t cap)
