@@ -1769,27 +1769,15 @@ static const char *template_upto(hw_out *o, const char *tpl, const char *marker)
 	return at + strlen(marker);
 }
 
-static int html_end(trace_sink *s, const sink_meta *meta)
+/* The page's clock: h->tmin and h->tmax, the span of every process and
+ * event; returns t0, the time 0 of the page (the trace's start when it
+ * is known and earlier). */
+static int64_t page_clock(html_sink *h, const sink_meta *meta)
 {
-	html_sink *h = (html_sink *)s;
-	hw_out o = {.h = h};
-	uint64_t slices_total = 0, slices_kept = 0, threads;
-	size_t cap;
-	const char *tpl = htmlw_asset_report_html;
-	int err;
+	int64_t t0 = INT64_MAX;
 
-	if (h->err != 0)
-		return h->err;
-	flush_stacks(h);
-	join_flows(h);
-	apply_filters(h);
-	if (h->err != 0)
-		return h->err;
-	threads = count_threads(h);
-
-	o.t0 = INT64_MAX;
 	if (meta->model != NULL && meta->model->start_ns >= 0)
-		o.t0 = meta->model->start_ns;
+		t0 = meta->model->start_ns;
 	h->tmin = INT64_MAX;
 	h->tmax = INT64_MIN;
 	for (size_t i = 0; i < h->nprocs; i++) {
@@ -1806,29 +1794,89 @@ static int html_end(trace_sink *s, const sink_meta *meta)
 		if (p->ev_max > h->tmax)
 			h->tmax = p->ev_max;
 	}
-	if (h->tmin < o.t0)
-		o.t0 = h->tmin;
-	if (o.t0 == INT64_MAX)
-		o.t0 = 0;
+	if (h->tmin < t0)
+		t0 = h->tmin;
+	if (t0 == INT64_MAX)
+		t0 = 0;
 	if (h->tmin == INT64_MAX)
-		h->tmin = o.t0;
+		h->tmin = t0;
 	if (h->tmax == INT64_MIN)
-		h->tmax = o.t0;
+		h->tmax = t0;
+	return t0;
+}
 
-	cap = slice_cap(h, &slices_total);
+/* The slices of the kept processes: *kept embedded (at most cap per
+ * thread), *total seen while streaming (what was never kept counts as not
+ * shown too). */
+static void count_slices(html_sink *h, size_t cap, uint64_t *kept, uint64_t *total)
+{
+	*kept = 0;
 	for (size_t i = 0; i < h->nprocs; i++)
 		if (h->procs[i].keep)
 			for (size_t j = 0; j < h->procs[i].nthreads; j++) {
 				size_t n = h->threads[h->procs[i].threads[j]].nheap;
 
-				slices_kept += n < cap ? n : cap;
+				*kept += n < cap ? n : cap;
 			}
-	/* What was never kept while streaming counts as not shown too. */
-	slices_total = 0;
+	*total = 0;
 	for (size_t i = 0; i < h->nprocs; i++)
 		if (h->procs[i].keep)
 			for (size_t j = 0; j < h->procs[i].nthreads; j++)
-				slices_total += h->threads[h->procs[i].threads[j]].nslices;
+				*total += h->threads[h->procs[i].threads[j]].nslices;
+}
+
+/* The page: the template with the CSS, the data and the JS in place of
+ * its markers. Returns 0 or a negative errno; write errors stay in o->os. */
+static int write_page(hw_out *o, const sink_meta *meta, size_t cap, uint64_t slices_total,
+		      uint64_t slices_kept, uint64_t threads)
+{
+	const char *tpl = htmlw_asset_report_html;
+	int err = 0;
+
+	tpl = template_upto(o, tpl, "@FT_CSS@");
+	if (tpl != NULL)
+		ostream_puts(&o->os, htmlw_asset_report_css);
+	if (tpl != NULL)
+		tpl = template_upto(o, tpl, "@FT_DATA@");
+	if (tpl != NULL) {
+		jsonw_init(&o->w, &o->os);
+		jsonw_obj_begin(&o->w);
+		jsonw_kv_i64(&o->w, "v", 1);
+		write_meta(o, meta, slices_total, slices_kept, threads);
+		write_procs(o);
+		write_slices(o, cap);
+		err = write_stats(o);
+		write_counters(o);
+		write_names(o);
+		jsonw_obj_end(&o->w);
+		tpl = template_upto(o, tpl, "@FT_JS@");
+	}
+	if (tpl != NULL) {
+		ostream_puts(&o->os, htmlw_asset_report_js);
+		ostream_puts(&o->os, tpl);
+	}
+	return err;
+}
+
+static int html_end(trace_sink *s, const sink_meta *meta)
+{
+	html_sink *h = (html_sink *)s;
+	hw_out o = {.h = h};
+	uint64_t slices_total = 0, slices_kept = 0, threads;
+	size_t cap;
+	int err;
+
+	if (h->err != 0)
+		return h->err;
+	flush_stacks(h);
+	join_flows(h);
+	apply_filters(h);
+	if (h->err != 0)
+		return h->err;
+	threads = count_threads(h);
+	o.t0 = page_clock(h, meta);
+	cap = slice_cap(h, &slices_total);
+	count_slices(h, cap, &slices_kept, &slices_total);
 
 	o.remap = calloc(h->st.n + 1, sizeof(*o.remap));
 	o.order = calloc(h->st.n + 1, sizeof(*o.order));
@@ -1839,28 +1887,7 @@ static int html_end(trace_sink *s, const sink_meta *meta)
 	err = ostream_open(&o.os, h->fd, -1);
 	if (err < 0)
 		goto free_maps;
-	tpl = template_upto(&o, tpl, "@FT_CSS@");
-	if (tpl != NULL)
-		ostream_puts(&o.os, htmlw_asset_report_css);
-	if (tpl != NULL)
-		tpl = template_upto(&o, tpl, "@FT_DATA@");
-	if (tpl != NULL) {
-		jsonw_init(&o.w, &o.os);
-		jsonw_obj_begin(&o.w);
-		jsonw_kv_i64(&o.w, "v", 1);
-		write_meta(&o, meta, slices_total, slices_kept, threads);
-		write_procs(&o);
-		write_slices(&o, cap);
-		err = write_stats(&o);
-		write_counters(&o);
-		write_names(&o);
-		jsonw_obj_end(&o.w);
-		tpl = template_upto(&o, tpl, "@FT_JS@");
-	}
-	if (tpl != NULL) {
-		ostream_puts(&o.os, htmlw_asset_report_js);
-		ostream_puts(&o.os, tpl);
-	}
+	err = write_page(&o, meta, cap, slices_total, slices_kept, threads);
 	if (ostream_error(&o.os) == 0 && err < 0)
 		ostream_fail(&o.os, err);
 	err = ostream_finish(&o.os);
