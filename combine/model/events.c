@@ -579,42 +579,11 @@ static int order_cmp(const void *a, const void *b)
 	return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/*
- * The depth-first order of the process tree: roots by start time, each
- * followed by its children by start time, recursively. Iterative with an
- * explicit stack, since a chain of forks can be 10,000 deep. Processes on
- * a parent cycle (a broken model) are not reachable from a root; they are
- * taken as roots afterwards, so every process is written exactly once.
- * Fills order (nprocs indices). Returns 0 or -ENOMEM.
- */
-static int tree_order(const model_trace *t, uint32_t *order)
+/* keys: every process by start time (unknown last), then pid, then
+ * index. */
+static void sort_by_start(const model_trace *t, order_key *keys)
 {
-	size_t n = t->nprocs, i, k = 0, top;
-	order_key *keys = NULL;
-	uint32_t *first = NULL, *kids = NULL, *fill = NULL, *stack = NULL;
-	bool *seen = NULL;
-	int err = -ENOMEM;
-
-	if (n == 0)
-		return 0;
-	keys = malloc(n * sizeof(*keys));
-	if (keys == NULL)
-		goto out;
-	first = calloc(n + 1, sizeof(*first));
-	if (first == NULL)
-		goto out;
-	kids = malloc(n * sizeof(*kids));
-	if (kids == NULL)
-		goto out;
-	fill = malloc(n * sizeof(*fill));
-	if (fill == NULL)
-		goto out;
-	stack = malloc(n * sizeof(*stack));
-	if (stack == NULL)
-		goto out;
-	seen = calloc(n, sizeof(*seen));
-	if (seen == NULL)
-		goto out;
+	size_t n = t->nprocs, i;
 
 	for (i = 0; i < n; i++) {
 		const model_process *p = t->procs[i];
@@ -624,9 +593,16 @@ static int tree_order(const model_trace *t, uint32_t *order)
 		keys[i].index = (uint32_t)i;
 	}
 	qsort(keys, n, sizeof(*keys), order_cmp);
+}
 
-	/* Children lists in one array (first[q]..first[q+1] are q's),
-	 * filled in sorted order so each list comes out sorted. */
+/* Children lists in one array (first[q]..first[q+1] are q's), filled in
+ * the order of keys so each list comes out sorted. first has nprocs + 1
+ * zeroed entries; kids and fill (scratch) nprocs. */
+static void child_lists(const model_trace *t, const order_key *keys, uint32_t *first,
+			uint32_t *kids, uint32_t *fill)
+{
+	size_t n = t->nprocs, i;
+
 	for (i = 0; i < n; i++) {
 		const model_process *q = parent_of(t, t->procs[i]);
 
@@ -642,6 +618,14 @@ static int tree_order(const model_trace *t, uint32_t *order)
 		if (q != NULL)
 			kids[fill[q->index]++] = keys[i].index;
 	}
+}
+
+/* The depth-first walk that fills order, with stack and seen (nprocs
+ * entries, seen zeroed) as scratch. */
+static void walk_tree(const model_trace *t, const order_key *keys, const uint32_t *first,
+		      const uint32_t *kids, uint32_t *stack, bool *seen, uint32_t *order)
+{
+	size_t n = t->nprocs, i, k = 0, top;
 
 	/* Two passes over the sorted processes: real roots, then whatever
 	 * a cycle left unreached. */
@@ -671,6 +655,48 @@ static int tree_order(const model_trace *t, uint32_t *order)
 			}
 		}
 	}
+}
+
+/*
+ * The depth-first order of the process tree: roots by start time, each
+ * followed by its children by start time, recursively. Iterative with an
+ * explicit stack, since a chain of forks can be 10,000 deep. Processes on
+ * a parent cycle (a broken model) are not reachable from a root; they are
+ * taken as roots afterwards, so every process is written exactly once.
+ * Fills order (nprocs indices). Returns 0 or -ENOMEM.
+ */
+static int tree_order(const model_trace *t, uint32_t *order)
+{
+	size_t n = t->nprocs;
+	order_key *keys = NULL;
+	uint32_t *first = NULL, *kids = NULL, *fill = NULL, *stack = NULL;
+	bool *seen = NULL;
+	int err = -ENOMEM;
+
+	if (n == 0)
+		return 0;
+	keys = malloc(n * sizeof(*keys));
+	if (keys == NULL)
+		goto out;
+	first = calloc(n + 1, sizeof(*first));
+	if (first == NULL)
+		goto out;
+	kids = malloc(n * sizeof(*kids));
+	if (kids == NULL)
+		goto out;
+	fill = malloc(n * sizeof(*fill));
+	if (fill == NULL)
+		goto out;
+	stack = malloc(n * sizeof(*stack));
+	if (stack == NULL)
+		goto out;
+	seen = calloc(n, sizeof(*seen));
+	if (seen == NULL)
+		goto out;
+
+	sort_by_start(t, keys);
+	child_lists(t, keys, first, kids, fill);
+	walk_tree(t, keys, first, kids, stack, seen, order);
 	err = 0;
 out:
 	free(seen);
