@@ -145,7 +145,16 @@ static void report_inputs(const merge_result *res, bool quiet, bool align)
 	}
 }
 
-int combine_main(int argc, char **argv)
+/* What combine's command line asks for. */
+typedef struct combine_args {
+	const char *output;
+	int level; /* 0: the format's own default */
+	bool align, quiet;
+} combine_args;
+
+/* Reads combine's options into a. Returns -1 to go on, or the exit
+ * status (0 after --help, 2 on a usage error). */
+static int combine_parse(int argc, char **argv, combine_args *a)
 {
 	enum { OPT_LEVEL = 256, OPT_ALIGN };
 	static const struct option longopts[] = {
@@ -156,23 +165,14 @@ int combine_main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *output = NULL;
-	int level = 0 /* the format's own default */, c, err, code;
-	bool quiet = false;
-	merge_opts co = {0};
-	merge_result res = {0};
-	spill_inputs sp;
-	events_opts mo;
-	out_file rf;
-	trace_sink *sink;
-	progress prog = {0};
+	int c;
 
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			output = optarg;
+			a->output = optarg;
 			break;
 		case OPT_LEVEL: {
 			uint64_t l;
@@ -180,14 +180,14 @@ int combine_main(int argc, char **argv)
 			if (cli_parse_uint(optarg, 9, &l) < 0 || l < 1)
 				return cli_usage_error("combine", "--level takes 1 to 9, got '%s'",
 						       optarg);
-			level = (int)l;
+			a->level = (int)l;
 			break;
 		}
 		case OPT_ALIGN:
-			co.align = true;
+			a->align = true;
 			break;
 		case 'q':
-			quiet = true;
+			a->quiet = true;
 			break;
 		case 'h':
 			fputs(combine_usage, stdout);
@@ -199,19 +199,63 @@ int combine_main(int argc, char **argv)
 			return cli_usage_error("combine", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (output == NULL)
+	if (a->output == NULL)
 		return cli_usage_error("combine", "no output file: give one with -o OUT");
 	if (optind >= argc)
 		return cli_usage_error("combine", "no input files");
-	code = out_check_paths("combine", &output, 1, (const char *const *)argv + optind,
+	return -1;
+}
+
+/* What a combine that wrote its output says on stderr: the inputs'
+ * problems, the spill files read, top-level keys that differ, and unless
+ * quiet the summary. */
+static void combine_summary(const merge_result *res, const spill_inputs *sp,
+			    const combine_args *a)
+{
+	report_inputs(res, a->quiet, a->align);
+	if (sp->nspill && !a->quiet)
+		fprintf(stderr, "forktrace: read %zu spill file%s as one more input\n", sp->nspill,
+			sp->nspill == 1 ? "" : "s");
+	/* Nothing is lost (docs/TRACE_FORMAT.md), but a viewer sees one value. */
+	if (res->differ != NULL && events_format_for_path(a->output) != TRACE_FORMAT_H5)
+		fprintf(stderr, "forktrace: warning: the inputs differ in top-level %s: the "
+				"output has the first input's; the others are in their entries of "
+				"otherData.forktrace.inputs, under \"top_level\"\n",
+			cli_esc(res->differ));
+	if (!a->quiet)
+		fprintf(stderr, "forktrace: combined %zu file%s, %" PRIu64 " events, %" PRIu64
+				" processes (%" PRIu64 " pids remapped) into %s\n",
+			res->ninputs, res->ninputs == 1 ? "" : "s", res->events, res->processes,
+			res->remapped, cli_esc(a->output));
+}
+
+int combine_main(int argc, char **argv)
+{
+	combine_args a = {0};
+	const char *output;
+	int err, code;
+	merge_opts co = {0};
+	merge_result res = {0};
+	spill_inputs sp;
+	events_opts mo;
+	out_file rf;
+	trace_sink *sink;
+	progress prog = {0};
+
+	code = combine_parse(argc, argv, &a);
+	if (code >= 0)
+		return code;
+	co.align = a.align;
+	code = out_check_paths("combine", &a.output, 1, (const char *const *)argv + optind,
 			       (size_t)(argc - optind));
 	if (code)
 		return code;
+	output = a.output;
 
 	if (out_file_open(&rf, output, "trace",
 			  events_format_for_path(output) == TRACE_FORMAT_H5) < 0)
 		return 1;
-	mo.gzip_level = level;
+	mo.gzip_level = a.level;
 	err = events_format_for_path(output) == TRACE_FORMAT_H5 ? out_file_name(&rf) : 0;
 	sink = err < 0 ? NULL : events_sink_for(events_format_for_path(output), rf.fd, &mo, &err);
 	if (sink == NULL) {
@@ -219,7 +263,7 @@ int combine_main(int argc, char **argv)
 		out_file_abort(&rf);
 		return 1;
 	}
-	prog.on = !quiet && isatty(STDERR_FILENO);
+	prog.on = !a.quiet && isatty(STDERR_FILENO);
 	prog.last_ns = now_ns();
 	co.progress = progress_cb;
 	co.progress_ctx = &prog;
@@ -244,21 +288,7 @@ int combine_main(int argc, char **argv)
 		spill_release(&sp);
 		return 1;
 	}
-	report_inputs(&res, quiet, co.align);
-	if (sp.nspill && !quiet)
-		fprintf(stderr, "forktrace: read %zu spill file%s as one more input\n", sp.nspill,
-			sp.nspill == 1 ? "" : "s");
-	/* Nothing is lost (docs/TRACE_FORMAT.md), but a viewer sees one value. */
-	if (res.differ != NULL && events_format_for_path(output) != TRACE_FORMAT_H5)
-		fprintf(stderr, "forktrace: warning: the inputs differ in top-level %s: the "
-				"output has the first input's; the others are in their entries of "
-				"otherData.forktrace.inputs, under \"top_level\"\n",
-			cli_esc(res.differ));
-	if (!quiet)
-		fprintf(stderr, "forktrace: combined %zu file%s, %" PRIu64 " events, %" PRIu64
-				" processes (%" PRIu64 " pids remapped) into %s\n",
-			res.ninputs, res.ninputs == 1 ? "" : "s", res.events, res.processes,
-			res.remapped, cli_esc(output));
+	combine_summary(&res, &sp, &a);
 	code = res.problems > 0 || sp.problems > 0 ? 1 : 0;
 	merge_result_free(&res);
 	spill_release(&sp);
