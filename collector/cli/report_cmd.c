@@ -70,7 +70,17 @@ static const char report_usage[] =
 	"  forktrace report trace.json.gz --exclude '^(sh|bash)$' -o r.html\n"
 	"  forktrace run --report r.html -- make -j8   (the same page, live)\n";
 
-int report_main(int argc, char **argv)
+/* What report's command line asks for. */
+typedef struct report_args {
+	report_opts ro; /* owned: report_opts_free */
+	const char *output;
+	bool align, quiet;
+} report_args;
+
+/* Reads report's options into a. Returns -1 to go on, or the exit status
+ * (0 after --help, 1 when an option cannot be kept, 2 on a usage
+ * error). */
+static int report_parse(int argc, char **argv, report_args *a)
 {
 	enum { OPT_ALIGN = 256 };
 	static const struct option longopts[] = {
@@ -83,67 +93,87 @@ int report_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	report_opts ro = { 0 };
-	spill_inputs sp = { 0 };
-	merge_opts co = { 0 };
-	merge_result res = { 0 };
-	out_file rf = { .fd = -1 };
-	const char *output = NULL;
-	bool quiet = false;
-	trace_sink *sink;
-	htmlw_opts ho;
-	int c, err, code = 1;
+	int c;
 
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":o:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			output = optarg;
+			a->output = optarg;
 			break;
 		case REPORT_OPT_INCLUDE:
 		case REPORT_OPT_EXCLUDE:
 		case REPORT_OPT_PIDS:
-			if (report_opt(&ro, c, optarg) < 0)
-				goto out;
+			if (report_opt(&a->ro, c, optarg) < 0)
+				return 1;
 			break;
 		case OPT_ALIGN:
-			co.align = true;
+			a->align = true;
 			break;
 		case 'q':
-			quiet = true;
+			a->quiet = true;
 			break;
 		case 'h':
 			fputs(report_usage, stdout);
-			code = 0;
-			goto out;
+			return 0;
 		case ':':
-			code = cli_usage_error("report", "option '%s' needs a value",
+			return cli_usage_error("report", "option '%s' needs a value",
 					       argv[optind - 1]);
-			goto out;
 		default:
-			code = cli_usage_error("report", "unknown option '%s'", argv[optind - 1]);
-			goto out;
+			return cli_usage_error("report", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (output == NULL) {
-		code = cli_usage_error("report", "no output file: give one with -o REPORT.html");
+	if (a->output == NULL)
+		return cli_usage_error("report", "no output file: give one with -o REPORT.html");
+	if (optind >= argc)
+		return cli_usage_error("report", "no input trace files");
+	return -1;
+}
+
+/* What a report that was written says on stderr: the inputs that could
+ * not be read whole, and unless quiet the summary. */
+static void report_summary(const merge_result *res, const report_args *a)
+{
+	for (size_t i = 0; i < res->ninputs; i++)
+		if (res->inputs[i].error != NULL)
+			fprintf(stderr, "forktrace: %s: %s (what was read before is in the report)\n",
+				cli_esc(res->inputs[i].path), cli_esc(res->inputs[i].error));
+	if (!a->quiet)
+		fprintf(stderr, "forktrace: report of %zu file%s, %llu events, %llu processes "
+				"written to %s (%llu bytes)\n",
+			res->ninputs, res->ninputs == 1 ? "" : "s", (unsigned long long)res->events,
+			(unsigned long long)res->processes, cli_esc(a->output),
+			(unsigned long long)res->out.bytes);
+}
+
+int report_main(int argc, char **argv)
+{
+	report_args a = { 0 };
+	spill_inputs sp = { 0 };
+	merge_opts co = { 0 };
+	merge_result res = { 0 };
+	out_file rf = { .fd = -1 };
+	const char *output;
+	trace_sink *sink;
+	htmlw_opts ho;
+	int err, code;
+
+	code = report_parse(argc, argv, &a);
+	if (code >= 0)
 		goto out;
-	}
-	if (optind >= argc) {
-		code = cli_usage_error("report", "no input trace files");
-		goto out;
-	}
-	code = report_check(&ro, "report");
+	co.align = a.align;
+	code = report_check(&a.ro, "report");
 	if (code == 0)
-		code = out_check_paths("report", &output, 1, (const char *const *)argv + optind,
+		code = out_check_paths("report", &a.output, 1, (const char *const *)argv + optind,
 				       (size_t)(argc - optind));
 	if (code != 0)
 		goto out;
+	output = a.output;
 	code = 1;
 	if (out_file_open(&rf, output, "report", false) < 0)
 		goto out;
-	ho = (htmlw_opts){ ro.include, ro.exclude, ro.pids };
+	ho = (htmlw_opts){ a.ro.include, a.ro.exclude, a.ro.pids };
 	sink = sink_html_new(rf.fd, &ho, &err);
 	if (sink == NULL) {
 		fprintf(stderr, "forktrace: cannot write '%s': %s\n", output, strerror(-err));
@@ -165,16 +195,7 @@ int report_main(int argc, char **argv)
 				strerror(-err));
 		goto free_res;
 	}
-	for (size_t i = 0; i < res.ninputs; i++)
-		if (res.inputs[i].error != NULL)
-			fprintf(stderr, "forktrace: %s: %s (what was read before is in the report)\n",
-				cli_esc(res.inputs[i].path), cli_esc(res.inputs[i].error));
-	if (!quiet)
-		fprintf(stderr, "forktrace: report of %zu file%s, %llu events, %llu processes "
-				"written to %s (%llu bytes)\n",
-			res.ninputs, res.ninputs == 1 ? "" : "s", (unsigned long long)res.events,
-			(unsigned long long)res.processes, cli_esc(output),
-			(unsigned long long)res.out.bytes);
+	report_summary(&res, &a);
 	code = res.problems > 0 || sp.problems > 0 ? 1 : 0;
 free_res:
 	merge_result_free(&res);
@@ -182,6 +203,6 @@ free_res:
 abort_file:
 	out_file_abort(&rf);
 out:
-	report_opts_free(&ro);
+	report_opts_free(&a.ro);
 	return code;
 }
