@@ -487,18 +487,14 @@ static int on_late_fork_hello(proc_tree *pt, proc_conn *c, proc_entry *pe, const
 	return thread_of(pt, p, m->pid) ? 0 : -ENOMEM;
 }
 
-static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
+/* The entry a HELLO speaks for, or NULL for a process not seen yet. */
+static proc_entry *hello_entry(proc_tree *pt, const wire_msg *m)
 {
-	model_trace *t = pt->t;
-	proc_entry *pe = NULL;
-
 	/* Same pid and start time: a new image (or a reconnect) of a known
 	 * process. Start time 0: an entry made from a parent's record. */
 	for (proc_entry *e = newest(pt, m->pid); e; e = e->older) {
-		if (e->mp->start_ticks == m->start_ticks && m->start_ticks) {
-			pe = e;
-			break;
-		}
+		if (e->mp->start_ticks == m->start_ticks && m->start_ticks)
+			return e;
 		/* Made from the parent's record (which can be read before the
 		 * child's HELLO, even after the parent's WAIT for it), from a
 		 * WAIT (ppid: the waiter), or from our reaping of an orphan
@@ -506,11 +502,95 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 		if (e->mp->start_ticks == 0 && !e->hello_seen && alive_at(e, m->ts) &&
 		    (e->mp->ppid < 0 || e->mp->ppid == m->ppid ||
 		     (e->parent ? ppid_fits(pt, e->parent, m->ppid)
-				: m->ppid == pt->self || m->ppid == 1))) {
-			pe = e;
-			break;
-		}
+				: m->ppid == pt->self || m->ppid == 1)))
+			return e;
 	}
+	return NULL;
+}
+
+/* The segment the HELLO describes: the last one, a placeholder that turns
+ * out instrumented, or a new one for a new image. NULL: out of memory. */
+static model_segment *hello_segment(proc_tree *pt, proc_entry *pe, const wire_msg *m,
+				    bool new_image)
+{
+	model_process *p = pe->mp;
+	model_segment *s = last_seg(pe);
+
+	/* When the image began: the exec call, if anyone saw it. */
+	int64_t image_start = pe->exec_pending ? pe->exec_ts : m->ts;
+	if (m->exec_ts && (int64_t)m->exec_ts <= m->ts)
+		image_start = (int64_t)m->exec_ts;
+	pe->exec_pending = false;
+	if (pe->placeholder && s) {
+		/* The image described from outside turns out instrumented. */
+		s->instrumented = true;
+		pe->placeholder = false;
+	} else if (!s || new_image) {
+		s = model_add_segment(pt->t, p);
+		if (!s)
+			return NULL;
+		s->start_ns = p->nsegs == 1 ? p->start_ns : image_start;
+		if (pe->fork_image && p->nsegs == 2)
+			s->start_ns = image_start;
+		s->instrumented = true;
+	}
+	return s;
+}
+
+/* The image's exe, argv and cwd from the HELLO (copies in the model). A
+ * resumed image was described by its first HELLO (its cwd then, not after
+ * a chdir). */
+static void describe_image(model_segment *s, const wire_msg *m, const char *exe,
+			   const char **argv, size_t argc, const char *cwd)
+{
+	if (!(m->flags & FT_HELLO_RESUMED) || !s->exe) {
+		if (exe)
+			s->exe = exe;
+		if (argv) {
+			s->argv = argv;
+			s->argc = argc;
+		}
+		s->cwd = cwd;
+		s->argv_truncated = (m->flags & FT_HELLO_ARGV_TRUNCATED) != 0;
+	}
+}
+
+/* The connection's shared-memory buffers, c->seg set. */
+static void conn_take_shm(proc_conn *c, proc_entry *pe)
+{
+	if (pe->shm && pe->shm_seg != c->seg) {
+		/* A new image: the old one's buffers were salvaged when its
+		 * connection closed. */
+		shm_image_unref(pe->shm);
+		pe->shm = NULL;
+	}
+	/* The agent reconnected: its buffers are those of the image before. */
+	if (pe->shm && pe->shm_seg == c->seg) {
+		shm_image_ref(pe->shm);
+		c->shm = pe->shm;
+	}
+}
+
+/* HELLO's NAME is the main thread's comm, which is the program's name
+ * unless the program named the thread: only THREAD_NAME names the main
+ * thread's track. A new image's comm is its own again. */
+static void hello_main_thread(proc_tree *pt, model_process *p, const wire_msg *m, bool new_image)
+{
+	model_thread *th = thread_of(pt, p, m->pid);
+	if (th) {
+		if (th->start_ns < 0)
+			th->start_ns = p->start_ns;
+		if (new_image)
+			th->name = NULL;
+	}
+}
+
+static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
+{
+	model_trace *t = pt->t;
+	proc_entry *pe;
+
+	pe = hello_entry(pt, m);
 	/* A fork child's own HELLO read after that of the image it exec'd
 	 * (another connection, or a table slot read first): it speaks for
 	 * the image before, which goes (or is already derived) in front. */
@@ -563,62 +643,14 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 	const char **argv = dup_argv(t, m, &argc);
 	const char *exe = dup_ws(t, m->exe);
 	const char *cwd = dup_ws(t, m->cwd);
-	model_segment *s = last_seg(pe);
-
-	/* When the image began: the exec call, if anyone saw it. */
-	int64_t image_start = pe->exec_pending ? pe->exec_ts : m->ts;
-	if (m->exec_ts && (int64_t)m->exec_ts <= m->ts)
-		image_start = (int64_t)m->exec_ts;
-	pe->exec_pending = false;
-	if (pe->placeholder && s) {
-		/* The image described from outside turns out instrumented. */
-		s->instrumented = true;
-		pe->placeholder = false;
-	} else if (!s || new_image) {
-		s = model_add_segment(t, p);
-		if (!s)
-			return -ENOMEM;
-		s->start_ns = p->nsegs == 1 ? p->start_ns : image_start;
-		if (pe->fork_image && p->nsegs == 2)
-			s->start_ns = image_start;
-		s->instrumented = true;
-	}
-	/* A resumed image was described by its first HELLO (its cwd then,
-	 * not after a chdir). */
-	if (!(m->flags & FT_HELLO_RESUMED) || !s->exe) {
-		if (exe)
-			s->exe = exe;
-		if (argv) {
-			s->argv = argv;
-			s->argc = argc;
-		}
-		s->cwd = cwd;
-		s->argv_truncated = (m->flags & FT_HELLO_ARGV_TRUNCATED) != 0;
-	}
+	model_segment *s = hello_segment(pt, pe, m, new_image);
+	if (!s)
+		return -ENOMEM;
+	describe_image(s, m, exe, argv, argc, cwd);
 	c->pe = pe;
 	conn_set_seg(c, p->nsegs - 1);
-	if (pe->shm && pe->shm_seg != c->seg) {
-		/* A new image: the old one's buffers were salvaged when its
-		 * connection closed. */
-		shm_image_unref(pe->shm);
-		pe->shm = NULL;
-	}
-	/* The agent reconnected: its buffers are those of the image before. */
-	if (pe->shm && pe->shm_seg == c->seg) {
-		shm_image_ref(pe->shm);
-		c->shm = pe->shm;
-	}
-
-	/* HELLO's NAME is the main thread's comm, which is the program's
-	 * name unless the program named the thread: only THREAD_NAME names
-	 * the main thread's track. A new image's comm is its own again. */
-	model_thread *th = thread_of(pt, p, m->pid);
-	if (th) {
-		if (th->start_ns < 0)
-			th->start_ns = p->start_ns;
-		if (new_image)
-			th->name = NULL;
-	}
+	conn_take_shm(c, pe);
+	hello_main_thread(pt, p, m, new_image);
 	return 0;
 }
 
