@@ -43,10 +43,10 @@ size_t jsonw_escape(char *out, size_t cap, const char *s, size_t n);
 typedef struct jsonw {
 	ostream *os;	 /* borrowed */
 	uint64_t events; /* trace events begun with jsonw_event_begin */
-	uint64_t first;	 /* bit d: nothing written yet at depth d */
 	unsigned depth;
-	bool after_key; /* the next value needs no comma: it follows a key
-			 * or jsonw_newline */
+	/* The next value needs no comma: it is the first of its array or
+	 * object, follows a key or jsonw_newline, or is at the top level. */
+	bool no_comma;
 } jsonw;
 
 /* Starts writing on os (borrowed for the writer's life). */
@@ -62,7 +62,7 @@ void jsonw_arr_end(jsonw *w);
 void jsonw_key(jsonw *w, const char *key);
 void jsonw_str(jsonw *w, strview s);
 void jsonw_cstr(jsonw *w, const char *s);
-void jsonw_i64(jsonw *w, int64_t v);
+static inline void jsonw_i64(jsonw *w, int64_t v);
 void jsonw_u64(jsonw *w, uint64_t v);
 void jsonw_bool(jsonw *w, bool v);
 void jsonw_null(jsonw *w);
@@ -82,6 +82,24 @@ void jsonw_f64(jsonw *w, double v);
 /* Starts the next value on a new line: writes the comma it needs, then a
  * newline. Keeps long arrays readable at one byte per line. */
 void jsonw_newline(jsonw *w);
+
+/* Writes the comma a new value needs: none after a key, none for the
+ * first element of an array or object, none at the top level, one
+ * otherwise. Every value writer starts with it. */
+static inline void jsonw_sep(jsonw *w)
+{
+	if (w->no_comma)
+		w->no_comma = w->depth == 0;
+	else
+		ostream_putc(w->os, ',');
+}
+
+/* Inline: the report writes its page data as millions of small numbers. */
+static inline void jsonw_i64(jsonw *w, int64_t v)
+{
+	jsonw_sep(w);
+	ostream_i64(w->os, v);
+}
 
 /* Key + value shorthands for the common fields. */
 void jsonw_kv_i64(jsonw *w, const char *key, int64_t v);

@@ -10,43 +10,19 @@ void jsonw_init(jsonw *w, ostream *os)
 {
 	memset(w, 0, sizeof(*w));
 	w->os = os;
-}
-
-/* Writes the comma a new value needs: none after a key, none for the first
- * element of an array or object, one otherwise. */
-static inline void sep(jsonw *w)
-{
-	uint64_t bit;
-
-	if (w->after_key) {
-		w->after_key = false;
-		return;
-	}
-	if (w->depth == 0)
-		return;
-	bit = (uint64_t)1 << (w->depth - 1);
-	if (w->first & bit)
-		w->first &= ~bit;
-	else
-		ostream_putc(w->os, ',');
+	w->no_comma = true;
 }
 
 /* Enters a nesting level whose first element (has_first: none written yet)
  * needs no comma. */
 static void push(jsonw *w, bool has_first)
 {
-	uint64_t bit;
-
 	if (w->depth >= JSONW_MAX_DEPTH) {
 		ostream_fail(w->os, -EOVERFLOW);
 		return;
 	}
-	bit = (uint64_t)1 << w->depth;
 	w->depth++;
-	if (has_first)
-		w->first |= bit;
-	else
-		w->first &= ~bit;
+	w->no_comma = has_first;
 }
 
 static void pop(jsonw *w, char close)
@@ -56,13 +32,14 @@ static void pop(jsonw *w, char close)
 		return;
 	}
 	w->depth--;
-	w->after_key = false;
+	/* The array or object just closed is a value of its parent. */
+	w->no_comma = w->depth == 0;
 	ostream_putc(w->os, close);
 }
 
 void jsonw_obj_begin(jsonw *w)
 {
-	sep(w);
+	jsonw_sep(w);
 	ostream_putc(w->os, '{');
 	push(w, true);
 }
@@ -74,7 +51,7 @@ void jsonw_obj_end(jsonw *w)
 
 void jsonw_arr_begin(jsonw *w)
 {
-	sep(w);
+	jsonw_sep(w);
 	ostream_putc(w->os, '[');
 	push(w, true);
 }
@@ -86,15 +63,15 @@ void jsonw_arr_end(jsonw *w)
 
 void jsonw_key(jsonw *w, const char *key)
 {
-	sep(w);
+	jsonw_sep(w);
 	ostream_json_cstr(w->os, key);
 	ostream_putc(w->os, ':');
-	w->after_key = true;
+	w->no_comma = true;
 }
 
 void jsonw_str(jsonw *w, strview s)
 {
-	sep(w);
+	jsonw_sep(w);
 	if (s.p == NULL)
 		ostream_write(w->os, "null", 4);
 	else
@@ -103,25 +80,19 @@ void jsonw_str(jsonw *w, strview s)
 
 void jsonw_cstr(jsonw *w, const char *s)
 {
-	sep(w);
+	jsonw_sep(w);
 	ostream_json_cstr(w->os, s);
-}
-
-void jsonw_i64(jsonw *w, int64_t v)
-{
-	sep(w);
-	ostream_i64(w->os, v);
 }
 
 void jsonw_u64(jsonw *w, uint64_t v)
 {
-	sep(w);
+	jsonw_sep(w);
 	ostream_u64(w->os, v);
 }
 
 void jsonw_bool(jsonw *w, bool v)
 {
-	sep(w);
+	jsonw_sep(w);
 	if (v)
 		ostream_write(w->os, "true", 4);
 	else
@@ -130,19 +101,19 @@ void jsonw_bool(jsonw *w, bool v)
 
 void jsonw_null(jsonw *w)
 {
-	sep(w);
+	jsonw_sep(w);
 	ostream_write(w->os, "null", 4);
 }
 
 void jsonw_ts(jsonw *w, int64_t ns)
 {
-	sep(w);
+	jsonw_sep(w);
 	ostream_ts(w->os, ns);
 }
 
 void jsonw_raw(jsonw *w, strview json)
 {
-	sep(w);
+	jsonw_sep(w);
 	if (json.p == NULL || json.n == 0)
 		ostream_write(w->os, "null", 4);
 	else
@@ -163,7 +134,7 @@ void jsonw_strv(jsonw *w, const char *const *v)
 
 void jsonw_script_str(jsonw *w, strview s)
 {
-	sep(w);
+	jsonw_sep(w);
 	if (s.p == NULL)
 		ostream_write(w->os, "null", 4);
 	else
@@ -179,16 +150,16 @@ void jsonw_f64(jsonw *w, double v)
 		jsonw_null(w);
 		return;
 	}
-	sep(w);
+	jsonw_sep(w);
 	n = snprintf(buf, sizeof(buf), "%.6g", v);
 	ostream_write(w->os, buf, (size_t)n);
 }
 
 void jsonw_newline(jsonw *w)
 {
-	sep(w);
+	jsonw_sep(w);
 	ostream_putc(w->os, '\n');
-	w->after_key = true;
+	w->no_comma = true;
 }
 
 void jsonw_kv_i64(jsonw *w, const char *key, int64_t v)
@@ -225,7 +196,7 @@ void jsonw_event_begin(jsonw *w, const jsonw_event *ev)
 	ostream *o = w->os;
 	char ph[9] = {'\n', '{', '"', 'p', 'h', '"', ':', '"', ev->ph};
 
-	sep(w);
+	jsonw_sep(w);
 	ostream_write(o, ph, sizeof(ph));
 	ostream_write(o, "\",\"name\":", 9);
 	if (ev->name.p != NULL)
