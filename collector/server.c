@@ -632,7 +632,8 @@ static void on_connection(uv_stream_t *server, int status)
  * handled something, the loop waits a moment and then takes everything
  * that arrived meanwhile in one poll. Nothing waits for the collector's
  * answer: only what it learns is delayed, by at most this pause per
- * iteration. An idle loop polls at once (and blocks there as before).
+ * iteration. An idle loop polls at once (and blocks there until
+ * something arrives).
  */
 static void batch_cb(uv_prepare_t *h)
 {

@@ -78,8 +78,8 @@ def test_static_interp_busybox(t):
 @test
 def test_forged_exec_ts(t):
     """Children exec'd by raw execve (past the agent's hooks) with forged
-    hand-overs: a slot past the table's end (SIGBUS at the first write
-    before), a slot index past 32 bits, the root's own slot (its HELLO
+    hand-overs: a slot past the table's end (taken, it would be SIGBUS at
+    the first write), a slot index past 32 bits, the root's own slot (its HELLO
     was overwritten), values for other processes, and garbage. Each
     child must run and be traced as itself, the root intact."""
     res = t.run([prog("adv_env"), "forged"], expect_rc=0)
@@ -102,7 +102,8 @@ def test_forged_exec_ts(t):
 def test_forged_exec_ts_at_start(t):
     """A FORKTRACE_EXEC_TS in the environment forktrace run starts from
     (stale, from a tool that leaked it, or forged) is not COMMAND's: the
-    command runs and is traced (it died of SIGBUS before). The same with
+    command runs and is traced (taken, the hand-over would kill it with
+    SIGBUS). The same with
     the agent's other variables set by the user: forktrace's own win, and
     the program sees none of them."""
     env = dict(os.environ, FORKTRACE_EXEC_TS="1:0:0:4000000:/bin/true",
@@ -185,7 +186,7 @@ def test_raw_clone3(t):
 def test_raw_clone_vm(t):
     """A raw CLONE_VM | CLONE_VFORK child (what posix_spawn and Go make)
     shares the parent's memory: it must record nothing there (its exec
-    renamed the root before), and its new image is traced as itself."""
+    would rename the root), and its new image is traced as itself."""
     res = t.run([prog("adv_env"), "clone", "vm"], expect_rc=0)
     tr = res.trace
     root = tr.root()
@@ -327,7 +328,8 @@ def test_slot_word_overwritten(t):
     """A traced program overwrites the committed word of its own slot of
     the process table (the table is shared with every traced process)
     with a value past the slot, then forks: the agent writes where it
-    was (it crashed the program before, copying past the slot). The
+    was (trusting the word, it would crash the program, copying past the
+    slot). The
     collector may warn about the slot; the records after it count."""
     res = t.run([prog("adv_env"), "slot"], expect_rc=0)
     tr = res.trace

@@ -27,7 +27,7 @@ def module_not_regular(t):
     """A program dlopens a library and then puts a FIFO, a directory, a
     link to /dev/zero or a 1 TiB sparse file at its path. The trace is
     written when the program has ended: the symbol lookup must neither
-    block on the FIFO (before: forktrace hung until SIGKILL) nor open the
+    block on the FIFO (forktrace would hang until SIGKILL) nor open the
     device; the plugin's function is named by module and offset, the rest
     of the trace is whole."""
     plugin = os.path.join(os.path.dirname(prog("adv_modswap")), "libev_plugin.so")
@@ -84,7 +84,7 @@ def control_bytes_in_names(t):
     escape sequences (retitle the terminal, erase the line, forge a
     forktrace line, bidi override). forktrace info, combine's warnings
     and the run's messages print them escaped (\\x1b, \\u009b), never
-    raw (before: info printed them as they were)."""
+    raw, where they would act on the terminal."""
     # A real program under the real agent: its name comes from argv[0].
     code = (f"import subprocess; subprocess.run([{HOSTILE!r}], executable='/bin/true', "
             f"check=True)")
@@ -232,7 +232,7 @@ def fifo_and_stdin_inputs(t):
 @test
 def info_directory(t):
     """forktrace info DIR shows every trace in DIR, as combine DIR reads
-    them (before: 'read error: Is a directory'); a FIFO named like a trace
+    them (not 'read error: Is a directory'); a FIFO named like a trace
     in it is said not to be read, and nothing waits for a writer; spill
     files in it are shown as the trace they make."""
     good, n = good_trace(t)
@@ -290,8 +290,8 @@ def duplicate_keys(t):
     check(ev["b"]["pid"] == 6, f"event b: {ev['b']}")
     check(ev["c"]["zz"] == [1, {"q": 9}], f"event c: {ev['c']}")
     check(ev["d"]["args"] == {"u": 1, "v": 2}, f"event d changed: {ev['d']}")
-    # A key spelled with escapes only is that key (before: the reader did
-    # not see the pid and the output got a second one).
+    # A key spelled with escapes only is that key (a reader that missed
+    # the pid would give the output a second one).
     check(ev["f"]["pid"] == 11, f"event f: {ev['f']}")
     # Keys that differ only in invalid UTF-8 are one key once it is
     # repaired: in args, and at the top level.
@@ -336,7 +336,7 @@ print("sent", n)
 def warning_flood(t):
     """A process sends 500 implausible event-buffer frames: forktrace
     prints a few warnings and one count of the rest ("500 more not shown"),
-    not one line per frame (before: 500 lines), and the trace is whole."""
+    not one line per frame (500 lines), and the trace is whole."""
     try:
         import msgpack  # noqa: F401
     except ImportError:

@@ -454,8 +454,8 @@ def test_full_tmpdir_combine(t):
 def test_spill_combine_no_tmpdir_file(t):
     """combine and report read agents' spill files into a model that is
     one more input of the merge: nothing of their trace goes to $TMPDIR
-    (before: it was written there as a temporary JSON file first, so with
-    64 KB free there, spill files of a larger trace could not be read)."""
+    (a temporary JSON file there would need room for the whole trace:
+    with 64 KB free, spill files of a larger trace could not be read)."""
     spill = t.subdir("spill")
     os.chmod(spill, 0o700)
     agent = os.path.join(os.path.dirname(ft.forktrace_bin()), "libforktrace-agent.so")

@@ -68,8 +68,8 @@ def check_held(ctx, res, n):
 def nofile_raised(ctx):
     """1100 instrumented processes alive at once, each connected, under
     the usual soft limit of 1024 fds (hard 4096): forktrace must not run
-    out of fds (before: the images past ~1000 spilled, the run never read
-    their files, and the summary said 0 lost). The program itself still
+    out of fds (the images past ~1000 would spill, and a run that did not
+    read their files would say 0 lost). The program itself still
     gets the soft limit it would have had untraced."""
     n = 1100
     res = ctx.finish(start_limited(ctx, ctx.run_args([prog("spill_tree"), "hold", str(n),
@@ -244,8 +244,8 @@ def untraced_agent(argv, env_extra):
 @test
 def spill_dir_symlink_refused(ctx):
     """OUTPUT.spill is a symbolic link to a directory someone else chose:
-    forktrace run refuses before COMMAND starts (before: the agents would
-    have spilled there, and the run would have merged what it held)."""
+    forktrace run refuses before COMMAND starts (else the agents would
+    spill there, and the run would merge what it held)."""
     target = ctx.subdir("elsewhere")
     os.symlink(target, ctx.path("trace.json.spill"))
     marker = ctx.path("ran")
@@ -280,8 +280,8 @@ def spill_dir_foreign_default(ctx):
     """Without forktrace the agent spills to $TMPDIR/forktrace-spill-UID.
     Another user made it first (world-writable), or made it a symbolic
     link to a directory of theirs: the agent writes nothing there, and
-    says so in one line (before: it wrote the trace there, where that
-    user could read, delete or forge it)."""
+    says so in one line (a trace written there, that user could read,
+    delete or forge)."""
     need_root()
     tmp = ctx.subdir("tmp")
     d = os.path.join(tmp, f"forktrace-spill-{os.geteuid()}")
@@ -310,8 +310,8 @@ def spill_dir_foreign_default(ctx):
 @test
 def combine_foreign_spill_warned(ctx):
     """A spill file that another user owns is read, but combine says so
-    and exits 1: anyone who could write it could have forged it (before:
-    merged without a word)."""
+    and exits 1: anyone who could write it could have forged it, and
+    merged without a word it would pass for the run's own."""
     need_root()
     spill = ctx.subdir("spill")
     os.chmod(spill, 0o700)
