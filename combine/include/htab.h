@@ -65,12 +65,21 @@ static inline uint64_t htab_next(const htab *t, uint64_t key, size_t *pos)
 	}
 }
 
-/* The (first) value stored under key, or 0. */
+/* The (first) value stored under key, or 0. The walk of htab_next with
+ * its position kept in a register: lookups by number are per-event work
+ * (the merge's pid map). */
 static inline uint64_t htab_get(const htab *t, uint64_t key)
 {
-	size_t pos = htab_start(t, key);
+	size_t mask = t->cap - 1;
+	const htab_slot *s;
 
-	return htab_next(t, key, &pos);
+	if (t->cap == 0)
+		return 0;
+	for (size_t i = (size_t)((key * 0x9e3779b97f4a7c15ull) >> t->shift);; i = (i + 1) & mask) {
+		s = &t->slots[i];
+		if (s->key == key || s->val == 0)
+			return s->val;
+	}
 }
 
 /*
