@@ -43,85 +43,67 @@
 
 #include "merge.h"
 #include "jsonr.h"
+#include "htab.h"
 #include "reader.h"
+#include "vec.h"
 
-/* ---- pid maps: open addressing, int64 -> int64 ----------------------- */
+/* ---- pid maps: int64 -> int64 ------------------------------------------ */
 
-#define PIDMAP_EMPTY INT64_MIN
+/*
+ * An htab holds the map, each value with its top bit flipped: an htab
+ * value is never 0, and only INT64_MIN would be. INT64_MIN is the value of
+ * at most one key here (a pid of INT64_MIN kept as it is in the output),
+ * which is held beside the table. A key is put once: the merge asks first.
+ */
+#define PIDMAP_FLIP ((uint64_t)1 << 63)
 
 typedef struct pidmap {
-	int64_t *keys, *vals;
-	size_t cap, n; /* cap: a power of two */
+	htab h;
+	bool has_min;	 /* min_key maps to INT64_MIN */
+	int64_t min_key;
 } pidmap;
 
-static size_t pm_slot(const pidmap *m, int64_t k)
+static inline bool pm_get(const pidmap *m, int64_t k, int64_t *v)
 {
-	uint64_t h = (uint64_t)k * 0x9e3779b97f4a7c15ull;
+	uint64_t got = htab_get(&m->h, (uint64_t)k);
 
-	return (size_t)(h >> 17) & (m->cap - 1);
-}
-
-static bool pm_get(const pidmap *m, int64_t k, int64_t *v)
-{
-	if (m->cap == 0)
-		return false;
-	for (size_t i = pm_slot(m, k);; i = (i + 1) & (m->cap - 1)) {
-		if (m->keys[i] == PIDMAP_EMPTY)
-			return false;
-		if (m->keys[i] == k) {
-			*v = m->vals[i];
-			return true;
-		}
+	if (got != 0) {
+		*v = (int64_t)(got ^ PIDMAP_FLIP);
+		return true;
 	}
+	if (m->has_min && m->min_key == k) {
+		*v = INT64_MIN;
+		return true;
+	}
+	return false;
 }
 
 static int pm_put(pidmap *m, int64_t k, int64_t v)
 {
-	if ((m->n + 1) * 2 > m->cap) {
-		pidmap g = {.cap = m->cap ? m->cap * 2 : 64};
+	if (v == INT64_MIN) {
+		m->has_min = true;
+		m->min_key = k;
+		return 0;
+	}
+	return htab_set(&m->h, (uint64_t)k, (uint64_t)v ^ PIDMAP_FLIP);
+}
 
-		g.keys = malloc(g.cap * sizeof(*g.keys));
-		g.vals = malloc(g.cap * sizeof(*g.vals));
-		if (g.keys == NULL || g.vals == NULL) {
-			free(g.keys);
-			free(g.vals);
-			return -ENOMEM;
-		}
-		for (size_t i = 0; i < g.cap; i++)
-			g.keys[i] = PIDMAP_EMPTY;
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->keys[i] != PIDMAP_EMPTY)
-				pm_put(&g, m->keys[i], m->vals[i]);
-		free(m->keys);
-		free(m->vals);
-		*m = g;
-	}
-	for (size_t i = pm_slot(m, k);; i = (i + 1) & (m->cap - 1)) {
-		if (m->keys[i] == PIDMAP_EMPTY) {
-			m->keys[i] = k;
-			m->vals[i] = v;
-			m->n++;
-			return 0;
-		}
-		if (m->keys[i] == k) {
-			m->vals[i] = v;
-			return 0;
-		}
-	}
+/* How many keys are mapped. */
+static size_t pm_count(const pidmap *m)
+{
+	return m->h.n + m->has_min;
 }
 
 static void pm_clear(pidmap *m)
 {
-	for (size_t i = 0; i < m->cap; i++)
-		m->keys[i] = PIDMAP_EMPTY;
-	m->n = 0;
+	htab_clear(&m->h);
+	m->has_min = false;
 }
 
 static void pm_free(pidmap *m)
 {
-	free(m->keys);
-	free(m->vals);
-	memset(m, 0, sizeof(*m));
+	htab_free(&m->h);
+	m->has_min = false;
 }
 
 /* ---- inputs ----------------------------------------------------------- */
@@ -137,17 +119,13 @@ static int pathv_add(pathv *pv, char *p, bool in_dir)
 	if (p == NULL)
 		return -ENOMEM;
 	if (pv->n == pv->cap) {
-		size_t c = pv->cap ? pv->cap * 2 : 16;
-		char **nv = realloc(pv->v, c * sizeof(*nv));
-		bool *nd = nv != NULL ? realloc(pv->in_dir, c * sizeof(*nd)) : NULL;
+		size_t c = pv->cap, in_dir_cap = pv->cap;
 
-		if (nv != NULL)
-			pv->v = nv;
-		if (nd == NULL) {
+		if (vec_grow(&pv->v, &c, pv->n + 1, sizeof(*pv->v), 16) < 0 ||
+		    vec_grow(&pv->in_dir, &in_dir_cap, pv->n + 1, sizeof(*pv->in_dir), 16) < 0) {
 			free(p);
 			return -ENOMEM;
 		}
-		pv->in_dir = nd;
 		pv->cap = c;
 	}
 	pv->in_dir[pv->n] = in_dir;
@@ -280,8 +258,7 @@ typedef struct tl_val {
 typedef struct toplevel {
 	tl_key *keys;
 	size_t nkeys, keys_cap;
-	size_t *slots; /* a hash of the names: 1 + index into keys; 0: free */
-	size_t nslots;
+	htab by_name; /* tl_hash -> 1 + index into keys */
 	tl_val *vals;  /* in input order */
 	size_t nvals, vals_cap;
 	int fd;        /* the spool: -1 until a value comes */
@@ -316,26 +293,14 @@ static bool tl_is(const tl_key *k, strview name, bool other)
 /* The key's index, or -1. */
 static ssize_t tl_find(const toplevel *t, strview name, bool other)
 {
-	size_t mask = t->nslots - 1;
+	uint64_t h = tl_hash(name.p, name.n, other);
+	size_t pos = htab_start(&t->by_name, h);
+	uint64_t v;
 
-	if (t->nslots == 0)
-		return -1;
-	for (size_t i = tl_hash(name.p, name.n, other) & mask;; i = (i + 1) & mask) {
-		if (t->slots[i] == 0)
-			return -1;
-		if (tl_is(&t->keys[t->slots[i] - 1], name, other))
-			return (ssize_t)(t->slots[i] - 1);
-	}
-}
-
-static void tl_slot(toplevel *t, size_t k)
-{
-	const tl_key *key = &t->keys[k];
-	size_t i = tl_hash(key->name, strlen(key->name), key->other) & (t->nslots - 1);
-
-	while (t->slots[i] != 0)
-		i = (i + 1) & (t->nslots - 1);
-	t->slots[i] = k + 1;
+	while ((v = htab_next(&t->by_name, h, &pos)) != 0)
+		if (tl_is(&t->keys[v - 1], name, other))
+			return (ssize_t)(v - 1);
+	return -1;
 }
 
 /* A new key (name has no NUL): its index, or -ENOMEM. */
@@ -343,27 +308,9 @@ static ssize_t tl_add(toplevel *t, strview name, bool other)
 {
 	tl_key *key;
 
-	if ((t->nkeys + 1) * 2 > t->nslots) {
-		size_t n = t->nslots ? t->nslots * 2 : 16;
-		size_t *ns = calloc(n, sizeof(*ns));
-
-		if (ns == NULL)
-			return -ENOMEM;
-		free(t->slots);
-		t->slots = ns;
-		t->nslots = n;
-		for (size_t k = 0; k < t->nkeys; k++)
-			tl_slot(t, k);
-	}
-	if (t->nkeys == t->keys_cap) {
-		size_t n = t->keys_cap ? t->keys_cap * 2 : 8;
-		tl_key *nk = realloc(t->keys, n * sizeof(*nk));
-
-		if (nk == NULL)
-			return -ENOMEM;
-		t->keys = nk;
-		t->keys_cap = n;
-	}
+	if (htab_reserve(&t->by_name) < 0 ||
+	    vec_grow(&t->keys, &t->keys_cap, t->nkeys + 1, sizeof(*t->keys), 8) < 0)
+		return -ENOMEM;
 	key = &t->keys[t->nkeys];
 	memset(key, 0, sizeof(*key));
 	key->name = strndup(name.p, name.n);
@@ -372,7 +319,7 @@ static ssize_t tl_add(toplevel *t, strview name, bool other)
 	key->other = other;
 	key->dtu = !other && !strcmp(key->name, "displayTimeUnit");
 	key->per_input = !other && !strcmp(key->name, "otherData");
-	tl_slot(t, t->nkeys);
+	htab_add(&t->by_name, tl_hash(name.p, name.n, other), t->nkeys + 1); /* reserved */
 	return (ssize_t)t->nkeys++;
 }
 
@@ -455,15 +402,8 @@ static int tl_same(toplevel *t, const tl_key *key, strview v)
 
 static int tl_add_val(toplevel *t, size_t k, uint64_t off, uint64_t len)
 {
-	if (t->nvals == t->vals_cap) {
-		size_t n = t->vals_cap ? t->vals_cap * 2 : 16;
-		tl_val *nv = realloc(t->vals, n * sizeof(*nv));
-
-		if (nv == NULL)
-			return -ENOMEM;
-		t->vals = nv;
-		t->vals_cap = n;
-	}
+	if (vec_grow(&t->vals, &t->vals_cap, t->nvals + 1, sizeof(*t->vals), 16) < 0)
+		return -ENOMEM;
 	t->vals[t->nvals++] = (tl_val){t->cur, k, off, len};
 	return 0;
 }
@@ -683,7 +623,7 @@ static void tl_free(toplevel *t)
 		free(t->keys[k].cache);
 	}
 	free(t->keys);
-	free(t->slots);
+	htab_free(&t->by_name);
 	free(t->vals);
 	free(t->io);
 	if (t->fd >= 0)
@@ -1414,7 +1354,7 @@ static int end_output(cmb *c)
 	if (c->o->model_as_trace) {
 		res->processes = c->models[0]->nprocs;
 	} else {
-		res->processes = c->claimed.n;
+		res->processes = pm_count(&c->claimed);
 		if (c->start <= c->end) {
 			model->start_ns = c->start;
 			model->end_ns = c->end;
