@@ -28,9 +28,12 @@
 #include "jsonr.h"
 #include "reader.h"
 #include "regfile.h"
+#include "vec.h"
 
 /* Compressed bytes read at a time. */
 #define READER_ZIN (256u * 1024u)
+/* Bytes of a scratch buffer when it is first needed. */
+#define BUF_FIRST 4096
 
 /* Statuses of parse_value besides JSONR_OK / JSONR_ERR. */
 enum { R_TRUNC = 2, R_TOOBIG = 3, R_IOERR = 4 };
@@ -105,23 +108,6 @@ static void set_error(reader *r, uint64_t off, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(r->inf->error + n, sizeof(r->inf->error) - (size_t)n, fmt, ap);
 	va_end(ap);
-}
-
-static int grow(char **p, size_t *cap, size_t need)
-{
-	char *n;
-	size_t c = *cap ? *cap : 4096;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need)
-		c *= 2;
-	n = realloc(*p, c);
-	if (n == NULL)
-		return -ENOMEM;
-	*p = n;
-	*cap = c;
-	return 0;
 }
 
 static ssize_t read_full(int fd, void *p, size_t n)
@@ -592,7 +578,7 @@ static int repair_text(reader *r, jsonr_obj *o, size_t start, strview *text)
 	if (o->fix) {
 		const char *next;
 
-		if (grow(&r->fix, &r->fix_cap, jsonr_sanitize_size(text->n)) < 0)
+		if (vec_grow(&r->fix, &r->fix_cap, jsonr_sanitize_size(text->n), 1, BUF_FIRST) < 0)
 			return -ENOMEM;
 		text->n = jsonr_sanitize(r->fix, *text);
 		text->p = r->fix;
@@ -605,7 +591,7 @@ static int repair_text(reader *r, jsonr_obj *o, size_t start, strview *text)
 		const char *next;
 		size_t n;
 
-		if (grow(&r->dedup, &r->dedup_cap, text->n + JSONR_PAD) < 0)
+		if (vec_grow(&r->dedup, &r->dedup_cap, text->n + JSONR_PAD, 1, BUF_FIRST) < 0)
 			return -ENOMEM;
 		bool dup = false;
 
@@ -789,7 +775,7 @@ static int apply_edits(reader *r, strview text, edit *edits, size_t ne, sink_eve
 			edits[j] = edits[j - 1];
 			edits[j - 1] = t;
 		}
-	if (grow(&r->scratch, &r->scratch_cap, need) < 0)
+	if (vec_grow(&r->scratch, &r->scratch_cap, need, 1, BUF_FIRST) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < ne; i++) {
 		memcpy(r->scratch + n, from, (size_t)(edits[i].at - from));
@@ -824,7 +810,7 @@ static int emit(reader *r, jsonr_obj *o, size_t start, size_t end)
 	err = repair_text(r, o, start, &text);
 	if (err < 0)
 		return err;
-	if (grow(&r->str, &r->str_cap, text.n + 64) < 0)
+	if (vec_grow(&r->str, &r->str_cap, text.n + 64, 1, BUF_FIRST) < 0)
 		return -ENOMEM;
 	sp = r->str;
 	decode_fields(r, o, &se.ev, &sp, edits, &ne);
@@ -938,7 +924,7 @@ static int give_key(reader *r, strview key, bool in_other_data, strview val)
 		bool dup = false;
 		size_t n;
 
-		if (grow(&r->dedup, &r->dedup_cap, val.n + JSONR_PAD) < 0)
+		if (vec_grow(&r->dedup, &r->dedup_cap, val.n + JSONR_PAD, 1, BUF_FIRST) < 0)
 			return -ENOMEM;
 		n = jsonr_dedup(r->dedup, val, &dup);
 		if (n == (size_t)-1)
@@ -975,7 +961,7 @@ static int unescape_key(char **buf, size_t *cap, strview lit, strview *out)
 
 	/* Unescaped behind where it is copied to: at most 3 bytes out for
 	 * each byte in, so the copy never overtakes what it reads. */
-	if (grow(buf, cap, 3 * lit.n + 1) < 0)
+	if (vec_grow(buf, cap, 3 * lit.n + 1, 1, BUF_FIRST) < 0)
 		return -ENOMEM;
 	b = *buf;
 	n = jsonr_unescape(b + at, lit);
@@ -1040,7 +1026,7 @@ static int top_value(reader *r, strview key, strview val, bool fix, uint64_t at)
 		    val.p[0] == '{';
 
 	if (fix) {
-		if (grow(&r->fix, &r->fix_cap, jsonr_sanitize_size(val.n)) < 0)
+		if (vec_grow(&r->fix, &r->fix_cap, jsonr_sanitize_size(val.n), 1, BUF_FIRST) < 0)
 			return -ENOMEM;
 		val.n = jsonr_sanitize(r->fix, val);
 		val.p = r->fix;
