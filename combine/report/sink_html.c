@@ -24,8 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "htab.h"
 #include "report_assets.h"
 #include "sink.h"
+#include "vec.h"
 
 /* Slices kept per thread while streaming (the longest ones). */
 #define HTMLW_THREAD_SLICES 512
@@ -43,25 +45,6 @@
 #define HTMLW_STACK 128
 
 /* ---- small containers ---------------------------------------------------- */
-
-/* Grows *p (elements of size elem) so that need elements fit. */
-static int grow(void *pp, size_t *cap, size_t need, size_t elem)
-{
-	void **p = pp;
-	size_t n = *cap != 0 ? *cap : 8;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * elem);
-	if (q == NULL)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
 
 static uint64_t mix64(uint64_t x)
 {
@@ -139,60 +122,29 @@ typedef struct strtab {
 	size_t len, cap;
 	uint32_t *off, *slen; /* per id */
 	size_t n, ncap;
-	uint32_t *idx; /* hash index: id + 1, 0 empty */
-	size_t icap;
+	htab ids; /* htab_hash_bytes -> id + 1 */
 } strtab;
-
-static uint64_t str_hash(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-	return h;
-}
-
-static int strtab_rehash(strtab *t)
-{
-	size_t ncap = t->icap != 0 ? t->icap * 2 : 1024;
-	uint32_t *idx = calloc(ncap, sizeof(*idx));
-
-	if (idx == NULL)
-		return -ENOMEM;
-	for (size_t id = 0; id < t->n; id++) {
-		size_t i = str_hash(t->buf + t->off[id], t->slen[id]) & (ncap - 1);
-
-		while (idx[i] != 0)
-			i = (i + 1) & (ncap - 1);
-		idx[i] = (uint32_t)id + 1;
-	}
-	free(t->idx);
-	t->idx = idx;
-	t->icap = ncap;
-	return 0;
-}
 
 /* The id of the n bytes at s, adding them if new; UINT32_MAX on ENOMEM. */
 static uint32_t strtab_id(strtab *t, const char *s, size_t n)
 {
-	size_t i;
+	uint64_t h, v;
+	size_t pos;
 
 	if (s == NULL || n == 0)
 		return 0;
 	if (n > UINT32_MAX / 2)
 		n = UINT32_MAX / 2;
-	if ((t->n + 1) * 2 > t->icap && strtab_rehash(t) < 0)
-		return UINT32_MAX;
-	i = str_hash(s, n) & (t->icap - 1);
-	while (t->idx[i] != 0) {
-		uint32_t id = t->idx[i] - 1;
+	h = htab_hash_bytes(s, n);
+	pos = htab_start(&t->ids, h);
+	while ((v = htab_next(&t->ids, h, &pos)) != 0) {
+		uint32_t id = (uint32_t)v - 1;
 
 		if (t->slen[id] == n && memcmp(t->buf + t->off[id], s, n) == 0)
 			return id;
-		i = (i + 1) & (t->icap - 1);
 	}
-	if (grow(&t->buf, &t->cap, t->len + n, 1) < 0 ||
-	    grow(&t->off, &t->ncap, t->n + 1, sizeof(*t->off)) < 0)
+	if (htab_reserve(&t->ids) < 0 || vec_grow(&t->buf, &t->cap, t->len + n, 1, 8) < 0 ||
+	    vec_grow(&t->off, &t->ncap, t->n + 1, sizeof(*t->off), 8) < 0)
 		return UINT32_MAX;
 	/* off and slen share ncap: grow slen to the same size. */
 	{
@@ -206,7 +158,7 @@ static uint32_t strtab_id(strtab *t, const char *s, size_t n)
 	t->off[t->n] = (uint32_t)t->len;
 	t->slen[t->n] = (uint32_t)n;
 	t->len += n;
-	t->idx[i] = (uint32_t)t->n + 1;
+	htab_add(&t->ids, h, t->n + 1); /* reserved above */
 	return (uint32_t)t->n++;
 }
 
@@ -215,7 +167,7 @@ static void strtab_free(strtab *t)
 	free(t->buf);
 	free(t->off);
 	free(t->slen);
-	free(t->idx);
+	htab_free(&t->ids);
 }
 
 /* ---- the aggregate -------------------------------------------------------- */
@@ -380,7 +332,7 @@ static int parse_ranges(const char *s, int64_t **out, size_t *n)
 		}
 		if (hi < lo)
 			return -EINVAL;
-		if (grow(out, &cap, *n * 2 + 2, sizeof(**out)) < 0)
+		if (vec_grow(out, &cap, *n * 2 + 2, sizeof(**out), 8) < 0)
 			return -ENOMEM;
 		(*out)[(*n) * 2] = lo;
 		(*out)[(*n) * 2 + 1] = hi;
@@ -490,7 +442,7 @@ static uint8_t *name_flags(html_sink *h, uint32_t id)
 	if (id >= h->name_pass_cap) {
 		size_t old = h->name_pass_cap;
 
-		if (grow(&h->name_pass, &h->name_pass_cap, (size_t)id + 1, 1) < 0)
+		if (vec_grow(&h->name_pass, &h->name_pass_cap, (size_t)id + 1, 1, 8) < 0)
 			return NULL;
 		memset(h->name_pass + old, 0, h->name_pass_cap - old);
 	}
@@ -570,7 +522,7 @@ static hw_proc *proc_get(html_sink *h, int64_t pid)
 		return &h->procs[h->last_proc];
 	i = hmap_get(&h->pmap, pid, 0);
 	if (i == UINT32_MAX) {
-		if (grow(&h->procs, &h->proccap, h->nprocs + 1, sizeof(*h->procs)) < 0 ||
+		if (vec_grow(&h->procs, &h->proccap, h->nprocs + 1, sizeof(*h->procs), 8) < 0 ||
 		    hmap_put(&h->pmap, pid, 0, (uint32_t)h->nprocs) < 0) {
 			h->err = -ENOMEM;
 			return NULL;
@@ -602,8 +554,8 @@ static hw_thread *thread_get(html_sink *h, hw_proc *p, int64_t tid)
 
 	if (i != UINT32_MAX)
 		return &h->threads[i];
-	if (grow(&h->threads, &h->thcap, h->nthreads + 1, sizeof(*h->threads)) < 0 ||
-	    grow(&p->threads, &p->thcap, p->nthreads + 1, sizeof(*p->threads)) < 0 ||
+	if (vec_grow(&h->threads, &h->thcap, h->nthreads + 1, sizeof(*h->threads), 8) < 0 ||
+	    vec_grow(&p->threads, &p->thcap, p->nthreads + 1, sizeof(*p->threads), 8) < 0 ||
 	    hmap_put(&h->tmap, pi, tid, (uint32_t)h->nthreads) < 0) {
 		h->err = -ENOMEM;
 		return NULL;
@@ -624,7 +576,7 @@ static hw_stat *stat_get(html_sink *h, uint32_t proc, uint32_t name)
 
 	if (i != UINT32_MAX)
 		return &h->stats[i];
-	if (grow(&h->stats, &h->statcap, h->nstats + 1, sizeof(*h->stats)) < 0 ||
+	if (vec_grow(&h->stats, &h->statcap, h->nstats + 1, sizeof(*h->stats), 8) < 0 ||
 	    hmap_put(&h->smap, proc, name, (uint32_t)h->nstats) < 0) {
 		h->err = -ENOMEM;
 		return NULL;
@@ -644,7 +596,7 @@ static void heap_add(html_sink *h, hw_thread *t, int64_t ts, int64_t dur, uint32
 
 	t->nslices++;
 	if (t->nheap < HTMLW_THREAD_SLICES) {
-		if (grow(&t->heap, &t->heapcap, t->nheap + 1, sizeof(*t->heap)) < 0) {
+		if (vec_grow(&t->heap, &t->heapcap, t->nheap + 1, sizeof(*t->heap), 8) < 0) {
 			h->err = -ENOMEM;
 			return;
 		}
@@ -923,7 +875,7 @@ static void on_image(html_sink *h, hw_proc *p, const sink_event *e)
 	json_t *a = parse_args(e);
 	hw_seg *sg;
 
-	if (grow(&p->segs, &p->segcap, p->nsegs + 1, sizeof(*p->segs)) < 0) {
+	if (vec_grow(&p->segs, &p->segcap, p->nsegs + 1, sizeof(*p->segs), 8) < 0) {
 		h->err = -ENOMEM;
 		goto out;
 	}
@@ -1037,7 +989,7 @@ static void on_counter(html_sink *h, hw_proc *p, const sink_event *e)
 		id = intern(h, n);
 		si = hmap_get(&h->cmap, pi, id);
 		if (si == UINT32_MAX) {
-			if (grow(&h->series, &h->sercap, h->nseries + 1, sizeof(*h->series)) < 0 ||
+			if (vec_grow(&h->series, &h->sercap, h->nseries + 1, sizeof(*h->series), 8) < 0 ||
 			    hmap_put(&h->cmap, pi, id, (uint32_t)h->nseries) < 0) {
 				h->err = -ENOMEM;
 				goto out;
@@ -1072,7 +1024,7 @@ static void on_mark(html_sink *h, hw_proc *p, const sink_event *e)
 		p->marks_dropped++;
 		return;
 	}
-	if (grow(&p->marks, &p->markcap, p->nmarks + 1, sizeof(*p->marks)) < 0) {
+	if (vec_grow(&p->marks, &p->markcap, p->nmarks + 1, sizeof(*p->marks), 8) < 0) {
 		h->err = -ENOMEM;
 		return;
 	}
@@ -1092,7 +1044,7 @@ static void on_flow(html_sink *h, const sink_event *e)
 
 	if (!e->ev.has_id || !sv_is(e->ev.cat, "fork"))
 		return;
-	if (grow(v, cap, *n + 1, sizeof(**v)) < 0) {
+	if (vec_grow(v, cap, *n + 1, sizeof(**v), 8) < 0) {
 		h->err = -ENOMEM;
 		return;
 	}
@@ -1102,7 +1054,7 @@ static void on_flow(html_sink *h, const sink_event *e)
 static void on_begin_end(html_sink *h, hw_proc *p, hw_thread *t, const sink_event *e)
 {
 	if (e->ev.ph == 'B') {
-		if (grow(&t->bs, &t->bcap, t->nb + 1, sizeof(*t->bs)) < 0) {
+		if (vec_grow(&t->bs, &t->bcap, t->nb + 1, sizeof(*t->bs), 8) < 0) {
 			h->err = -ENOMEM;
 			return;
 		}
@@ -1970,6 +1922,7 @@ trace_sink *sink_html_new(int fd, const htmlw_opts *opts, int *err)
 		h->opt_text[2] = opts->pids != NULL ? strdup(opts->pids) : NULL;
 		/* Id 0 is "no string". */
 		h->st.n = 0;
+		h->st.ids.first = 1024;
 		if (strtab_id(&h->st, "\x01", 1) == UINT32_MAX)
 			*err = -ENOMEM;
 	}
