@@ -290,6 +290,32 @@ int proc_add_clock_pair(model_trace *t);
 
 /* ---- run.c ------------------------------------------------------------- */
 
+/*
+ * One `forktrace run`, in steps: run_new (from the parsed options),
+ * run_start, run_wait, run_write_outputs, run_free. Each step returns
+ * RUN_GO_ON to go on, or the exit code to leave with.
+ */
+#define RUN_GO_ON (-1)
+typedef struct run_state run_state;
+typedef struct run_opts run_opts;
+/* A run of o, which it copies: what o's members point to must outlive it.
+ * NULL on allocation failure. */
+run_state *run_new(const run_opts *o);
+/* Everything the user controls that can fail is checked (COMMAND, the
+ * agent, the outputs) before the outputs, the socket, the model and the
+ * loop are made and COMMAND is started with the agent, as a child of a
+ * subreaper. Returns RUN_GO_ON, or the exit code after saying why. */
+int run_start(run_state *rs);
+/* Runs the loop until the whole tree is gone (or --wait-timeout, or a
+ * signal) and finishes the model. Returns COMMAND's exit code. */
+int run_wait(run_state *rs);
+/* Writes the trace (and the report) from the model and says what the run
+ * ends with. code: run_wait's. Returns the exit code. */
+int run_write_outputs(run_state *rs, int code);
+/* Undoes what run_start made, whatever it got to, and frees rs. NULL:
+ * no-op. */
+void run_free(run_state *rs);
+
 int run_main(int argc, char **argv);
 
 /* ---- cli/combine_cmd.c, cli/info_cmd.c, cli/report_cmd.c ---------------- */
@@ -386,7 +412,7 @@ void out_spool_error(int err);
 
 /* ---- cli/run_cmd.c ----------------------------------------------------- */
 
-typedef struct run_opts {
+struct run_opts {
 	const char *output;
 	double wait_timeout; /* seconds; < 0: wait forever */
 	uint64_t max_memory;
@@ -398,7 +424,7 @@ typedef struct run_opts {
 	bool no_functions;  /* --no-functions */
 	const char **fn_filter; /* --filter (NULL-terminated, malloc'd) */
 	size_t nfilter;
-} run_opts;
+};
 
 /* Parses `forktrace run`'s options into o (zero-initialized; strings
  * borrowed from argv). Returns 0 to go on, or the exit code to leave with. */

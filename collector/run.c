@@ -49,8 +49,18 @@ extern char **environ;
  * the table's page accounting get. */
 #define TABLE_INTERVAL_MS 50
 
-typedef struct run_state {
-	run_opts o;
+/* How far run_start got: run_free undoes it, in reverse order. */
+enum run_made {
+	RUN_MADE_NOTHING,
+	RUN_MADE_TEMPS,      /* signals remove what was created; the outputs */
+	RUN_MADE_SOCKET_DIR,
+	RUN_MADE_MODEL,
+	RUN_MADE_LOOP,
+};
+
+struct run_state {
+	run_opts o; /* a copy: what its members point to is the caller's */
+	enum run_made made;
 	uv_loop_t loop;
 	uv_signal_t sigchld;
 	uv_timer_t wait_timer;
@@ -82,7 +92,7 @@ typedef struct run_state {
 	size_t stale_removed;     /* leftovers of killed runs removed */
 	out_file out; /* the trace */
 	out_file rep; /* the report, with --report */
-} run_state;
+};
 
 /*
  * Finds COMMAND the way a shell would, so that forktrace can answer 127 or
@@ -664,23 +674,13 @@ static int write_outputs(run_state *rs, events_stats *ms, int *code)
 	return rc;
 }
 
-/* What the steps of run_main return to go on; anything else is the exit
- * code to leave with. */
-#define RUN_GO_ON (-1)
-
-/* Everything the user controls that can fail before anything is made:
- * the options, COMMAND (into cmd_path), the agent (into agent), enough
- * file descriptors. */
-static int check_before_start(run_state *rs, int argc, char **argv, char *cmd_path,
-			      char *agent)
+/* Everything the user controls that can fail before anything is made,
+ * after the options: COMMAND (into cmd_path), the agent (into agent),
+ * enough file descriptors. */
+static int check_before_start(run_state *rs, char *cmd_path, char *agent)
 {
-	int rc = run_parse_opts(argc, argv, &rs->o);
+	int rc = resolve_command(rs->o.command[0], cmd_path, PATH_MAX);
 
-	if (rc == CLI_EXIT_OK_DONE)
-		return 0;
-	if (rc)
-		return rc;
-	rc = resolve_command(rs->o.command[0], cmd_path, PATH_MAX);
 	if (rc)
 		return rc;
 	if (find_agent(agent, PATH_MAX) < 0 || check_fds() < 0)
@@ -962,72 +962,113 @@ static void print_summary(run_state *rs, int rc, const events_stats *ms)
 	}
 }
 
-int run_main(int argc, char **argv)
+run_state *run_new(const run_opts *o)
 {
 	run_state *rs = calloc(1, sizeof(*rs));
-	char cmd_path[PATH_MAX], agent[PATH_MAX];
-	events_stats ms = { 0 };
-	int rc, code;
 
 	if (!rs)
-		return 1;
+		return NULL;
+	rs->o = *o;
 	rs->out.fd = -1;
 	rs->rep.fd = -1;
 	rs->sr.dirfd = rs->sr.pdirfd = -1;
-	code = check_before_start(rs, argc, argv, cmd_path, agent);
+	return rs;
+}
+
+int run_start(run_state *rs)
+{
+	char cmd_path[PATH_MAX], agent[PATH_MAX];
+	int rc, code;
+
+	code = check_before_start(rs, cmd_path, agent);
 	if (code != RUN_GO_ON)
-		goto out_free;
-	code = 1;
+		return code;
 	/* From here on a signal removes what was created. */
 	rsig_setup(out_path_in_place(rs->o.output) ? "forktrace" : rs->o.output);
+	rs->made = RUN_MADE_TEMPS;
 	if (open_outputs(rs) < 0)
-		goto out_unlink_tmp;
+		return 1;
 	if (make_socket_dir(rs) < 0)
-		goto out_unlink_tmp;
+		return 1;
+	rs->made = RUN_MADE_SOCKET_DIR;
 	rsig_add_temp(rs->sock_dir, true);
 	if (make_model(rs) < 0)
-		goto out_sockdir;
+		return 1;
+	rs->made = RUN_MADE_MODEL;
 	rc = uv_loop_init(&rs->loop);
 	if (rc < 0) {
 		fprintf(stderr, "forktrace: cannot start the event loop: %s\n", uv_strerror(rc));
-		goto out_model;
+		return 1;
 	}
+	rs->made = RUN_MADE_LOOP;
 	if (start_server(rs) < 0)
-		goto out_loop;
-	code = start_command(rs, cmd_path, agent);
-	if (code != RUN_GO_ON)
-		goto out_loop;
+		return 1;
+	return start_command(rs, cmd_path, agent);
+}
 
+int run_wait(run_state *rs)
+{
 	uv_run(&rs->loop, UV_RUN_DEFAULT);
 	progress_clear(rs);
+	return finish_tree(rs);
+}
 
-	code = finish_tree(rs);
-	rc = write_outputs(rs, &ms, &code);
+int run_write_outputs(run_state *rs, int code)
+{
+	events_stats ms = { 0 };
+	int rc = write_outputs(rs, &ms, &code);
+
 	print_summary(rs, rc, &ms);
 	spill_run_finish(&rs->sr, rc == 0);
+	return code;
+}
 
-out_loop:
-	/* A run that never got to the end: what it made in OUTPUT.spill. */
-	spill_run_finish(&rs->sr, false);
-	rsig_notify_off();
-	srv_close_all(&rs->server);
-	uv_walk(&rs->loop, close_walk, NULL);
-	uv_run(&rs->loop, UV_RUN_DEFAULT);
-	srv_free(&rs->server);
-	uv_loop_close(&rs->loop);
-out_model:
-	ptab_free(rs->table);
-	proc_tree_free(rs->tree);
-	model_free(rs->model);
-out_sockdir:
-	remove_socket_dir(rs);
-out_unlink_tmp:
-	out_file_abort(&rs->out);
-	out_file_abort(&rs->rep);
-out_free:
+void run_free(run_state *rs)
+{
+	if (!rs)
+		return;
+	if (rs->made >= RUN_MADE_LOOP) {
+		/* A run that never got to the end: what it made in
+		 * OUTPUT.spill. */
+		spill_run_finish(&rs->sr, false);
+		rsig_notify_off();
+		srv_close_all(&rs->server);
+		uv_walk(&rs->loop, close_walk, NULL);
+		uv_run(&rs->loop, UV_RUN_DEFAULT);
+		srv_free(&rs->server);
+		uv_loop_close(&rs->loop);
+	}
+	if (rs->made >= RUN_MADE_MODEL) {
+		ptab_free(rs->table);
+		proc_tree_free(rs->tree);
+		model_free(rs->model);
+	}
+	if (rs->made >= RUN_MADE_SOCKET_DIR)
+		remove_socket_dir(rs);
+	if (rs->made >= RUN_MADE_TEMPS) {
+		out_file_abort(&rs->out);
+		out_file_abort(&rs->rep);
+	}
 	rsig_finish();
-	report_opts_free(&rs->o.ro);
-	free(rs->o.fn_filter);
 	free(rs);
+}
+
+int run_main(int argc, char **argv)
+{
+	run_opts o = { 0 };
+	int code = run_parse_opts(argc, argv, &o);
+
+	if (code == 0) {
+		run_state *rs = run_new(&o);
+
+		code = rs ? run_start(rs) : 1;
+		if (code == RUN_GO_ON)
+			code = run_write_outputs(rs, run_wait(rs));
+		run_free(rs);
+	} else if (code == CLI_EXIT_OK_DONE) {
+		code = 0;
+	}
+	report_opts_free(&o.ro);
+	free(o.fn_filter);
 	return code;
 }
