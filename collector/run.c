@@ -1052,23 +1052,3 @@ void run_free(run_state *rs)
 	rsig_finish();
 	free(rs);
 }
-
-int run_main(int argc, char **argv)
-{
-	run_opts o = { 0 };
-	int code = run_parse_opts(argc, argv, &o);
-
-	if (code == 0) {
-		run_state *rs = run_new(&o);
-
-		code = rs ? run_start(rs) : 1;
-		if (code == RUN_GO_ON)
-			code = run_write_outputs(rs, run_wait(rs));
-		run_free(rs);
-	} else if (code == CLI_EXIT_OK_DONE) {
-		code = 0;
-	}
-	report_opts_free(&o.ro);
-	free(o.fn_filter);
-	return code;
-}

@@ -221,3 +221,23 @@ int run_parse_opts(int argc, char **argv, run_opts *o)
 	}
 	return report_check(&o->ro, "run");
 }
+
+int run_main(int argc, char **argv)
+{
+	run_opts o = { 0 };
+	int code = run_parse_opts(argc, argv, &o);
+
+	if (code == 0) {
+		run_state *rs = run_new(&o);
+
+		code = rs ? run_start(rs) : 1;
+		if (code == RUN_GO_ON)
+			code = run_write_outputs(rs, run_wait(rs));
+		run_free(rs);
+	} else if (code == CLI_EXIT_OK_DONE) {
+		code = 0;
+	}
+	report_opts_free(&o.ro);
+	free(o.fn_filter);
+	return code;
+}
