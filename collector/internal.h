@@ -3,9 +3,10 @@
  * collector/ (its unit and fuzz tests see it as its own files do).
  *
  * Files, prefixes and what each does. The live run, in data order:
- *   run_    run.c         `forktrace run`: spawn, the libuv loop, the end
- *                         of the tree, writing the trace and the report
- *                         (through the merge, in one walk), the summary
+ *   run_    run.c         `forktrace run` in steps: spawn, the libuv loop,
+ *                         the end of the tree, writing the trace and the
+ *                         report (through the merge, in one walk), the
+ *                         summary
  *   rsig_   runsig.c      the signals sent to forktrace: passed on, or the
  *                         end of the wait (runsig.h)
  *   srv_    server.c      the Unix socket server: connections, frame
@@ -30,7 +31,8 @@
  * The command lines, in cli/ (which sees this folder; nothing here sees
  * cli/):
  *            cli/main.c         dispatches to a subcommand
- *   run_     cli/run_cmd.c      `forktrace run`'s options and help
+ *   run_     cli/run_cmd.c      `forktrace run`'s options and help, and
+ *                               run_main (the options, then run.c's steps)
  *   combine_ cli/combine_cmd.c  `forktrace combine`
  *   info_    cli/info_cmd.c     `forktrace info`
  *   report_  cli/report_cmd.c   `forktrace report`
@@ -316,8 +318,6 @@ int run_write_outputs(run_state *rs, int code);
  * no-op. */
 void run_free(run_state *rs);
 
-int run_main(int argc, char **argv);
-
 /* ---- cli/combine_cmd.c, cli/info_cmd.c, cli/report_cmd.c ---------------- */
 
 /* `forktrace combine` and `forktrace info` (argv[0] is the subcommand);
@@ -429,5 +429,8 @@ struct run_opts {
 /* Parses `forktrace run`'s options into o (zero-initialized; strings
  * borrowed from argv). Returns 0 to go on, or the exit code to leave with. */
 int run_parse_opts(int argc, char **argv, run_opts *o);
+/* `forktrace run`: its options, then run.c's steps. Returns the exit
+ * code. */
+int run_main(int argc, char **argv);
 
 #endif /* FT_COLLECTOR_INTERNAL_H */

@@ -1,6 +1,7 @@
 /*
- * run_cmd.c - `forktrace run`'s options: its help text and the parser that
- * checks every option before the command starts (run.c runs it).
+ * run_cmd.c - `forktrace run`'s command line: its help text, the parser that
+ * checks every option before the command starts, and run_main, which hands
+ * the options to run.c's steps.
  */
 #include <errno.h>
 #include <getopt.h>
