@@ -17,6 +17,13 @@
       (ARGS): EXPECT "ok" wants it to compile, "missing" wants the
       compiler to say HEADER is not found, so that a folder's private
       header cannot be reached from another folder's target.
+
+  check_layout.py objects NM LOWER UPPER
+      The one-way dependency between two sets of object files (each a
+      colon-separated list; here collector/'s live run and collector/cli/):
+      no object of LOWER leaves undefined a symbol that an object of
+      UPPER defines. Checked on what the compiler made (nm), so that a
+      call through a macro or an inline function counts too.
 """
 
 import os
@@ -109,11 +116,48 @@ def include(header, expect, cmd):
     return 0
 
 
+def nm_symbols(nm, obj):
+    """(defined, undefined) global symbols of an object file."""
+    out = subprocess.run([nm, "-P", obj], check=True, stdout=subprocess.PIPE,
+                         universal_newlines=True).stdout
+    defined, undefined = set(), set()
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) < 2:
+            continue
+        if f[1] in ("U", "w", "v"):
+            undefined.add(f[0])
+        elif f[1].isupper():
+            defined.add(f[0])
+    return defined, undefined
+
+
+def objects(nm, lower, upper):
+    lower = [o for o in lower.split(":") if o]
+    upper = [o for o in upper.split(":") if o]
+    if not lower or not upper:
+        print("objects: an empty list of object files")
+        return 2
+    defined_by = {}
+    for obj in upper:
+        for name in nm_symbols(nm, obj)[0]:
+            defined_by[name] = os.path.basename(obj)
+    bad = []
+    for obj in lower:
+        for name in sorted(nm_symbols(nm, obj)[1] & defined_by.keys()):
+            bad.append(f"{os.path.basename(obj)} uses {name}, defined by {defined_by[name]}")
+    for b in bad:
+        print(b)
+    return 1 if bad else 0
+
+
 def main(argv):
     if len(argv) == 3 and argv[1] == "lint":
         return lint(argv[2])
     if len(argv) > 5 and argv[1] == "include" and argv[4] == "--":
         return include(argv[2], argv[3], argv[5:])
+    if len(argv) == 5 and argv[1] == "objects":
+        return objects(argv[2], argv[3], argv[4])
     print(__doc__, file=sys.stderr)
     return 2
 
