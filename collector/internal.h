@@ -25,9 +25,9 @@
  * Shared by the live run and the command lines:
  *   out_    outfile.c     the output file of every subcommand, put in
  *                         place only when complete
- *   cli_    cli.c         what forktrace prints: terminal-safe strings,
+ *   say_    say.c         what forktrace prints: terminal-safe strings,
  *                         warning limits, option values, usage errors
- *                         (cli.h)
+ *                         (say.h)
  * The command lines, in cli/ (which sees this folder; nothing here sees
  * cli/):
  *            cli/main.c         dispatches to a subcommand
@@ -342,7 +342,7 @@ typedef struct report_opts {
 /* Takes one report option (opt is a REPORT_OPT_*; arg borrowed). Returns
  * 0, -ENOMEM, or -EINVAL for another opt. */
 int report_opt(report_opts *ro, int opt, const char *arg);
-/* Validates the regexes and ranges; returns 0 or CLI_EXIT_USAGE after
+/* Validates the regexes and ranges; returns 0 or SAY_EXIT_USAGE after
  * printing what is wrong (sub names the subcommand). */
 int report_check(const report_opts *ro, const char *sub);
 void report_opts_free(report_opts *ro);
@@ -400,7 +400,7 @@ void out_file_abort(out_file *rf);
 /* Refuses, before any work, outputs (outs) that are the same file as
  * another output or as an input (ins; "-" is stdout and stdin), through
  * symlinks and hard links, and an output that an input directory holds
- * as one of its traces. Returns 0, or CLI_EXIT_USAGE after saying which
+ * as one of its traces. Returns 0, or SAY_EXIT_USAGE after saying which
  * (sub names the subcommand). */
 int out_check_paths(const char *sub, const char *const *outs, size_t nout,
 		    const char *const *ins, size_t nin);

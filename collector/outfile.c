@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "say.h"
 #include "merge.h"
 #include "internal.h"
 
@@ -139,7 +139,7 @@ bool out_path_in_place(const char *path)
 
 static int open_fail(out_file *rf, const char *what, int err, const char *why)
 {
-	fprintf(stderr, "forktrace: cannot write the %s to '%s': %s\n", what, cli_esc(rf->path),
+	fprintf(stderr, "forktrace: cannot write the %s to '%s': %s\n", what, say_esc(rf->path),
 		why != NULL ? why : strerror(-err));
 	out_file_abort(rf);
 	return err;
@@ -182,7 +182,7 @@ int out_file_open(out_file *rf, const char *path, const char *what, bool seekabl
 {
 	char target[PATH_MAX];
 	struct stat st;
-	mode_t mode = 0644 & ~cli_umask();
+	mode_t mode = 0644 & ~say_umask();
 	const char *slash;
 	int err, sfd;
 	bool replaces = false;
@@ -338,22 +338,22 @@ int out_check_paths(const char *sub, const char *const *outs, size_t nout,
 		for (size_t j = 0; j < i; j++) {
 			id_of(outs[j], false, &x);
 			if (same_file(&o, &x))
-				return cli_usage_error(sub, "'%s' and '%s' are the same file: one "
+				return say_usage_error(sub, "'%s' and '%s' are the same file: one "
 							    "output would overwrite the other",
-						       cli_esc(outs[j]), cli_esc(outs[i]));
+						       say_esc(outs[j]), say_esc(outs[i]));
 		}
 		for (size_t j = 0; j < nin; j++) {
 			id_of(ins[j], true, &x);
 			if (same_file(&o, &x))
-				return cli_usage_error(sub, "the output '%s' is the input '%s': "
+				return say_usage_error(sub, "the output '%s' is the input '%s': "
 							    "writing it would destroy what is read",
-						       cli_esc(outs[i]), cli_esc(ins[j]));
+						       say_esc(outs[i]), say_esc(ins[j]));
 			if (o.exists && !o.chr && x.ok && x.dir && o.pdev == x.dev &&
 			    o.pino == x.ino && merge_dir_takes(o.path, o.name))
-				return cli_usage_error(sub, "the output '%s' is in the input "
+				return say_usage_error(sub, "the output '%s' is in the input "
 							    "directory '%s', which would read it as "
 							    "an input; write it elsewhere",
-						       cli_esc(outs[i]), cli_esc(ins[j]));
+						       say_esc(outs[i]), say_esc(ins[j]));
 		}
 	}
 	return 0;
@@ -596,7 +596,7 @@ void out_file_abort(out_file *rf)
 	rf->fd = -1;
 	if (rf->kept[0] != '\0')
 		fprintf(stderr, "forktrace: the complete %s is in '%s'\n", rf->what,
-			cli_esc(rf->kept));
+			say_esc(rf->kept));
 	if (!rf->kept_tmp && rf->tmpname[0] != '\0')
 		unlinkat(rf->dirfd, rf->tmpname, 0);
 	if (rf->dirfd >= 0)
@@ -641,6 +641,6 @@ void out_spool_error(int err)
 	const char *dir = getenv("TMPDIR");
 
 	fprintf(stderr, "forktrace: cannot write the temporary file of the inputs' top-level "
-			"keys in %s: %s\n", cli_esc(dir != NULL && *dir != '\0' ? dir : "/tmp"),
+			"keys in %s: %s\n", say_esc(dir != NULL && *dir != '\0' ? dir : "/tmp"),
 		strerror(-err));
 }

@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "say.h"
 #include "internal.h"
 #include "spill.h"
 
@@ -722,7 +722,7 @@ static void close_entry(ptab *t, ptab_entry *e, bool pages)
  */
 /* Any process of the tree can write such slots, as many as the table
  * has: the warnings are limited (ptab_finish counts the rest). */
-static cli_limit continues_none;
+static say_limit continues_none;
 
 static ptab_entry *continue_from(ptab *t, const wire_msg *m, uint32_t idx)
 {
@@ -732,7 +732,7 @@ static ptab_entry *continue_from(ptab *t, const wire_msg *m, uint32_t idx)
 	ptab_entry *e = k != SIZE_MAX ? t->open[k] : NULL;
 
 	if (!e || e == RETIRED || !e->pc.pe) {
-		if (cli_limit_take(&continues_none, idx))
+		if (say_limit_take(&continues_none, idx))
 			fprintf(stderr, "forktrace: warning: slot %u of the process table "
 					"continues no open slot; skipped\n",
 				idx);
@@ -888,7 +888,7 @@ void ptab_finish(ptab *t)
 			close_entry(t, e, false);
 	}
 	compact(t);
-	cli_limit_end(&continues_none, "process table slots that continue no open slot", "slot");
+	say_limit_end(&continues_none, "process table slots that continue no open slot", "slot");
 }
 
 void ptab_temp_paths(const ptab *t, const char **file, const char **link, const char **dir)

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "say.h"
 #include "htab.h"
 #include "internal.h"
 #include "jsonargs.h"
@@ -961,7 +961,7 @@ static shm_image *conn_shm(proc_conn *c)
 
 /* A peer can send an implausible SHM frame as often as it likes: its
  * warnings are limited, the rest counted (proc_finish says how many). */
-static cli_limit implausible_shm;
+static say_limit implausible_shm;
 
 static void on_shm(proc_tree *pt, proc_conn *c, const wire_msg *m)
 {
@@ -979,7 +979,7 @@ static void on_shm(proc_tree *pt, proc_conn *c, const wire_msg *m)
 		return;
 	}
 	if (shm_add_region(si, fd, m->slot, m->count, m->size) == -EINVAL &&
-	    cli_limit_take(&implausible_shm, proc_pid(c->pe)))
+	    say_limit_take(&implausible_shm, proc_pid(c->pe)))
 		fprintf(stderr,
 			"forktrace: warning: process %d sent an implausible event buffer "
 			"(slots %llu+%llu of %llu bytes); what it does not send is lost\n",
@@ -1379,7 +1379,7 @@ void proc_finish(proc_tree *pt, int64_t now_ns, bool tree_done)
 		t->end_ns = now_ns;
 	if (t->end_ns < 0)
 		t->end_ns = now_ns;
-	cli_limit_end(&implausible_shm, "implausible event buffers", "process");
+	say_limit_end(&implausible_shm, "implausible event buffers", "process");
 }
 
 void proc_get_counts(const proc_tree *pt, proc_counts *c)

@@ -27,7 +27,7 @@
 
 #include <uv.h>
 
-#include "cli.h"
+#include "say.h"
 #include "internal.h"
 #include "h5.h"
 #include "events.h"
@@ -914,7 +914,7 @@ static void print_summary(run_state *rs, int rc, const events_stats *ms)
 			snprintf(why, sizeof(why), "when %s came", rsig_name(rs->stopped_by));
 		else
 			snprintf(why, sizeof(why), "after --wait-timeout %gs", rs->o.wait_timeout);
-		cli_report_running(rs->model, why);
+		say_report_running(rs->model, why);
 	}
 	if (!rs->o.quiet && rs->model->arena_spilled)
 		fprintf(stderr, "forktrace: process data past --max-memory (%llu bytes) was spilled "

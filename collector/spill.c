@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "say.h"
 #include "internal.h"
 #include "spill.h"
 #include "vec.h"
@@ -73,7 +73,7 @@ static bool owned_by_caller(const char *path, const struct stat *st)
 		return true;
 	fprintf(stderr, "forktrace: warning: %s: owned by uid %u, not by you (uid %u): read "
 			"anyway; another user could have written anything in it\n",
-		cli_esc(path), (unsigned)st->st_uid, (unsigned)geteuid());
+		say_esc(path), (unsigned)st->st_uid, (unsigned)geteuid());
 	return false;
 }
 
@@ -101,7 +101,7 @@ static int read_spill(proc_tree *pt, ptab *t, int dirfd, const char *name, const
 	/* O_NONBLOCK: a FIFO must not hang the reader (it is refused below). */
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
 	if (fd < 0 || fstat(fd, &st) < 0) {
-		fprintf(stderr, "forktrace: %s: %s\n", cli_esc(path),
+		fprintf(stderr, "forktrace: %s: %s\n", say_esc(path),
 			errno == ELOOP && nofollow ? "a symbolic link, not a spill file; skipped"
 						   : strerror(errno));
 		if (fd >= 0)
@@ -109,21 +109,21 @@ static int read_spill(proc_tree *pt, ptab *t, int dirfd, const char *name, const
 		return -1;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		fprintf(stderr, "forktrace: %s: not a regular file; skipped\n", cli_esc(path));
+		fprintf(stderr, "forktrace: %s: not a regular file; skipped\n", say_esc(path));
 		close(fd);
 		return -1;
 	}
 	if (!owned_by_caller(path, &st))
 		rc = 1;
 	if (st.st_size == 0) {
-		fprintf(stderr, "forktrace: %s: empty spill file\n", cli_esc(path));
+		fprintf(stderr, "forktrace: %s: empty spill file\n", say_esc(path));
 		close(fd);
 		return -1;
 	}
 	data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (data == MAP_FAILED) {
-		fprintf(stderr, "forktrace: %s: %s\n", cli_esc(path), strerror(errno));
+		fprintf(stderr, "forktrace: %s: %s\n", say_esc(path), strerror(errno));
 		return -1;
 	}
 	memset(&conn, 0, sizeof(conn));
@@ -136,7 +136,7 @@ static int read_spill(proc_tree *pt, ptab *t, int dirfd, const char *name, const
 			fprintf(stderr,
 				"forktrace: %s: byte %zu: a malformed %s message; the frames "
 				"before it are kept\n",
-				cli_esc(path), off, wire_type_name(f.type));
+				say_esc(path), off, wire_type_name(f.type));
 			rc = -1;
 			break;
 		}
@@ -145,7 +145,7 @@ static int read_spill(proc_tree *pt, ptab *t, int dirfd, const char *name, const
 		if (proc_apply(pt, &conn, &m, m.ts) == -EPROTO) {
 			fprintf(stderr, "forktrace: %s: byte %zu: expected a HELLO message first, "
 					"found %s; not a spill file?\n",
-				cli_esc(path), off, wire_type_name(f.type));
+				say_esc(path), off, wire_type_name(f.type));
 			rc = -1;
 			break;
 		}
@@ -157,14 +157,14 @@ static int read_spill(proc_tree *pt, ptab *t, int dirfd, const char *name, const
 	}
 	if (r < 0) {
 		fprintf(stderr, "forktrace: %s: byte %zu: %s; the frames before it are kept\n",
-			cli_esc(path), off, wire_frame_strerror(r));
+			say_esc(path), off, wire_frame_strerror(r));
 		rc = -1;
 	} else if (r == 0 && off < (size_t)st.st_size) {
 		/* A process killed while writing: everything up to its last
 		 * whole frame counts. */
 		fprintf(stderr, "forktrace: warning: %s: ends inside a frame at byte %zu (the "
 				"process died while writing); the frames before it are kept\n",
-			cli_esc(path), off);
+			say_esc(path), off);
 	}
 	proc_conn_closed(pt, &conn, *last_ts);
 	msgpack_unpacked_destroy(&up);
@@ -195,12 +195,12 @@ static ptab *salvage_table(proc_tree *pt, const char *dir, int *problems)
 		errno = EINVAL;
 	}
 	if (fd < 0 && errno != ENOENT) {
-		fprintf(stderr, "forktrace: %s: %s; skipped\n", cli_esc(path), strerror(errno));
+		fprintf(stderr, "forktrace: %s: %s; skipped\n", say_esc(path), strerror(errno));
 		(*problems)++;
 	} else if (fd < 0 && faccessat(AT_FDCWD, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
 		fprintf(stderr, "forktrace: warning: %s: the run's process table is gone: what "
 				"its processes wrote there last is lost\n",
-			cli_esc(path));
+			say_esc(path));
 		(*problems)++;
 	} else if (fd >= 0 && !owned_by_caller(path, &st)) {
 		(*problems)++;
@@ -213,14 +213,14 @@ static ptab *salvage_table(proc_tree *pt, const char *dir, int *problems)
 		return NULL;
 	t = ptab_open_salvage(fd, jfd, pt, &err, &bad);
 	if (!t) {
-		fprintf(stderr, "forktrace: %s: %s; skipped\n", cli_esc(fd >= 0 ? path : jpath),
+		fprintf(stderr, "forktrace: %s: %s; skipped\n", say_esc(fd >= 0 ? path : jpath),
 			err == -EPROTO ? "not a forktrace process table" : strerror(-err));
 		(*problems)++;
 		return NULL;
 	}
 	if (bad) {
 		fprintf(stderr, "forktrace: %s: %zu damaged record%s; the rest is read\n",
-			cli_esc(jpath),
+			say_esc(jpath),
 			bad, bad == 1 ? "" : "s");
 		(*problems)++;
 	}

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "say.h"
 #include "merge.h"
 #include "internal.h"
 #include "spill.h"
@@ -117,31 +117,31 @@ static void report_inputs(const merge_result *res, bool quiet, bool align)
 		const merge_input *in = &res->inputs[i];
 
 		if (in->truncated)
-			fprintf(stderr, "forktrace: warning: %s: %s (salvaged)\n", cli_esc(in->path),
-				in->error != NULL ? cli_esc(in->error) : "truncated");
+			fprintf(stderr, "forktrace: warning: %s: %s (salvaged)\n", say_esc(in->path),
+				in->error != NULL ? say_esc(in->error) : "truncated");
 		else if (in->error != NULL)
-			fprintf(stderr, "forktrace: %s: %s%s\n", cli_esc(in->path), cli_esc(in->error),
+			fprintf(stderr, "forktrace: %s: %s%s\n", say_esc(in->path), say_esc(in->error),
 				in->events > 0 ? "; the events before it were kept" : "; skipped");
 		if (in->utf8_fixed > 0)
 			fprintf(stderr, "forktrace: warning: %s: byte %" PRIu64 ": %" PRIu64
 					" event%s with invalid UTF-8 or raw control characters; "
 					"replaced by U+FFFD\n",
-				cli_esc(in->path), in->utf8_offset, in->utf8_fixed,
+				say_esc(in->path), in->utf8_offset, in->utf8_fixed,
 				in->utf8_fixed == 1 ? "" : "s");
 		if (in->dup_fixed > 0)
 			fprintf(stderr, "forktrace: warning: %s: byte %" PRIu64 ": %" PRIu64
 					" event%s with a key twice in one object; the last value "
 					"of each was kept (as JSON parsers read it), the others left "
 					"out\n",
-				cli_esc(in->path), in->dup_offset, in->dup_fixed,
+				say_esc(in->path), in->dup_offset, in->dup_fixed,
 				in->dup_fixed == 1 ? "" : "s");
 		if (in->skipped_keys > 0)
 			fprintf(stderr, "forktrace: warning: %s: top-level key%s not kept (larger "
 					"than 16 MiB, not valid JSON, or twice in the file): %s\n",
-				cli_esc(in->path), in->skipped_keys == 1 ? "" : "s", cli_esc(in->skipped));
+				say_esc(in->path), in->skipped_keys == 1 ? "" : "s", say_esc(in->skipped));
 		if (align && !quiet && in->align != NULL)
 			fprintf(stderr, "forktrace: %s: aligned by %s, shifted by %+.6f s\n",
-				cli_esc(in->path), in->align, (double)in->shift_ns / 1e9);
+				say_esc(in->path), in->align, (double)in->shift_ns / 1e9);
 	}
 }
 
@@ -177,8 +177,8 @@ static int combine_parse(int argc, char **argv, combine_args *a)
 		case OPT_LEVEL: {
 			uint64_t l;
 
-			if (cli_parse_uint(optarg, 9, &l) < 0 || l < 1)
-				return cli_usage_error("combine", "--level takes 1 to 9, got '%s'",
+			if (say_parse_uint(optarg, 9, &l) < 0 || l < 1)
+				return say_usage_error("combine", "--level takes 1 to 9, got '%s'",
 						       optarg);
 			a->level = (int)l;
 			break;
@@ -193,16 +193,16 @@ static int combine_parse(int argc, char **argv, combine_args *a)
 			fputs(combine_usage, stdout);
 			return 0;
 		case ':':
-			return cli_usage_error("combine", "option '%s' needs a value",
+			return say_usage_error("combine", "option '%s' needs a value",
 					       argv[optind - 1]);
 		default:
-			return cli_usage_error("combine", "unknown option '%s'", argv[optind - 1]);
+			return say_usage_error("combine", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (a->output == NULL)
-		return cli_usage_error("combine", "no output file: give one with -o OUT");
+		return say_usage_error("combine", "no output file: give one with -o OUT");
 	if (optind >= argc)
-		return cli_usage_error("combine", "no input files");
+		return say_usage_error("combine", "no input files");
 	return -1;
 }
 
@@ -221,12 +221,12 @@ static void combine_summary(const merge_result *res, const spill_inputs *sp,
 		fprintf(stderr, "forktrace: warning: the inputs differ in top-level %s: the "
 				"output has the first input's; the others are in their entries of "
 				"otherData.forktrace.inputs, under \"top_level\"\n",
-			cli_esc(res->differ));
+			say_esc(res->differ));
 	if (!a->quiet)
 		fprintf(stderr, "forktrace: combined %zu file%s, %" PRIu64 " events, %" PRIu64
 				" processes (%" PRIu64 " pids remapped) into %s\n",
 			res->ninputs, res->ninputs == 1 ? "" : "s", res->events, res->processes,
-			res->remapped, cli_esc(a->output));
+			res->remapped, say_esc(a->output));
 }
 
 int combine_main(int argc, char **argv)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "say.h"
 #include "merge.h"
 #include "internal.h"
 #include "spill.h"
@@ -72,20 +72,20 @@ static void print_process(const info_process *p, unsigned depth)
 	printf("  %*s%" PRId64, (int)(2 * ind), "", p->pid);
 	if (p->host_pid != p->pid)
 		printf(" (host pid %" PRId64 ")", p->host_pid);
-	printf(" %s", p->name != NULL ? cli_esc(p->name) : "?");
+	printf(" %s", p->name != NULL ? say_esc(p->name) : "?");
 	if (p->has_record)
-		printf(" [%s]", p->exit != NULL ? cli_esc(p->exit) : "exit unknown");
+		printf(" [%s]", p->exit != NULL ? say_esc(p->exit) : "exit unknown");
 	printf(", %" PRIu64 " events", p->events);
 	if (p->lost_events > 0)
 		printf(", %" PRIu64 " lost", p->lost_events);
 	printf(", %zu thread%s", p->nthreads, p->nthreads == 1 ? "" : "s");
 	for (size_t i = 0; i < p->nthreads && i < MAX_THREAD_NAMES; i++)
 		printf("%s%s", i == 0 ? ": " : ", ",
-		       p->thread_names[i] != NULL ? cli_esc(p->thread_names[i]) : "(unnamed)");
+		       p->thread_names[i] != NULL ? say_esc(p->thread_names[i]) : "(unnamed)");
 	if (p->nthreads > MAX_THREAD_NAMES)
 		printf(", ...");
 	if (p->origin != NULL)
-		printf(" (was %s)", cli_esc(p->origin));
+		printf(" (was %s)", say_esc(p->origin));
 	printf("\n");
 }
 
@@ -165,7 +165,7 @@ static int show(const char *path, bool in_dir, const model_trace *m, const char 
 	int err = m != NULL ? info_read_model(m, name, &r) : info_read(path, in_dir, &r);
 
 	if (err < 0) {
-		fprintf(stderr, "forktrace: %s: out of memory\n", cli_esc(name));
+		fprintf(stderr, "forktrace: %s: out of memory\n", say_esc(name));
 		info_free(&r);
 		return 1;
 	}
@@ -173,7 +173,7 @@ static int show(const char *path, bool in_dir, const model_trace *m, const char 
 		records |= r.procs[i].has_record;
 		threads += r.procs[i].nthreads;
 	}
-	printf("%s: %s", cli_esc(name),
+	printf("%s: %s", say_esc(name),
 	       r.events == 0 && r.error != NULL ? "unreadable"
 	       : r.hdf5			       ? "forktrace HDF5 trace"
 					       : "Chrome trace JSON");
@@ -184,7 +184,7 @@ static int show(const char *path, bool in_dir, const model_trace *m, const char 
 		       r.gzip ? ", gzip" : "", r.bytes);
 	if (r.gzip)
 		printf(" (%" PRIu64 " compressed)", r.file_bytes);
-	printf("\n  origin:     %s\n", cli_esc(r.origin));
+	printf("\n  origin:     %s\n", say_esc(r.origin));
 	print_phases(&r);
 	if (r.min_ts <= r.max_ts) {
 		print_ms("  time span:  ", r.min_ts);
@@ -204,14 +204,14 @@ static int show(const char *path, bool in_dir, const model_trace *m, const char 
 		printf("  lost:       not recorded by this tool\n");
 	if (r.skipped_keys > 0)
 		printf("  not read:   %" PRIu64 " top-level key%s (%s)\n", r.skipped_keys,
-		       r.skipped_keys == 1 ? "" : "s", cli_esc(r.skipped));
+		       r.skipped_keys == 1 ? "" : "s", say_esc(r.skipped));
 	if (r.utf8_fixed > 0)
 		printf("  repaired:   %" PRIu64 " events with invalid UTF-8\n", r.utf8_fixed);
 	if (r.dup_fixed > 0)
 		printf("  repaired:   %" PRIu64 " events with a key twice in an object (the "
 		       "last value counts)\n", r.dup_fixed);
 	if (r.error != NULL)
-		printf("  problem:    %s%s\n", cli_esc(r.error), r.truncated ? " (truncated file)" : "");
+		printf("  problem:    %s%s\n", say_esc(r.error), r.truncated ? " (truncated file)" : "");
 	printf("  %s:\n", records ? "process tree (pid name [exit])" : "processes");
 	if (records)
 		print_tree(&r);
@@ -219,7 +219,7 @@ static int show(const char *path, bool in_dir, const model_trace *m, const char 
 		for (size_t i = 0; i < r.nprocs; i++)
 			print_process(&r.procs[i], 0);
 	if (r.error != NULL)
-		fprintf(stderr, "forktrace: %s: %s\n", cli_esc(name), cli_esc(r.error));
+		fprintf(stderr, "forktrace: %s: %s\n", say_esc(name), say_esc(r.error));
 	err = r.error != NULL || r.utf8_fixed > 0 || r.dup_fixed > 0;
 	info_free(&r);
 	return err;
@@ -245,10 +245,10 @@ int info_main(int argc, char **argv)
 			fputs(info_usage, stdout);
 			return 0;
 		}
-		return cli_usage_error("info", "unknown option '%s'", argv[optind - 1]);
+		return say_usage_error("info", "unknown option '%s'", argv[optind - 1]);
 	}
 	if (optind >= argc)
-		return cli_usage_error("info", "no trace file given");
+		return say_usage_error("info", "no trace file given");
 	/* The inputs combine and report read, the same way: directories,
 	 * spill files (one trace of them all, the last input), "-" for
 	 * standard input. */

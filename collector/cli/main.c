@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "say.h"
 #include "internal.h"
 
 static const char usage[] =
@@ -37,7 +37,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		fputs(usage, stderr);
-		return CLI_EXIT_USAGE;
+		return SAY_EXIT_USAGE;
 	}
 	const char *sub = argv[1];
 	if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) {
@@ -60,5 +60,5 @@ int main(int argc, char **argv)
 		return report_main(argc - 1, argv + 1);
 	fprintf(stderr, "forktrace: unknown command '%s'\n"
 			"Try 'forktrace --help' for the list of commands.\n", sub);
-	return CLI_EXIT_USAGE;
+	return SAY_EXIT_USAGE;
 }

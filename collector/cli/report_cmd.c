@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "say.h"
 #include "merge.h"
 #include "internal.h"
 #include "spill.h"
@@ -118,16 +118,16 @@ static int report_parse(int argc, char **argv, report_args *a)
 			fputs(report_usage, stdout);
 			return 0;
 		case ':':
-			return cli_usage_error("report", "option '%s' needs a value",
+			return say_usage_error("report", "option '%s' needs a value",
 					       argv[optind - 1]);
 		default:
-			return cli_usage_error("report", "unknown option '%s'", argv[optind - 1]);
+			return say_usage_error("report", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (a->output == NULL)
-		return cli_usage_error("report", "no output file: give one with -o REPORT.html");
+		return say_usage_error("report", "no output file: give one with -o REPORT.html");
 	if (optind >= argc)
-		return cli_usage_error("report", "no input trace files");
+		return say_usage_error("report", "no input trace files");
 	return -1;
 }
 
@@ -138,12 +138,12 @@ static void report_summary(const merge_result *res, const report_args *a)
 	for (size_t i = 0; i < res->ninputs; i++)
 		if (res->inputs[i].error != NULL)
 			fprintf(stderr, "forktrace: %s: %s (what was read before is in the report)\n",
-				cli_esc(res->inputs[i].path), cli_esc(res->inputs[i].error));
+				say_esc(res->inputs[i].path), say_esc(res->inputs[i].error));
 	if (!a->quiet)
 		fprintf(stderr, "forktrace: report of %zu file%s, %llu events, %llu processes "
 				"written to %s (%llu bytes)\n",
 			res->ninputs, res->ninputs == 1 ? "" : "s", (unsigned long long)res->events,
-			(unsigned long long)res->processes, cli_esc(a->output),
+			(unsigned long long)res->processes, say_esc(a->output),
 			(unsigned long long)res->out.bytes);
 }
 

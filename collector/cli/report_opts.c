@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "cli.h"
+#include "say.h"
 #include "internal.h"
 #include "sink.h"
 
@@ -42,7 +42,7 @@ int report_check(const report_opts *ro, const char *sub)
 	char msg[512];
 
 	if (htmlw_check_opts(&ho, msg, sizeof(msg)) < 0)
-		return cli_usage_error(sub, "%s", msg);
+		return say_usage_error(sub, "%s", msg);
 	return 0;
 }
 

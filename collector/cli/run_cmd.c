@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
+#include "say.h"
 #include "internal.h"
 
 static const char run_usage[] =
@@ -142,16 +142,16 @@ int run_parse_opts(int argc, char **argv, run_opts *o)
 			o->output = optarg;
 			break;
 		case OPT_WAIT:
-			if (cli_parse_seconds(optarg, &o->wait_timeout) < 0)
-				return cli_usage_error("run", "--wait-timeout takes a number of "
+			if (say_parse_seconds(optarg, &o->wait_timeout) < 0)
+				return say_usage_error("run", "--wait-timeout takes a number of "
 							      "seconds such as 5 or 0.5 (or inf), "
 							      "got '%s'", optarg);
 			break;
 		case OPT_MAXMEM: {
-			int prc = cli_parse_size(optarg, &o->max_memory);
+			int prc = say_parse_size(optarg, &o->max_memory);
 
 			if (prc < 0)
-				return cli_usage_error("run", "--max-memory takes a size such as "
+				return say_usage_error("run", "--max-memory takes a size such as "
 							      "512M%s, got '%s'",
 						       prc == -ERANGE ? " (at most 2^64-1 bytes)" : "",
 						       optarg);
@@ -160,8 +160,8 @@ int run_parse_opts(int argc, char **argv, run_opts *o)
 		case OPT_LEVEL: {
 			uint64_t l;
 
-			if (cli_parse_uint(optarg, 9, &l) < 0 || l < 1)
-				return cli_usage_error("run", "--level takes 1 to 9, got '%s'",
+			if (say_parse_uint(optarg, 9, &l) < 0 || l < 1)
+				return say_usage_error("run", "--level takes 1 to 9, got '%s'",
 						       optarg);
 			o->gzip_level = (int)l;
 			break;
@@ -185,7 +185,7 @@ int run_parse_opts(int argc, char **argv, run_opts *o)
 			v[o->nfilter++] = optarg;
 			v[o->nfilter] = NULL;
 			if (regcomp(&re, optarg, REG_EXTENDED | REG_NOSUB) != 0)
-				return cli_usage_error("run", "--filter takes a POSIX extended "
+				return say_usage_error("run", "--filter takes a POSIX extended "
 							      "regular expression, got '%s'", optarg);
 			regfree(&re);
 			break;
@@ -198,20 +198,20 @@ int run_parse_opts(int argc, char **argv, run_opts *o)
 			break;
 		case 'h':
 			fputs(run_usage, stdout);
-			return CLI_EXIT_OK_DONE;
+			return SAY_EXIT_OK_DONE;
 		case '?':
 		default:
 			if (optopt)
-				return cli_usage_error("run", "unknown option '-%c'", optopt);
-			return cli_usage_error("run", "unknown option '%s'", argv[optind - 1]);
+				return say_usage_error("run", "unknown option '-%c'", optopt);
+			return say_usage_error("run", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind >= argc)
-		return cli_usage_error("run", "no COMMAND given (forktrace run [OPTIONS] -- "
+		return say_usage_error("run", "no COMMAND given (forktrace run [OPTIONS] -- "
 					      "COMMAND [ARGS...])");
 	o->command = argv + optind;
 	if ((o->ro.ninclude || o->ro.pids) && !o->report)
-		return cli_usage_error("run", "--include and --pids filter the report: "
+		return say_usage_error("run", "--include and --pids filter the report: "
 					      "give --report FILE too");
 	{
 		const char *outs[] = { o->output, o->report };
@@ -235,7 +235,7 @@ int run_main(int argc, char **argv)
 		if (code == RUN_GO_ON)
 			code = run_write_outputs(rs, run_wait(rs));
 		run_free(rs);
-	} else if (code == CLI_EXIT_OK_DONE) {
+	} else if (code == SAY_EXIT_OK_DONE) {
 		code = 0;
 	}
 	report_opts_free(&o.ro);

@@ -355,7 +355,7 @@ def warning_flood(t):
 
 
 def ft_limit_each():
-    return 3  # CLI_LIMIT_EACH in collector/cli.h
+    return 3  # SAY_LIMIT_EACH in collector/say.h
 
 
 def frame(mtype, fields):

@@ -1,10 +1,10 @@
 /*
- * cli.h - what the `forktrace` command says to its user (cli_). The only
+ * say.h - what the `forktrace` command says to its user (say_). The only
  * place, with the subcommands' own usage texts, that prints: modules below
  * return codes.
  */
-#ifndef FT_COLLECTOR_CLI_H
-#define FT_COLLECTOR_CLI_H
+#ifndef FT_COLLECTOR_SAY_H
+#define FT_COLLECTOR_SAY_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -13,17 +13,17 @@
 #include "model.h"
 
 /* parse_opts of a subcommand returns this after printing --help. */
-#define CLI_EXIT_OK_DONE (-1)
+#define SAY_EXIT_OK_DONE (-1)
 /* Exit code of a usage error. */
-#define CLI_EXIT_USAGE 2
+#define SAY_EXIT_USAGE 2
 
 /* Prints "forktrace SUB: MESSAGE" and a hint to --help; returns
- * CLI_EXIT_USAGE. */
-int cli_usage_error(const char *sub, const char *fmt, ...)
+ * SAY_EXIT_USAGE. */
+int say_usage_error(const char *sub, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* The process umask, read without changing it for good. */
-mode_t cli_umask(void);
+mode_t say_umask(void);
 
 /*
  * Strict parsers for option values. Each takes the whole string: no
@@ -32,15 +32,15 @@ mode_t cli_umask(void);
  * "0x1p4"). They return 0 or -EINVAL (-ERANGE for a value past max).
  */
 /* Decimal digits only, at most max. */
-int cli_parse_uint(const char *s, uint64_t max, uint64_t *out);
+int say_parse_uint(const char *s, uint64_t max, uint64_t *out);
 /* A size: digits, then an optional K, M, G or T (powers of 1024) and an
  * optional B. Zero and sizes past 2^64-1 bytes are refused. */
-int cli_parse_size(const char *s, uint64_t *out);
+int say_parse_size(const char *s, uint64_t *out);
 /* Seconds: a decimal number ("2", "0.5", ".5", "1e3").
  * "inf" (or "infinity", any case) means no limit: *out is -1. Values past
- * CLI_SECONDS_MAX are clamped to it. */
-#define CLI_SECONDS_MAX 1e9
-int cli_parse_seconds(const char *s, double *out);
+ * SAY_SECONDS_MAX are clamped to it. */
+#define SAY_SECONDS_MAX 1e9
+int say_parse_seconds(const char *s, double *out);
 
 /*
  * A string that came from a trace, an agent, a file's content or a file
@@ -49,41 +49,41 @@ int cli_parse_seconds(const char *s, double *out);
  * break lines (bidi controls, U+2028, U+2029) come out as \n, \r, \t,
  * \xHH (a byte) or \uHHHH, so that a program's name can neither move the
  * cursor, retitle the terminal, nor forge a line of forktrace's own.
- * Anything else, valid UTF-8 included, is printed as is. cli_esc_n takes
+ * Anything else, valid UTF-8 included, is printed as is. say_esc_n takes
  * n bytes (NUL included). The result is valid until the eighth call after
  * (a ring of buffers: enough for the arguments of one message); NULL
  * gives "(null)".
  */
-#define CLI_ESC_RING 8
-const char *cli_esc(const char *s);
-const char *cli_esc_n(const char *s, size_t n);
+#define SAY_ESC_RING 8
+const char *say_esc(const char *s);
+const char *say_esc_n(const char *s, size_t n);
 
 /*
  * A warning a traced process can repeat at will (one per frame it sends):
- * each source (a pid) gets CLI_LIMIT_EACH lines, all of them together
- * CLI_LIMIT_ALL; the rest are counted, and cli_limit_end says how many
+ * each source (a pid) gets SAY_LIMIT_EACH lines, all of them together
+ * SAY_LIMIT_ALL; the rest are counted, and say_limit_end says how many
  * there were ("... and 1933 more like it from 1 process"). Zero-initialise
  * one per kind of warning.
  */
-#define CLI_LIMIT_EACH 3
-#define CLI_LIMIT_ALL 20
-#define CLI_LIMIT_SOURCES 256
-typedef struct cli_limit {
-	int64_t pid[CLI_LIMIT_SOURCES]; /* 1 + pid, 0: free */
-	uint32_t count[CLI_LIMIT_SOURCES];
-	bool hid[CLI_LIMIT_SOURCES]; /* a warning of it was not shown */
+#define SAY_LIMIT_EACH 3
+#define SAY_LIMIT_ALL 20
+#define SAY_LIMIT_SOURCES 256
+typedef struct say_limit {
+	int64_t pid[SAY_LIMIT_SOURCES]; /* 1 + pid, 0: free */
+	uint32_t count[SAY_LIMIT_SOURCES];
+	bool hid[SAY_LIMIT_SOURCES]; /* a warning of it was not shown */
 	uint64_t shown, hidden;
 	uint64_t hidden_sources; /* sources with a warning not shown */
-} cli_limit;
+} say_limit;
 /* Whether the next warning of source may be printed (else it is counted). */
-bool cli_limit_take(cli_limit *l, int64_t source);
+bool say_limit_take(say_limit *l, int64_t source);
 /* Prints "forktrace: warning: WHAT: N more not shown (from M UNITs)"
  * when warnings were counted, and starts over. unit: what a source is
  * ("process"). */
-void cli_limit_end(cli_limit *l, const char *what, const char *unit);
+void say_limit_end(say_limit *l, const char *what, const char *unit);
 
 /* After --wait-timeout or a signal: names the processes that were still
  * running; why says when ("after --wait-timeout 5s"). */
-void cli_report_running(const model_trace *t, const char *why);
+void say_report_running(const model_trace *t, const char *why);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * cli.c - messages to the user.
+ * say.c - messages to the user.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -9,9 +9,9 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "cli.h"
+#include "say.h"
 
-int cli_usage_error(const char *sub, const char *fmt, ...)
+int say_usage_error(const char *sub, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -20,10 +20,10 @@ int cli_usage_error(const char *sub, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\nTry 'forktrace %s --help' for more information.\n", sub);
-	return CLI_EXIT_USAGE;
+	return SAY_EXIT_USAGE;
 }
 
-mode_t cli_umask(void)
+mode_t say_umask(void)
 {
 	mode_t m = umask(022);
 
@@ -31,7 +31,7 @@ mode_t cli_umask(void)
 	return m;
 }
 
-int cli_parse_uint(const char *s, uint64_t max, uint64_t *out)
+int say_parse_uint(const char *s, uint64_t max, uint64_t *out)
 {
 	uint64_t v = 0;
 
@@ -50,7 +50,7 @@ int cli_parse_uint(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-int cli_parse_size(const char *s, uint64_t *out)
+int say_parse_size(const char *s, uint64_t *out)
 {
 	static const char units[] = "kmgt";
 	const char *end = s, *u;
@@ -73,7 +73,7 @@ int cli_parse_size(const char *s, uint64_t *out)
 		end++;
 	if (*end)
 		return -EINVAL;
-	rc = cli_parse_uint(digits, UINT64_MAX >> shift, &v);
+	rc = say_parse_uint(digits, UINT64_MAX >> shift, &v);
 	if (rc < 0)
 		return rc;
 	if (v == 0)
@@ -82,7 +82,7 @@ int cli_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-int cli_parse_seconds(const char *s, double *out)
+int say_parse_seconds(const char *s, double *out)
 {
 	char *end;
 	double v;
@@ -101,7 +101,7 @@ int cli_parse_seconds(const char *s, double *out)
 		return -EINVAL;
 	/* Past the clamp (or overflowing to HUGE_VAL): as good as forever,
 	 * and still a timer libuv can hold in milliseconds. */
-	*out = v > CLI_SECONDS_MAX ? CLI_SECONDS_MAX : v;
+	*out = v > SAY_SECONDS_MAX ? SAY_SECONDS_MAX : v;
 	return 0;
 }
 
@@ -138,9 +138,9 @@ static bool invisible_control(int32_t cp)
 	       (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
-const char *cli_esc_n(const char *s, size_t n)
+const char *say_esc_n(const char *s, size_t n)
 {
-	static char *ring[CLI_ESC_RING];
+	static char *ring[SAY_ESC_RING];
 	static unsigned next;
 	const unsigned char *p = (const unsigned char *)s;
 	char *out, *o;
@@ -153,7 +153,7 @@ const char *cli_esc_n(const char *s, size_t n)
 		return "(?)";
 	free(ring[next]);
 	ring[next] = out;
-	next = (next + 1) % CLI_ESC_RING;
+	next = (next + 1) % SAY_ESC_RING;
 	o = out;
 	while (i < n) {
 		size_t len = 1;
@@ -189,41 +189,41 @@ const char *cli_esc_n(const char *s, size_t n)
 	return out;
 }
 
-const char *cli_esc(const char *s)
+const char *say_esc(const char *s)
 {
-	return s != NULL ? cli_esc_n(s, strlen(s)) : "(null)";
+	return s != NULL ? say_esc_n(s, strlen(s)) : "(null)";
 }
 
-bool cli_limit_take(cli_limit *l, int64_t source)
+bool say_limit_take(say_limit *l, int64_t source)
 {
-	size_t i = (size_t)((uint64_t)source * 0x9e3779b97f4a7c15ull >> 56) % CLI_LIMIT_SOURCES;
-	size_t slot = CLI_LIMIT_SOURCES;
+	size_t i = (size_t)((uint64_t)source * 0x9e3779b97f4a7c15ull >> 56) % SAY_LIMIT_SOURCES;
+	size_t slot = SAY_LIMIT_SOURCES;
 
 	/* Open addressing; when the table is full, a source has no count of
-	 * its own and is only held to CLI_LIMIT_ALL. */
-	for (size_t k = 0; k < CLI_LIMIT_SOURCES; k++, i = (i + 1) % CLI_LIMIT_SOURCES) {
+	 * its own and is only held to SAY_LIMIT_ALL. */
+	for (size_t k = 0; k < SAY_LIMIT_SOURCES; k++, i = (i + 1) % SAY_LIMIT_SOURCES) {
 		if (l->pid[i] == source + 1 || l->pid[i] == 0) {
 			l->pid[i] = source + 1;
 			slot = i;
 			break;
 		}
 	}
-	if (slot < CLI_LIMIT_SOURCES && l->count[slot] < UINT32_MAX)
+	if (slot < SAY_LIMIT_SOURCES && l->count[slot] < UINT32_MAX)
 		l->count[slot]++;
-	if (l->shown < CLI_LIMIT_ALL &&
-	    (slot == CLI_LIMIT_SOURCES || l->count[slot] <= CLI_LIMIT_EACH)) {
+	if (l->shown < SAY_LIMIT_ALL &&
+	    (slot == SAY_LIMIT_SOURCES || l->count[slot] <= SAY_LIMIT_EACH)) {
 		l->shown++;
 		return true;
 	}
-	if (slot == CLI_LIMIT_SOURCES || !l->hid[slot])
+	if (slot == SAY_LIMIT_SOURCES || !l->hid[slot])
 		l->hidden_sources++;
-	if (slot < CLI_LIMIT_SOURCES)
+	if (slot < SAY_LIMIT_SOURCES)
 		l->hid[slot] = true;
 	l->hidden++;
 	return false;
 }
 
-void cli_limit_end(cli_limit *l, const char *what, const char *unit)
+void say_limit_end(say_limit *l, const char *what, const char *unit)
 {
 	size_t n = strlen(unit);
 
@@ -234,7 +234,7 @@ void cli_limit_end(cli_limit *l, const char *what, const char *unit)
 	memset(l, 0, sizeof(*l));
 }
 
-void cli_report_running(const model_trace *t, const char *why)
+void say_report_running(const model_trace *t, const char *why)
 {
 	size_t n = 0;
 
@@ -249,7 +249,7 @@ void cli_report_running(const model_trace *t, const char *why)
 		const model_process *p = t->procs[i];
 		if (p->exit_kind != MODEL_EXIT_RUNNING)
 			continue;
-		fprintf(stderr, " %lld (%s)", (long long)p->pid, cli_esc(model_process_name(p)));
+		fprintf(stderr, " %lld (%s)", (long long)p->pid, say_esc(model_process_name(p)));
 		shown++;
 	}
 	fprintf(stderr, "%s\n", n > shown ? " ..." : "");
