@@ -12,8 +12,9 @@
  *
  * The page is the template in combine/report/ (HTML, CSS and JS, embedded
  * into the binary at build time as report_assets.c) with the data as one
- * JSON text inside <script type="application/json">. Every string of the
- * trace lives in that JSON's string table, written with '<', '>' and '&'
+ * JSON text inside <script type="application/json">, written with the
+ * JSON writer (jsonw.h). Every string of the trace lives in that JSON's
+ * string table, written by jsonw_script_str with '<', '>' and '&'
  * escaped as \u003c and friends, so no trace text can close the script
  * element; the page puts strings into the DOM with textContent only.
  */
