@@ -216,7 +216,7 @@ zfail:
 
 /* The next byte that is not whitespace, refilling; -1 at the end of the
  * file, -2 after a read error. */
-static int peek_slow(reader *r)
+static inline int peek_slow(reader *r)
 {
 	for (;;) {
 		while (r->pos < r->len) {
