@@ -3,7 +3,7 @@
  * marks (half instants, half slices, a few with args), written as plain
  * JSON and as gzip at levels 1 and 6.
  *
- * Usage: bench_merge [N] [OUTDIR]   (defaults: 1000000, /tmp)
+ * Usage: bench_events [N] [OUTDIR]   (defaults: 1000000, /tmp)
  */
 #include <fcntl.h>
 #include <inttypes.h>

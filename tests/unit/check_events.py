@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""Checks a trace written by test_merge against docs/TRACE_FORMAT.md.
+"""Checks a trace written by test_events against docs/TRACE_FORMAT.md.
 
-Usage: check_merge.py model|chain FILE   (FILE may be .gz)
+Usage: check_events.py model|chain FILE   (FILE may be .gz)
 
-The model is the one test_merge.c builds by hand; the expectations below
+The model is the one test_events.c builds by hand; the expectations below
 restate it. Exits non-zero with a message on the first mismatch.
 """
 import collections
@@ -212,7 +212,7 @@ def main():
     mode, path = sys.argv[1], sys.argv[2]
     text, doc = load(path)
     {"model": check_model, "chain": check_chain}[mode](text, doc)
-    print(f"check_merge.py {mode} {path}: ok")
+    print(f"check_events.py {mode} {path}: ok")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,14 @@
 /*
  * Unit test of combine/: ostream formatting in C, then a hand-built model
  * written as .json and .json.gz and checked field by field by
- * check_merge.py (the json module is a stricter judge of our output than
+ * check_events.py (the json module is a stricter judge of our output than
  * anything we would write here).
  *
  * Then the model as an input of the merge: written as its own trace it
  * is byte for byte what events_write writes, and among other inputs
  * byte for byte what the merge makes of that file.
  *
- * Usage: test_merge PYTHON CHECK_SCRIPT WORKDIR
+ * Usage: test_events PYTHON CHECK_SCRIPT WORKDIR
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -293,7 +293,7 @@ static model_segment *add_seg(model_trace *t, model_process *p, const char *exe,
 }
 
 /*
- * The model check_merge.py knows by heart. Times in ns; the comments give
+ * The model check_events.py knows by heart. Times in ns; the comments give
  * the pids. Added in an order different from the expected sort order.
  */
 static model_trace *build_model(void)
@@ -472,7 +472,7 @@ static int run_check(const char *python, const char *script, const char *mode, c
 		if (errno != EINTR)
 			return -errno;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		fprintf(stderr, "check_merge.py %s %s failed (status 0x%x)\n", mode, path, status);
+		fprintf(stderr, "check_events.py %s %s failed (status 0x%x)\n", mode, path, status);
 		return -1;
 	}
 	return 0;
@@ -640,27 +640,27 @@ int main(int argc, char **argv)
 	CHECK_STR_EQ(model_process_name(t->procs[3]), "odd\"na\\me");
 	CHECK_STR_EQ(model_process_name(t->procs[4]), "?");
 
-	snprintf(path, sizeof(path), "%s/test_merge.json", argv[3]);
+	snprintf(path, sizeof(path), "%s/test_events.json", argv[3]);
 	CHECK(write_file(t, path, 0, &st) == 0);
 	CHECK_UINT(st.processes, ==, 5);
 	CHECK_UINT(st.threads, ==, 8); /* 100,101,102 200 300 200',201 400 */
 	CHECK(st.bytes > 0);
-	fprintf(stderr, "test_merge: %" PRIu64 " events, %" PRIu64 " bytes\n", st.events, st.bytes);
+	fprintf(stderr, "test_events: %" PRIu64 " events, %" PRIu64 " bytes\n", st.events, st.bytes);
 	CHECK(run_check(argv[1], argv[2], "model", path) == 0);
 
 	test_model_input(t, argv[3], path);
 
-	snprintf(path, sizeof(path), "%s/test_merge.json.gz", argv[3]);
+	snprintf(path, sizeof(path), "%s/test_events.json.gz", argv[3]);
 	CHECK(write_file(t, path, 1, &st) == 0);
 	CHECK(run_check(argv[1], argv[2], "model", path) == 0);
 	model_free(t);
 
 	t = build_chain(10000);
-	snprintf(path, sizeof(path), "%s/test_merge_chain.json.gz", argv[3]);
+	snprintf(path, sizeof(path), "%s/test_events_chain.json.gz", argv[3]);
 	CHECK(write_file(t, path, 0, &st) == 0);
 	CHECK_UINT(st.processes, ==, 10000);
 	CHECK(run_check(argv[1], argv[2], "chain", path) == 0);
 	model_free(t);
 
-	return check_done("test_merge");
+	return check_done("test_events");
 }
