@@ -2,11 +2,8 @@
  * Unit test of combine/: ostream formatting in C, then a hand-built model
  * written as .json and .json.gz and checked field by field by
  * check_events.py (the json module is a stricter judge of our output than
- * anything we would write here).
- *
- * Then the model as an input of the merge: written as its own trace it
- * is byte for byte what events_write writes, and among other inputs
- * byte for byte what the merge makes of that file.
+ * anything we would write here). The model as an input of the merge is
+ * test_merge.c's.
  *
  * Usage: test_events PYTHON CHECK_SCRIPT WORKDIR
  */
@@ -24,8 +21,8 @@
 #include "check.h"
 #include "jsonw.h"
 #include "events.h"
-#include "merge.h"
 #include "model.h"
+#include "model_fixture.h"
 #include "ostream.h"
 
 static void check_fmt(size_t (*fmt)(char *, int64_t), int64_t v, const char *want)
@@ -78,25 +75,6 @@ static void test_numbers(void)
 	check_fmt(ostream_fmt_ts, -1234567, "-1234.567");
 	check_fmt(ostream_fmt_ts, INT64_MAX, "9223372036854775.807");
 	check_fmt(ostream_fmt_ts, INT64_MIN, "-9223372036854775.808");
-}
-
-/* Everything an ostream wrote to a memfd, NUL-terminated; caller frees. */
-static char *read_back(int fd, size_t *len)
-{
-	off_t end = lseek(fd, 0, SEEK_END);
-	char *buf;
-
-	if (end < 0)
-		return NULL;
-	buf = malloc((size_t)end + 1);
-	MUST(buf);
-	if (pread(fd, buf, (size_t)end, 0) != end) {
-		free(buf);
-		return NULL;
-	}
-	buf[end] = '\0';
-	*len = (size_t)end;
-	return buf;
 }
 
 static void check_escape(const char *in, size_t n, const char *want)
@@ -275,142 +253,6 @@ static void test_stream(void)
 	CHECK(events_format_for_path(NULL) == TRACE_FORMAT_JSON);
 }
 
-static model_segment *add_seg(model_trace *t, model_process *p, const char *exe,
-			      const char *const *argv, size_t argc, const char *cwd, int64_t start,
-			      int64_t end, bool instrumented)
-{
-	model_segment *s = model_add_segment(t, p);
-
-	MUST(s);
-	s->exe = model_strdup(t, exe);
-	s->argv = model_strvdup(t, argv, argc);
-	s->argc = argc;
-	s->cwd = model_strdup(t, cwd);
-	s->start_ns = start;
-	s->end_ns = end;
-	s->instrumented = instrumented;
-	return s;
-}
-
-/*
- * The model check_events.py knows by heart. Times in ns; the comments give
- * the pids. Added in an order different from the expected sort order.
- */
-static model_trace *build_model(void)
-{
-	static const char *const cmd[] = {"make", "-j4", NULL};
-	static const char *const sh[] = {"/bin/sh", "-c", "make -j4", NULL};
-	static const char *const make[] = {"make", "-j4", NULL};
-	static const char *const cc[] = {"/usr/bin/cc", "-c", "x.c", NULL};
-	static const char *const as[] = {"as", "-o", "x.o", NULL};
-	static const char *const odd[] = {"./odd\"na\\me", "\x01\x1f\n\t", "bad\xff\xc3(",
-					  "caf\xc3\xa9",   "\xed\xa0\x80", NULL};
-	model_trace *t = model_new();
-	model_process *root, *child, *gchild, *reused, *orphan;
-	model_thread *th;
-	model_mark *m;
-
-	MUST(t);
-	t->host = model_strdup(t, "testhost");
-	t->command = model_strvdup(t, cmd, 2);
-	t->origin = model_strdup(t, "forktrace run");
-	t->anchor_mono_ns = 123;
-	t->anchor_real_ns = 1700000000000000456;
-	t->start_ns = 500000000;
-	t->end_ns = 6000000000;
-	t->exit_status = 137;
-	t->lost_events = 5;
-
-	/* Root 100: sh -c, then exec make. Exit code 0. */
-	MUST(root = model_add_process(t, 100));
-	root->ppid = 1;
-	root->start_ns = 1000000000;
-	root->end_ns = 5000000000;
-	root->start_ticks = 4242;
-	root->exit_kind = MODEL_EXIT_CODE;
-	root->exit_value = 0;
-	add_seg(t, root, "/bin/sh", sh, 3, "/src", 1000000000, 1500000000, true);
-	add_seg(t, root, "/usr/bin/make", make, 2, "/src", 1500000000, -1, true);
-	MUST(th = model_add_thread(t, root, 100));
-	th->start_ns = 1000000000;
-	MUST(th = model_add_thread(t, root, 101));
-	th->name = model_strdup(t, "worker");
-	MUST(th = model_add_thread(t, root, 102));
-	CHECK(model_find_thread(root, 101) != NULL && model_find_thread(root, 7) == NULL);
-	MUST(m = model_add_mark(t, root));
-	m->ts_ns = 1600000000;
-	m->tid = 101;
-	m->name = model_strdup(t, "exec failed");
-	m->cat = model_strdup(t, "exec");
-	m->args_json = model_strdup(t, "{\"path\":\"/nope\",\"errno\":2,"
-				       "\"error\":\"No such file or directory\"}");
-	MUST(m = model_add_mark(t, root));
-	m->ts_ns = 1700000000;
-	m->dur_ns = 250000;
-	m->tid = 100;
-	m->name = model_strdup(t, "system");
-	m->cat = model_strdup(t, "shell");
-	m->args_json = model_strdup(t, "{\"cmd\":\"true\",\"status\":0}");
-
-	/* Child 200: forked by thread 101, killed by SIGKILL, lost 3. */
-	MUST(child = model_add_process(t, 200));
-	child->ppid = 100;
-	child->parent = root;
-	child->spawn_ns = 2000000123;
-	child->spawn_tid = 101;
-	child->spawn_kind = 0; /* FT_SPAWN_FORK */
-	child->start_ns = 2000000500;
-	child->end_ns = 3000000000;
-	child->exit_kind = MODEL_EXIT_SIGNAL;
-	child->exit_value = SIGKILL;
-	child->lost_events = 3;
-	add_seg(t, child, "/usr/bin/make", make, 2, "/src", 2000000500, 3000000000, true);
-
-	/* Grandchild 300: posix_spawn by 200, cc then a static `as`. */
-	MUST(gchild = model_add_process(t, 300));
-	gchild->ppid = 200;
-	gchild->parent = child;
-	gchild->spawn_ns = 2100000000;
-	gchild->spawn_tid = 200;
-	gchild->spawn_kind = 2; /* FT_SPAWN_POSIX_SPAWN */
-	gchild->start_ns = 2100000000;
-	gchild->end_ns = 2500000000;
-	gchild->exit_kind = MODEL_EXIT_CODE;
-	gchild->exit_value = 1;
-	add_seg(t, gchild, "/usr/bin/cc", cc, 3, "/src", 2100000000, 2200000000, true);
-	add_seg(t, gchild, "/usr/bin/as", as, 3, "/src", 2200000000, -1, false);
-
-	/* Pid 200 again (reused): vfork by the root, still running, odd
-	 * bytes in argv. */
-	MUST(reused = model_add_process(t, 200));
-	reused->out_pid = 4194305;
-	reused->ppid = 100;
-	reused->parent = root;
-	reused->spawn_ns = 3500000000;
-	reused->spawn_tid = 100;
-	reused->spawn_kind = 1; /* FT_SPAWN_VFORK */
-	reused->start_ns = 3500000000;
-	reused->exit_kind = MODEL_EXIT_RUNNING;
-	add_seg(t, reused, NULL, odd, 5, NULL, 3500000000, -1, true);
-	MUST(th = model_add_thread(t, reused, 200));
-	MUST(th = model_add_thread(t, reused, 201));
-	th->name = model_strdup(t, "t\"1\xff");
-	MUST(m = model_add_mark(t, reused));
-	m->ts_ns = 3600000000;
-	m->tid = 201;
-	m->name = model_strdup(t, "SIGSEGV");
-	m->cat = model_strdup(t, "signal");
-	m->args_json = model_strdup(t, "{\"signal\":11}");
-
-	/* Orphan 400: no parent record, nothing known but its lifetime; it
-	 * starts first, so it is the first root. */
-	MUST(orphan = model_add_process(t, 400));
-	orphan->ppid = 1;
-	orphan->start_ns = 500000000;
-	orphan->end_ns = 600000000;
-	return t;
-}
-
 /* A chain of n processes, each the parent of the next: the writer must not
  * recurse. */
 static model_trace *build_chain(size_t n)
@@ -438,24 +280,6 @@ static model_trace *build_chain(size_t n)
 	return t;
 }
 
-static int write_file(const model_trace *t, const char *path, int level, events_stats *st)
-{
-	events_opts opts = {.gzip_level = level};
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	int err;
-
-	if (fd < 0) {
-		fprintf(stderr, "%s: %s\n", path, strerror(errno));
-		return -errno;
-	}
-	err = events_write(t, fd, events_format_for_path(path), &opts, st);
-	if (close(fd) < 0 && err == 0)
-		err = -errno;
-	if (err < 0)
-		fprintf(stderr, "%s: events_write: %s\n", path, strerror(-err));
-	return err;
-}
-
 static int run_check(const char *python, const char *script, const char *mode, const char *path)
 {
 	int status;
@@ -476,84 +300,6 @@ static int run_check(const char *python, const char *script, const char *mode, c
 		return -1;
 	}
 	return 0;
-}
-
-/* The whole content of path (malloc'd, *len bytes), or NULL. */
-static char *slurp(const char *path, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	char *p;
-
-	if (fd < 0)
-		return NULL;
-	p = read_back(fd, len);
-	close(fd);
-	return p;
-}
-
-/* merge_inputs of src into a JSON file at path. */
-static int merge_to(const merge_source *src, size_t n, const merge_opts *o, const char *path)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	merge_result res;
-	trace_sink *s;
-	int err;
-
-	if (fd < 0)
-		return -errno;
-	s = sink_json_new(fd, -1, &err);
-	if (s != NULL) {
-		err = merge_inputs(src, n, o, s, &res);
-		merge_result_free(&res);
-		s->free(s);
-	}
-	if (close(fd) < 0 && err == 0)
-		err = -errno;
-	return err;
-}
-
-static void check_same_file(const char *a, const char *b)
-{
-	size_t na = 0, nb = 0;
-	char *pa = slurp(a, &na), *pb = slurp(b, &nb);
-
-	CHECK_MSG(pa != NULL && pb != NULL && na == nb && memcmp(pa, pb, na) == 0,
-		  "%s (%zu bytes) and %s (%zu bytes) differ", a, na, b, nb);
-	free(pa);
-	free(pb);
-}
-
-/*
- * The model t as an input of the merge (file: events_write wrote t
- * there). Alone, written as its own trace: the bytes of file. After the
- * file, as a combine (pids of the second input remapped, its flow ids in
- * a namespace of their own; --align too): the bytes the merge writes of
- * the file twice, when the model has the file's name.
- */
-static void test_model_input(const model_trace *t, const char *dir, const char *file)
-{
-	merge_source one = {.model = t, .name = file};
-	merge_source mixed[2] = {{.path = file}, {.model = t, .name = file}};
-	merge_source files[2] = {{.path = file}, {.path = file}};
-	merge_opts own = {.model_as_trace = true}, combine = {0}, align = {.align = true};
-	char a[4096], b[4096];
-
-	snprintf(a, sizeof(a), "%s/test_merge_own.json", dir);
-	CHECK(merge_to(&one, 1, &own, a) == 0);
-	check_same_file(file, a);
-	CHECK(merge_to(mixed, 1, &own, a) == -EINVAL);
-
-	snprintf(a, sizeof(a), "%s/test_merge_mixed.json", dir);
-	snprintf(b, sizeof(b), "%s/test_merge_files.json", dir);
-	CHECK(merge_to(mixed, 2, &combine, a) == 0);
-	CHECK(merge_to(files, 2, &combine, b) == 0);
-	check_same_file(b, a);
-	CHECK(merge_to(mixed, 2, &align, a) == 0);
-	CHECK(merge_to(files, 2, &align, b) == 0);
-	check_same_file(b, a);
-	CHECK(merge_to(&mixed[1], 1, &combine, a) == 0);
-	CHECK(merge_to(&files[1], 1, &combine, b) == 0);
-	check_same_file(b, a);
 }
 
 /*
@@ -647,8 +393,6 @@ int main(int argc, char **argv)
 	CHECK(st.bytes > 0);
 	fprintf(stderr, "test_events: %" PRIu64 " events, %" PRIu64 " bytes\n", st.events, st.bytes);
 	CHECK(run_check(argv[1], argv[2], "model", path) == 0);
-
-	test_model_input(t, argv[3], path);
 
 	snprintf(path, sizeof(path), "%s/test_events.json.gz", argv[3]);
 	CHECK(write_file(t, path, 1, &st) == 0);
