@@ -405,7 +405,7 @@ void out_file_abort(out_file *rf);
 int out_check_paths(const char *sub, const char *const *outs, size_t nout,
 		    const char *const *ins, size_t nin);
 
-/* Says that merge_files' temporary file in $TMPDIR failed with err
+/* Says that the merge's temporary file in $TMPDIR failed with err
  * (merge_result.spool_error), not the output. */
 void out_spool_error(int err);
 

@@ -38,6 +38,13 @@ enum trace_format events_format_for_path(const char *path);
  * Writes the whole trace t to fd in format fmt. Borrows t and fd (does not
  * close fd). opts and stats may be NULL. Returns 0 or a negative errno
  * (-EIO and friends from write, -ENOMEM).
+ *
+ * The model's own walk into a sink, without the merge: forktrace itself
+ * writes a model through merge_inputs (a model input, model_as_trace).
+ * Kept because a test needs exactly this walk: unit.merge checks that the
+ * merge writes of a model the bytes this writes (the merge's and the
+ * readers' comments define a model input by it); the tests, fuzzers and
+ * the benchmark that write a model with nothing to merge use it too.
  */
 int events_write(const model_trace *t, int fd, enum trace_format fmt,
 		const events_opts *opts, events_stats *stats);

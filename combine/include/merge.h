@@ -142,12 +142,14 @@ typedef struct merge_result {
 int merge_inputs(const merge_source *src, size_t n, const merge_opts *o, trace_sink *sink,
 		 merge_result *res);
 
-/* merge_inputs of the paths[0..npaths). */
+/* merge_inputs of the paths[0..npaths): a thin wrapper over the one
+ * path, for the readers' unit test and fuzzer, which have files only;
+ * forktrace's commands call merge_inputs. */
 int merge_files(const char *const *paths, size_t npaths, const merge_opts *o,
 		  trace_sink *sink, merge_result *res);
 
 /*
- * The inputs paths[0..npaths) stand for, as merge_files reads them:
+ * The inputs paths[0..npaths) stand for, as merge_inputs reads them:
  * each directory replaced by its trace files in name order (or by itself
  * when it has none), "-" (standard input) and other paths as they are.
  * *out (an array of *nout strings), its strings and *in_dir (for each,
@@ -160,7 +162,7 @@ int merge_expand(const char *const *paths, size_t npaths, char ***out, bool **in
 /* Releases what res owns; NULL or a zeroed result is fine. */
 void merge_result_free(merge_result *res);
 
-/* Whether merge_files, given the directory that holds the regular file
+/* Whether merge_inputs, given the directory that holds the regular file
  * at path (name: its name there), reads that file as an input. */
 bool merge_dir_takes(const char *path, const char *name);
 

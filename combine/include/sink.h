@@ -166,13 +166,6 @@ int sink_tee_result(const trace_sink *s, size_t which, events_stats *stats);
 trace_sink *events_sink_for(enum trace_format fmt, int fd, const events_opts *opts, int *err);
 
 /*
- * Writes the whole model t through s: begin, events_emit, end.
- * Consumes s (frees it, whatever happens). stats may be NULL. Returns 0 or
- * the first negative errno.
- */
-int events_write_sink(const model_trace *t, trace_sink *s, events_stats *stats);
-
-/*
  * Emits the events of a model (everything docs/TRACE_FORMAT.md lists for
  * `forktrace run`) into s, between s->begin and s->end which the caller
  * calls. Returns 0 or the first negative errno of the sink.

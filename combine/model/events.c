@@ -755,7 +755,8 @@ trace_sink *events_sink_for(enum trace_format fmt, int fd, const events_opts *op
 	}
 }
 
-int events_write_sink(const model_trace *t, trace_sink *s, events_stats *stats)
+/* The whole model t through s: begin, events_emit, end. Consumes s. */
+static int events_write_sink(const model_trace *t, trace_sink *s, events_stats *stats)
 {
 	sink_meta meta = {.model = t, .processes = t->nprocs};
 	int err = s->begin(s, &meta);
