@@ -47,74 +47,31 @@
 
 /* ---- small containers ---------------------------------------------------- */
 
-static uint64_t mix64(uint64_t x)
+/* Index maps (an htab from a key to index + 1 in an array): the index
+ * of key, or UINT32_MAX. */
+static uint32_t index_get(const htab *m, uint64_t key)
 {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
+	uint64_t v = htab_get(m, key);
+
+	return v != 0 ? (uint32_t)(v - 1) : UINT32_MAX;
 }
 
-/* Open addressing map from two 64-bit keys to a uint32 value. */
-typedef struct hmap_slot {
-	int64_t a, b;
-	uint32_t v; /* value + 1; 0: empty */
-} hmap_slot;
-
-typedef struct hmap {
-	hmap_slot *s;
-	size_t cap, n; /* cap: power of two */
-} hmap;
-
-static hmap_slot *hmap_slot_for(hmap *m, int64_t a, int64_t b)
+static int index_put(htab *m, uint64_t key, uint32_t i)
 {
-	size_t i = mix64((uint64_t)a * 0x9e3779b97f4a7c15ull ^ (uint64_t)b) & (m->cap - 1);
-
-	while (m->s[i].v != 0 && (m->s[i].a != a || m->s[i].b != b))
-		i = (i + 1) & (m->cap - 1);
-	return &m->s[i];
+	return htab_add(m, key, (uint64_t)i + 1);
 }
 
-/* The value for (a, b), or UINT32_MAX. */
-static uint32_t hmap_get(hmap *m, int64_t a, int64_t b)
+/* The key of two 32-bit numbers (a process's index and a name's id). */
+static uint64_t pair_key(uint32_t a, uint32_t b)
 {
-	hmap_slot *sl;
-
-	if (m->cap == 0)
-		return UINT32_MAX;
-	sl = hmap_slot_for(m, a, b);
-	return sl->v != 0 ? sl->v - 1 : UINT32_MAX;
+	return (uint64_t)a << 32 | b;
 }
 
-static int hmap_put(hmap *m, int64_t a, int64_t b, uint32_t v)
+/* The key of a thread in tmap: a thread is not told by its key alone
+ * (tids are 64-bit), so the threads under one key are compared. */
+static uint64_t thread_key(uint32_t proc, int64_t tid)
 {
-	hmap_slot *sl;
-
-	if ((m->n + 1) * 2 > m->cap) {
-		size_t ncap = m->cap != 0 ? m->cap * 2 : 64;
-		hmap_slot *old = m->s;
-		size_t ocap = m->cap;
-
-		m->s = calloc(ncap, sizeof(*m->s));
-		if (m->s == NULL) {
-			m->s = old;
-			return -ENOMEM;
-		}
-		m->cap = ncap;
-		for (size_t i = 0; i < ocap; i++)
-			if (old[i].v != 0)
-				*hmap_slot_for(m, old[i].a, old[i].b) = old[i];
-		free(old);
-	}
-	sl = hmap_slot_for(m, a, b);
-	if (sl->v == 0)
-		m->n++;
-	sl->a = a;
-	sl->b = b;
-	sl->v = v + 1;
-	return 0;
+	return (uint64_t)proc * 0x9e3779b97f4a7c15ull ^ (uint64_t)tid;
 }
 
 /* Interned strings: id 0 is the empty string (also "none"). */
@@ -198,6 +155,7 @@ enum { ORDER_UNKNOWN, ORDER_PRE, ORDER_POST };
 typedef struct hw_thread {
 	int64_t tid;
 	uint32_t name;
+	uint32_t proc; /* its process's index */
 	int64_t sort;
 	hw_open xs[HTMLW_STACK];
 	unsigned nx;
@@ -278,16 +236,16 @@ typedef struct html_sink {
 	strtab st;
 	hw_proc *procs;
 	size_t nprocs, proccap;
-	hmap pmap; /* (pid, 0) -> proc */
+	htab pmap; /* pid -> proc (index_get) */
 	hw_thread *threads;
 	size_t nthreads, thcap;
-	hmap tmap; /* (proc, tid) -> thread */
+	htab tmap; /* thread_key -> thread index + 1 */
 	hw_stat *stats;
 	size_t nstats, statcap;
-	hmap smap; /* (proc, name) -> stat */
+	htab smap; /* pair_key(proc, name) -> stat (index_get) */
 	hw_series *series;
 	size_t nseries, sercap;
-	hmap cmap; /* (proc, name) -> series */
+	htab cmap; /* pair_key(proc, name) -> series (index_get) */
 	hw_flow *fs, *ff;
 	size_t nfs, fscap, nff, ffcap;
 	uint64_t events;
@@ -521,10 +479,10 @@ static hw_proc *proc_get(html_sink *h, int64_t pid)
 
 	if (h->nprocs > 0 && h->last_pid == pid)
 		return &h->procs[h->last_proc];
-	i = hmap_get(&h->pmap, pid, 0);
+	i = index_get(&h->pmap, (uint64_t)pid);
 	if (i == UINT32_MAX) {
 		if (vec_grow(&h->procs, &h->proccap, h->nprocs + 1, sizeof(*h->procs), 8) < 0 ||
-		    hmap_put(&h->pmap, pid, 0, (uint32_t)h->nprocs) < 0) {
+		    index_put(&h->pmap, (uint64_t)pid, (uint32_t)h->nprocs) < 0) {
 			h->err = -ENOMEM;
 			return NULL;
 		}
@@ -549,15 +507,19 @@ static hw_proc *proc_get(html_sink *h, int64_t pid)
 
 static hw_thread *thread_get(html_sink *h, hw_proc *p, int64_t tid)
 {
-	uint32_t pi = (uint32_t)(p - h->procs);
-	uint32_t i = hmap_get(&h->tmap, pi, tid);
+	uint32_t pi = (uint32_t)(p - h->procs), i;
+	uint64_t key = thread_key(pi, tid), v;
+	size_t pos = htab_start(&h->tmap, key);
 	hw_thread *t;
 
-	if (i != UINT32_MAX)
-		return &h->threads[i];
+	while ((v = htab_next(&h->tmap, key, &pos)) != 0) {
+		t = &h->threads[v - 1];
+		if (t->tid == tid && t->proc == pi)
+			return t;
+	}
 	if (vec_grow(&h->threads, &h->thcap, h->nthreads + 1, sizeof(*h->threads), 8) < 0 ||
 	    vec_grow(&p->threads, &p->thcap, p->nthreads + 1, sizeof(*p->threads), 8) < 0 ||
-	    hmap_put(&h->tmap, pi, tid, (uint32_t)h->nthreads) < 0) {
+	    index_put(&h->tmap, key, (uint32_t)h->nthreads) < 0) {
 		h->err = -ENOMEM;
 		return NULL;
 	}
@@ -565,6 +527,7 @@ static hw_thread *thread_get(html_sink *h, hw_proc *p, int64_t tid)
 	t = &h->threads[i];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
+	t->proc = pi;
 	t->sort = tid == p->pid ? -1 : INT64_MAX;
 	p->threads[p->nthreads++] = i;
 	return t;
@@ -572,13 +535,13 @@ static hw_thread *thread_get(html_sink *h, hw_proc *p, int64_t tid)
 
 static hw_stat *stat_get(html_sink *h, uint32_t proc, uint32_t name)
 {
-	uint32_t i = hmap_get(&h->smap, proc, name);
+	uint32_t i = index_get(&h->smap, pair_key(proc, name));
 	hw_stat *s;
 
 	if (i != UINT32_MAX)
 		return &h->stats[i];
 	if (vec_grow(&h->stats, &h->statcap, h->nstats + 1, sizeof(*h->stats), 8) < 0 ||
-	    hmap_put(&h->smap, proc, name, (uint32_t)h->nstats) < 0) {
+	    index_put(&h->smap, pair_key(proc, name), (uint32_t)h->nstats) < 0) {
 		h->err = -ENOMEM;
 		return NULL;
 	}
@@ -988,10 +951,10 @@ static void on_counter(html_sink *h, hw_proc *p, const sink_event *e)
 			n = (strview){buf, k > 0 && (size_t)k < sizeof(buf) ? (size_t)k : 0};
 		}
 		id = intern(h, n);
-		si = hmap_get(&h->cmap, pi, id);
+		si = index_get(&h->cmap, pair_key(pi, id));
 		if (si == UINT32_MAX) {
 			if (vec_grow(&h->series, &h->sercap, h->nseries + 1, sizeof(*h->series), 8) < 0 ||
-			    hmap_put(&h->cmap, pi, id, (uint32_t)h->nseries) < 0) {
+			    index_put(&h->cmap, pair_key(pi, id), (uint32_t)h->nseries) < 0) {
 				h->err = -ENOMEM;
 				goto out;
 			}
@@ -1227,7 +1190,7 @@ static int64_t kept_parent(html_sink *h, const hw_proc *p)
 	int64_t pid = p->parent_pid;
 
 	for (size_t steps = 0; pid >= 0 && steps < h->nprocs; steps++) {
-		uint32_t i = hmap_get(&h->pmap, pid, 0);
+		uint32_t i = index_get(&h->pmap, (uint64_t)pid);
 
 		if (i == UINT32_MAX || &h->procs[i] == p)
 			return -1;
@@ -1260,7 +1223,7 @@ static void join_flows(html_sink *h)
 		} else if (h->fs[i].id > h->ff[j].id) {
 			j++;
 		} else {
-			uint32_t c = hmap_get(&h->pmap, h->ff[j].pid, 0);
+			uint32_t c = index_get(&h->pmap, (uint64_t)h->ff[j].pid);
 
 			if (c != UINT32_MAX) {
 				hw_proc *p = &h->procs[c];
@@ -1887,10 +1850,10 @@ static void html_free(trace_sink *s)
 	free(h->series);
 	free(h->fs);
 	free(h->ff);
-	free(h->pmap.s);
-	free(h->tmap.s);
-	free(h->smap.s);
-	free(h->cmap.s);
+	htab_free(&h->pmap);
+	htab_free(&h->tmap);
+	htab_free(&h->smap);
+	htab_free(&h->cmap);
 	free(h->name_pass);
 	strtab_free(&h->st);
 	free(h);
