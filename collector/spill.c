@@ -262,15 +262,8 @@ typedef struct spill_found {
 /* Appends src to sp's inputs. Returns 0 or -ENOMEM. */
 static int push_src(spill_inputs *sp, spill_found *f, merge_source src)
 {
-	if (sp->nsrc == f->cap_src) {
-		size_t nc = f->cap_src ? f->cap_src * 2 : 16;
-		merge_source *nv = realloc(sp->src, nc * sizeof(*nv));
-
-		if (nv == NULL)
-			return -ENOMEM;
-		sp->src = nv;
-		f->cap_src = nc;
-	}
+	if (vec_grow(&sp->src, &f->cap_src, sp->nsrc + 1, sizeof(*sp->src), 16) < 0)
+		return -ENOMEM;
 	sp->src[sp->nsrc++] = src;
 	return 0;
 }
