@@ -41,6 +41,7 @@
 #include "say.h"
 #include "internal.h"
 #include "spill.h"
+#include "vec.h"
 
 /* Slots allocated ahead of the agents: how many a fork storm may take
  * between two reads before some images fall back to connecting. */
@@ -822,17 +823,11 @@ void ptab_read(ptab *t)
 		size_t need = t->nopen + (claimed - t->seen);
 
 		if (need > t->open_cap) {
-			size_t cap = t->open_cap ? t->open_cap : 1024;
+			size_t cap = t->open_cap, idx_cap = t->open_cap;
 
-			while (cap < need)
-				cap *= 2;
-			uint32_t *ni = realloc(t->open_idx, cap * sizeof(*ni));
-			if (ni)
-				t->open_idx = ni;
-			ptab_entry **no = ni ? realloc(t->open, cap * sizeof(*no)) : NULL;
-			if (!no)
+			if (vec_grow(&t->open_idx, &idx_cap, need, sizeof(*t->open_idx), 1024) < 0 ||
+			    vec_grow(&t->open, &cap, need, sizeof(*t->open), 1024) < 0)
 				return; /* try again next time */
-			t->open = no;
 			t->open_cap = cap;
 		}
 		for (uint32_t i = t->seen; i < claimed; i++) {
