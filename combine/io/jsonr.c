@@ -27,6 +27,7 @@
 
 #include "jsonr.h"
 #include "ostream.h"
+#include "vec.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -1498,7 +1499,7 @@ static const char *dd_skip(const char *p)
  * name to find them: linear-logarithmic however many there are. */
 static const char *dd_object(dd *d, const char *p, unsigned depth)
 {
-	dd_member *m = NULL, **by = NULL, *nm;
+	dd_member *m = NULL, **by = NULL;
 	char *names = NULL;
 	size_t n = 0, cap = 0, used = 0, ncap = 0;
 	const char *q = dd_ws(p + 1);
@@ -1507,13 +1508,8 @@ static const char *dd_object(dd *d, const char *p, unsigned depth)
 	while (*q != '}') {
 		const char *kend = dd_str_end(q);
 
-		if (n == cap) {
-			cap = cap ? 2 * cap : 16;
-			nm = realloc(m, cap * sizeof(*m));
-			if (nm == NULL)
-				goto nomem;
-			m = nm;
-		}
+		if (vec_grow(&m, &cap, n + 1, sizeof(*m), 16) < 0)
+			goto nomem;
 		m[n] = (dd_member){.key = q, .kend = kend, .index = n, .keep = true};
 		q = dd_ws(dd_ws(kend) + 1);
 		m[n].val = q;
