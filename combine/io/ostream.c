@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include "ostream.h"
+#include "vec.h"
 
 /* Deflate output is written in chunks of this size. */
 #define OSTREAM_ZBUF_SIZE (256u * 1024u)
@@ -111,14 +112,11 @@ int ostream_drain(ostream *o)
 
 	if (o->fd < 0 && o->z == NULL) {
 		/* A memory stream: make room instead of writing out. */
-		char *nb = o->err ? NULL : realloc(o->buf, o->cap * 2);
-		if (nb == NULL) {
+		if (o->err || vec_grow(&o->buf, &o->cap, o->cap + 1, 1, OSTREAM_BUF_SIZE) < 0) {
 			ostream_fail(o, -ENOMEM);
 			o->len = 0; /* keep the writers' room promise; content is lost */
 			return o->err;
 		}
-		o->buf = nb;
-		o->cap *= 2;
 		return 0;
 	}
 
