@@ -142,11 +142,33 @@ static void test_htab_strings(void)
 	htab_free(&t);
 }
 
+/* htab_reserve makes the room the next add needs: that add moves nothing,
+ * so a caller that reserved first cannot fail half way. */
+static void test_htab_reserve(void)
+{
+	htab t = {.first = 4};
+	htab_slot *slots;
+
+	MUST(htab_add(&t, 1, 1) == 0);
+	MUST(htab_add(&t, 2, 2) == 0);
+	CHECK_UINT(t.cap, ==, 4);
+	MUST(htab_reserve(&t) == 0); /* a third entry would fill more than half */
+	CHECK_UINT(t.cap, ==, 8);
+	slots = t.slots;
+	MUST(htab_add(&t, 3, 3) == 0);
+	CHECK(t.slots == slots);
+	MUST(htab_reserve(&t) == 0); /* room already */
+	CHECK(t.slots == slots);
+	CHECK_UINT(htab_get(&t, 1) + htab_get(&t, 2) + htab_get(&t, 3), ==, 6);
+	htab_free(&t);
+}
+
 int main(void)
 {
 	test_vec_grow();
 	test_vec_overflow();
 	test_htab_numbers();
 	test_htab_strings();
+	test_htab_reserve();
 	return check_done("unit.util");
 }
