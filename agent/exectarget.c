@@ -6,7 +6,8 @@
  * not setuid/setgid (the loader ignores LD_PRELOAD paths there), or a
  * script (its interpreter is almost always dynamic). Anything else - a
  * static binary, a setuid program, a file we cannot read - is announced
- * the old way, so the trace still names the image the agent cannot enter.
+ * by the caller's EXEC record before the exec, so the trace still names
+ * the image the agent cannot enter.
  *
  * For a dynamic ELF it also names the file the way the kernel will
  * (/proc/<pid>/exe): the new image is handed that name and need not read

@@ -573,7 +573,8 @@ struct agent_handover {
  * a fork child's stack, where each page it writes costs a page fault: as
  * PATH_MAX it pushed the child's way to exec onto two more pages. An exe
  * with a longer name is left to /proc; a $PATH candidate that does not
- * fit makes the check give up (the exec is announced the old way).
+ * fit makes the check give up (the caller announces the exec with an
+ * EXEC record).
  */
 #define AGENT_EXEC_TS_EXE 1024
 /* Room for "FORKTRACE_EXEC_TS=<ns>:<ticks>:<boot_before>:<P|C><pid>:<slot>:<exe>";

@@ -2,7 +2,8 @@
  * slot.c - an image's slot in the collector's process table.
  *
  * A Unix socket connection costs a short-lived image ~40 us, more than all
- * the rest of the agent (docs/BENCHMARKS.md); a build starts thousands of
+ * the rest of the agent (docs/BENCHMARKS.md, "Why a process table, not a
+ * connection per image"); a build starts thousands of
  * images that say nothing but HELLO and EXIT. So an image first writes its
  * frames into a slot of a file the collector shares with every agent
  * (include/forktrace/wire.h, "The process table"), and connects only when
