@@ -131,10 +131,10 @@ ssize_t enc_hello(void *buf, size_t cap, const struct enc_hello *h)
 	int err;
 
 	err = enc_begin(&c, &pk, buf, cap, 11 + (h->exec_ts != 0) + h->from_table) ||
-	      enc_ts_tid(&pk, h->ts, h->tid) ||
-	      enc_kint(&pk, FT_K_PID, h->pid) || enc_kint(&pk, FT_K_PPID, h->ppid) ||
-	      enc_kargv(&pk, FT_K_ARGV, h->argv, h->argc) || enc_kstr(&pk, FT_K_CWD, h->cwd) ||
-	      enc_kstr(&pk, FT_K_EXE, h->exe) || enc_kuint(&pk, FT_K_REALTIME, h->realtime) ||
+	      enc_ts_tid(&pk, h->ts, h->tid) || enc_kint(&pk, FT_K_PID, h->pid) ||
+	      enc_kint(&pk, FT_K_PPID, h->ppid) || enc_kargv(&pk, FT_K_ARGV, h->argv, h->argc) ||
+	      enc_kstr(&pk, FT_K_CWD, h->cwd) || enc_kstr(&pk, FT_K_EXE, h->exe) ||
+	      enc_kuint(&pk, FT_K_REALTIME, h->realtime) ||
 	      enc_kuint(&pk, FT_K_START_TICKS, h->start_ticks) ||
 	      enc_kstr(&pk, FT_K_NAME, h->name) || enc_kuint(&pk, FT_K_FLAGS, h->flags) ||
 	      (h->exec_ts && enc_kuint(&pk, FT_K_EXEC_TS, h->exec_ts)) ||
@@ -149,16 +149,15 @@ ssize_t enc_fork(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind,
 	msgpack_packer pk;
 	int err;
 
-	err =
-	    enc_begin(&c, &pk, buf, cap, 4) || enc_ts_tid(&pk, ts, tid) ||
-	    (errnum == 0 ? enc_kint(&pk, FT_K_CHILD, child) : enc_kint(&pk, FT_K_ERRNO, errnum)) ||
-	    enc_kuint(&pk, FT_K_KIND, kind);
+	err = enc_begin(&c, &pk, buf, cap, 4) || enc_ts_tid(&pk, ts, tid) ||
+	      (errnum == 0 ? enc_kint(&pk, FT_K_CHILD, child)
+			   : enc_kint(&pk, FT_K_ERRNO, errnum)) ||
+	      enc_kuint(&pk, FT_K_KIND, kind);
 	return enc_end(&c, FT_MSG_FORK, err);
 }
 
-ssize_t enc_vfork(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child,
-		  uint64_t exec_ts, const char *path, const char *const *argv, size_t argc,
-		  int32_t child_err)
+ssize_t enc_vfork(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child, uint64_t exec_ts,
+		  const char *path, const char *const *argv, size_t argc, int32_t child_err)
 {
 	struct enc_cur c;
 	msgpack_packer pk;
@@ -166,8 +165,8 @@ ssize_t enc_vfork(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child
 
 	err = enc_begin(&c, &pk, buf, cap, child_err ? 8 : 7) || enc_ts_tid(&pk, ts, tid) ||
 	      enc_kint(&pk, FT_K_CHILD, child) || enc_kstr(&pk, FT_K_PATH, path) ||
-	      enc_kargv(&pk, FT_K_ARGV, argv, argc) ||
-	      enc_kuint(&pk, FT_K_KIND, FT_SPAWN_VFORK) || enc_kuint(&pk, FT_K_EXEC_TS, exec_ts) ||
+	      enc_kargv(&pk, FT_K_ARGV, argv, argc) || enc_kuint(&pk, FT_K_KIND, FT_SPAWN_VFORK) ||
+	      enc_kuint(&pk, FT_K_EXEC_TS, exec_ts) ||
 	      (child_err && enc_kint(&pk, FT_K_CHILD_ERRNO, child_err));
 	return enc_end(&c, FT_MSG_FORK, err);
 }
@@ -350,8 +349,8 @@ ssize_t enc_events_head(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_
 	return (ssize_t)c.len;
 }
 
-ssize_t enc_module(void *buf, size_t cap, uint64_t ts, int32_t tid, const char *path,
-		   uint64_t bias, uint64_t lo, uint64_t hi)
+ssize_t enc_module(void *buf, size_t cap, uint64_t ts, int32_t tid, const char *path, uint64_t bias,
+		   uint64_t lo, uint64_t hi)
 {
 	struct enc_cur c;
 	msgpack_packer pk;

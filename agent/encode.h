@@ -28,7 +28,7 @@ struct enc_hello {
 	uint64_t exec_ts; /* 0: not known, key left out */
 	uint64_t realtime;
 	uint64_t start_ticks;
-	bool from_table;     /* resumed from process-table slot table_slot */
+	bool from_table; /* resumed from process-table slot table_slot */
 	uint32_t table_slot;
 	int32_t pid;
 	int32_t ppid;
@@ -49,9 +49,8 @@ ssize_t enc_fork(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind,
 
 /* FORK of vfork child `child` whose last exec call was path with
  * argv[0..argc) at exec_ts, failed with child_err (0: did not return). */
-ssize_t enc_vfork(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child,
-		  uint64_t exec_ts, const char *path, const char *const *argv, size_t argc,
-		  int32_t child_err);
+ssize_t enc_vfork(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child, uint64_t exec_ts,
+		  const char *path, const char *const *argv, size_t argc, int32_t child_err);
 
 /* EXEC: the first argc entries of argv (borrowed) are sent. */
 ssize_t enc_exec(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind, const char *path,
@@ -100,7 +99,7 @@ ssize_t enc_events_head(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_
 			uint64_t offset, uint64_t tsc, uint32_t data_len);
 
 /* MODULE: a loaded object and where it lies. */
-ssize_t enc_module(void *buf, size_t cap, uint64_t ts, int32_t tid, const char *path,
-		   uint64_t bias, uint64_t lo, uint64_t hi);
+ssize_t enc_module(void *buf, size_t cap, uint64_t ts, int32_t tid, const char *path, uint64_t bias,
+		   uint64_t lo, uint64_t hi);
 
 #endif /* AGENT_ENCODE_H */

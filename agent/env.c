@@ -142,15 +142,16 @@ void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra)
 	 * rewritten "LD_PRELOAD=<agent> <old>". */
 	need = (n + AGENT_ENV_ADDED + 1) * sizeof(char *);
 	if (fix_preload) {
-		plen =
-		    sizeof(FT_ENV_PRELOAD) + strlen(agent_g.agent_path) + 1 + strlen(preload) + 1;
+		plen = sizeof(FT_ENV_PRELOAD) + strlen(agent_g.agent_path) + 1 + strlen(preload) +
+		       1;
 		need += plen;
 	}
 	if (need <= sizeof(e->area)) {
 		mem = e->area;
 	} else {
 		e->maplen = need;
-		mem = agent_sys_mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		mem = agent_sys_mmap(NULL, need, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (mem == MAP_FAILED) {
 			/* Leave envp as it was: the child goes untraced, but
 			 * the program's exec still happens. */
@@ -293,8 +294,8 @@ static void agent_env_parse_exec_ts(const char *p, struct agent_handover *h)
 	    *p++ != ':' || !agent_env_digits(&p, &boot) || *p++ != ':')
 		return;
 	who = *p++;
-	if ((who != 'P' && who != 'C') || !agent_env_digits(&p, &pid) || *p++ != ':' ||
-	    pid == 0 || pid > INT_MAX)
+	if ((who != 'P' && who != 'C') || !agent_env_digits(&p, &pid) || *p++ != ':' || pid == 0 ||
+	    pid > INT_MAX)
 		return;
 	bool has_slot = agent_env_digits(&p, &slot);
 

@@ -60,8 +60,8 @@ struct agent_tev {
 	uint64_t flush_tsc; /* interval flush due at this counter value */
 	uint64_t nrec;      /* records in the slot not yet sent */
 	uint32_t slot_id;
-	int busy;           /* inside a record (a signal handler must not nest) */
-	int off;            /* this thread cannot record (no slot to be had) */
+	int busy; /* inside a record (a signal handler must not nest) */
+	int off;  /* this thread cannot record (no slot to be had) */
 };
 
 static AGENT_TLS struct agent_tev agent_t_ev;
@@ -107,7 +107,7 @@ static inline void agent_ev_publish(struct agent_tev *e)
 {
 	__atomic_store_n(&e->slot->head,
 			 __atomic_load_n(&e->slot->base, __ATOMIC_RELAXED) +
-			     (uint64_t)(e->pos - e->data),
+				 (uint64_t)(e->pos - e->data),
 			 __ATOMIC_RELEASE);
 }
 
@@ -468,8 +468,7 @@ static int agent_region_new(void)
 		return fd;
 	if (agent_sys_ftruncate(fd, (off_t)len) < 0)
 		goto fail_fd;
-	base = agent_sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd,
-			      0);
+	base = agent_sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
 	if (base == MAP_FAILED)
 		goto fail_fd;
 	/* A fork child must not write into the parent's buffers (it gets
@@ -519,8 +518,8 @@ static bool agent_slot_claim(struct agent_tev *e)
 		for (i = 0; i < AGENT_REGION_SLOTS; i++) {
 			unsigned char *base = agent_regions[r].base;
 			struct ft_shm_slot *s =
-			    (struct ft_shm_slot *)(base + FT_SHM_SLOTS_OFFSET +
-						   (size_t)i * FT_SHM_SLOT_HEADER_SIZE);
+				(struct ft_shm_slot *)(base + FT_SHM_SLOTS_OFFSET +
+						       (size_t)i * FT_SHM_SLOT_HEADER_SIZE);
 			int32_t zero = 0;
 
 			if (!__atomic_compare_exchange_n(&s->tid, &zero, tid, false,
@@ -571,8 +570,7 @@ static void agent_ev_send_locked(struct agent_tev *e)
 	iov[1].iov_len = len;
 	/* Sent or counted lost: the slot starts over either way (a buffer
 	 * that cannot be sent must not stop the program). */
-	(void)agent_writev_locked(iov, 2, n < 0 ? n : (ssize_t)(iov[0].iov_len + len), -1,
-				  e->nrec);
+	(void)agent_writev_locked(iov, 2, n < 0 ? n : (ssize_t)(iov[0].iov_len + len), -1, e->nrec);
 	__atomic_store_n(&e->slot->base, base + len, __ATOMIC_RELEASE);
 	e->pos = e->data;
 	e->last_tsc = 0;

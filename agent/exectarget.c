@@ -184,8 +184,8 @@ static enum agent_image file_kind(int fd, struct stat *st, char *interp)
 
 		while (i < lim && (u.b[i] == ' ' || u.b[i] == '\t'))
 			i++;
-		for (j = i; j < lim && u.b[j] != ' ' && u.b[j] != '\t' && u.b[j] != '\n' &&
-			    u.b[j] != '\0';
+		for (j = i;
+		     j < lim && u.b[j] != ' ' && u.b[j] != '\t' && u.b[j] != '\n' && u.b[j] != '\0';
 		     j++)
 			;
 		if (j == i || j == AGENT_INTERP_MAX)
@@ -286,7 +286,8 @@ static int open_in_path(const char *file, char *buf, size_t cap)
 		buf[at] = '/';
 		memcpy(buf + at + 1, file, flen + 1);
 		if (agent_syscall(SYS_faccessat, AT_FDCWD, buf, X_OK) == 0) {
-			int fd = (int)agent_syscall(SYS_openat, AT_FDCWD, buf, O_RDONLY | O_CLOEXEC);
+			int fd = (int)agent_syscall(SYS_openat, AT_FDCWD, buf,
+						    O_RDONLY | O_CLOEXEC);
 			if (fd >= 0)
 				return fd;
 		}
@@ -303,8 +304,8 @@ static int open_in_path(const char *file, char *buf, size_t cap)
  * written into buf (cap bytes). Returns a negative value when it cannot
  * tell.
  */
-static int open_target(unsigned kind, int dirfd, const char *path, int flags, char *buf,
-		       size_t cap, const char **name, bool *own)
+static int open_target(unsigned kind, int dirfd, const char *path, int flags, char *buf, size_t cap,
+		       const char **name, bool *own)
 {
 	*own = true;
 	*name = path;
@@ -322,7 +323,8 @@ static int open_target(unsigned kind, int dirfd, const char *path, int flags, ch
 		/* Relative to another directory: its name would take /proc. */
 		if (path && path[0] != '/' && dirfd != AT_FDCWD)
 			*name = NULL;
-		return path ? (int)agent_syscall(SYS_openat, dirfd, path, O_RDONLY | O_CLOEXEC) : -1;
+		return path ? (int)agent_syscall(SYS_openat, dirfd, path, O_RDONLY | O_CLOEXEC)
+			    : -1;
 	case FT_EXEC_EXECVP:
 	case FT_EXEC_EXECVPE:
 	case FT_EXEC_EXECLP:
@@ -333,7 +335,8 @@ static int open_target(unsigned kind, int dirfd, const char *path, int flags, ch
 		*name = buf;
 		return open_in_path(path, buf, cap);
 	default:
-		return path ? (int)agent_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC) : -1;
+		return path ? (int)agent_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC)
+			    : -1;
 	}
 }
 
@@ -446,9 +449,8 @@ static bool target_free_for(const struct ft_table_target *e, const char *path, s
 /* Remembers in its pair e (path's hash h) what exec of path starts: img
  * (not OTHER) of the file st describes, named exe. Skipped while another
  * process writes the entry. */
-static void target_cache_put(struct ft_table_target *e, uint32_t h, const char *path,
-			     size_t len, enum agent_image img, const struct stat *st,
-			     const char *exe)
+static void target_cache_put(struct ft_table_target *e, uint32_t h, const char *path, size_t len,
+			     enum agent_image img, const struct stat *st, const char *exe)
 {
 	size_t xlen = strlen(exe);
 	int64_t changed = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
@@ -462,7 +464,7 @@ static void target_cache_put(struct ft_table_target *e, uint32_t h, const char *
 		e += target_free_for(e + 1, path, len) ? 1 : (h >> 31);
 	seq = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
 	if ((seq & 1) || !__atomic_compare_exchange_n(&e->seq, &seq, seq + 1, false,
-						     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+						      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		return;
 	/* No store below may be seen before the odd seq (smp_wmb in the
 	 * kernel's write_seqcount_begin). */
@@ -493,9 +495,9 @@ bool agent_exec_target(unsigned kind, int dirfd, const char *path, int flags, bo
 	bool own;
 	/* An absolute path that exec opens as open(2) would. */
 	size_t cached_len = path && path[0] == '/' && kind != FT_EXEC_FEXECVE &&
-				    kind != FT_EXEC_EXECVEAT
-				? strlen(path)
-				: 0;
+					    kind != FT_EXEC_EXECVEAT
+				    ? strlen(path)
+				    : 0;
 	/* Its pair of cache entries, found once for the lookup and the fill. */
 	uint32_t h = cached_len ? target_hash(path, cached_len) : 0;
 	struct ft_table_target *pair = cached_len ? target_pair(h) : NULL;

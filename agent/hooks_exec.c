@@ -71,9 +71,9 @@ static const char *agent_fd_path(int fd, char *buf, size_t cap)
  * image will not load the agent (agent_exec_target): nothing to hand
  * over. A slot of an exec that then fails stays empty. Signal-safe.
  */
-static const char *agent_exec_handover(char *buf, uint64_t ns, uint64_t ticks,
-				       uint64_t boot_before, bool self, unsigned kind, int dirfd,
-				       const char *path, int flags, bool cwd_known)
+static const char *agent_exec_handover(char *buf, uint64_t ns, uint64_t ticks, uint64_t boot_before,
+				       bool self, unsigned kind, int dirfd, const char *path,
+				       int flags, bool cwd_known)
 {
 	size_t off = agent_env_exec_ts(buf, ns, ticks, boot_before, self);
 	uint32_t idx;
@@ -198,8 +198,10 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 		 * child's parent does, from its note). */
 		if (!record && extra && !agent_t_in_vfork && !agent_bypass()) {
 			record = true;
-			agent_emit_exec(kind, kind == FT_EXEC_FEXECVE ? agent_fd_path(dirfd, fdpath, PATH_MAX)
-								      : path,
+			agent_emit_exec(kind,
+					kind == FT_EXEC_FEXECVE
+						? agent_fd_path(dirfd, fdpath, PATH_MAX)
+						: path,
 					argv);
 		}
 		ret = agent_exec_real(kind, dirfd, path, argv, envp, flags);
@@ -211,8 +213,8 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 	agent_table_fd_unpass(table_fd);
 	agent_env_release(&env);
 	if ((record || extra) && !agent_bypass())
-		AGENT_EMIT(
-		    enc_exec_fail(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), err, path));
+		AGENT_EMIT(enc_exec_fail(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), err,
+					 path));
 	errno = err;
 	return ret;
 }
@@ -271,8 +273,8 @@ static int agent_execl(unsigned kind, const char *path, const char *arg0, va_lis
 	va_end(cp);
 	if (n + 1 > AGENT_EXECL_STACK) {
 		maplen = (n + 1) * sizeof(char *);
-		argv =
-		    agent_sys_mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		argv = agent_sys_mmap(NULL, maplen, PROT_READ | PROT_WRITE,
+				      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (argv == MAP_FAILED) {
 			errno = ENOMEM;
 			return -1;
@@ -328,8 +330,8 @@ AGENT_EXPORT int execle(const char *path, const char *arg, ...)
 }
 
 /* Send SPAWN; shorten argv if it does not fit (see agent_emit_exec). */
-static void agent_emit_spawn(uint64_t ts, unsigned kind, pid_t child, int ret,
-			     const char *path, char *const *argv)
+static void agent_emit_spawn(uint64_t ts, unsigned kind, pid_t child, int ret, const char *path,
+			     char *const *argv)
 {
 	size_t argc = agent_argc(argv);
 	ssize_t n;
@@ -337,8 +339,8 @@ static void agent_emit_spawn(uint64_t ts, unsigned kind, pid_t child, int ret,
 	agent_t_guard++;
 	agent_lock();
 	for (;;) {
-		n = enc_spawn(agent_buf, AGENT_BUF_SIZE, ts, agent_tid(), kind, child, ret,
-			      path, (const char *const *)argv, argc);
+		n = enc_spawn(agent_buf, AGENT_BUF_SIZE, ts, agent_tid(), kind, child, ret, path,
+			      (const char *const *)argv, argc);
 		if ((n != -ENOBUFS && !agent_frame_needs_cut(n)) || argc == 0)
 			break;
 		argc /= 2;
@@ -359,8 +361,8 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 		       const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
 		       char *const argv[], char *const envp[])
 {
-	agent_posix_spawn_fn f =
-	    kind == FT_SPAWN_POSIX_SPAWNP ? AGENT_REAL(posix_spawnp) : AGENT_REAL(posix_spawn);
+	agent_posix_spawn_fn f = kind == FT_SPAWN_POSIX_SPAWNP ? AGENT_REAL(posix_spawnp)
+							       : AGENT_REAL(posix_spawn);
 	struct agent_env env;
 	char exec_ts[AGENT_EXEC_TS_SIZE];
 	const char *extra = NULL;

@@ -347,8 +347,8 @@ static void agent_shell_argv(char *argv[5], const char *cmd)
 	int d = __atomic_load_n(&dashes, __ATOMIC_RELAXED);
 
 	if (d < 0) {
-		const char *(*ver)(void) =
-		    (const char *(*)(void))dlsym(RTLD_DEFAULT, "gnu_get_libc_version");
+		const char *(*ver)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT,
+									"gnu_get_libc_version");
 		const char *v = ver ? ver() : NULL;
 		unsigned major = 0, minor = 0;
 

@@ -227,9 +227,9 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	}
 	agent_ev_init(env.functions);
 	if (env.functions && strlen(env.functions) < 16)
-		agent_g.env_functions =
-		    agent_arena_join(FT_ENV_FUNCTIONS "=", sizeof(FT_ENV_FUNCTIONS), env.functions,
-				     strlen(env.functions));
+		agent_g.env_functions = agent_arena_join(FT_ENV_FUNCTIONS "=",
+							 sizeof(FT_ENV_FUNCTIONS), env.functions,
+							 strlen(env.functions));
 	if (env.sock && *env.sock)
 		agent_hide_env(env.preload);
 	__atomic_store_n(&agent_g.configured, 1, __ATOMIC_RELEASE);

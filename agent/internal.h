@@ -192,29 +192,29 @@ static inline void *agent_resolve_fast(void **slot, const char *name)
  * first, the send lock's word among them: a fork child writes all of them,
  * and each page it writes costs it a copy-on-write fault. */
 struct agent_state {
-	int lockword;	 /* the send lock: 0 free, 1 locked, 2 with waiters */
-	int configured;	 /* FORKTRACE_SOCK was set: merge env on exec/spawn */
-	int env_ready;	 /* the env_* strings below are prepared (atomic) */
-	int init_done;	 /* the constructor ran (whatever it decided) */
-	int active;	 /* connected; hooks record (atomic) */
-	int fd;		 /* our socket, or -1; valid once configured is set */
-	int reconnected; /* the one reconnect after EBADF/EPIPE was used */
-	int failed;	 /* the one stderr line was written */
-	int exit_sent;	 /* EXIT was sent for this image (atomic) */
-	int pending_connect; /* fork child: connect and say HELLO at the first write */
-	int forked;	 /* this image is a fork child's copy (HELLO flag) */
-	int spilling;	 /* fd is this image's spill file, not a socket */
-	int ack_wait;	 /* wait for the collector's byte at exit (agent_await_ack) */
-	int seccomp;	 /* a seccomp filter is in force: never call socket() */
-	int table_keep;	 /* the table's fd + 1, kept under a seccomp filter, or 0 */
+	int lockword;                  /* the send lock: 0 free, 1 locked, 2 with waiters */
+	int configured;                /* FORKTRACE_SOCK was set: merge env on exec/spawn */
+	int env_ready;                 /* the env_* strings below are prepared (atomic) */
+	int init_done;                 /* the constructor ran (whatever it decided) */
+	int active;                    /* connected; hooks record (atomic) */
+	int fd;                        /* our socket, or -1; valid once configured is set */
+	int reconnected;               /* the one reconnect after EBADF/EPIPE was used */
+	int failed;                    /* the one stderr line was written */
+	int exit_sent;                 /* EXIT was sent for this image (atomic) */
+	int pending_connect;           /* fork child: connect and say HELLO at the first write */
+	int forked;                    /* this image is a fork child's copy (HELLO flag) */
+	int spilling;                  /* fd is this image's spill file, not a socket */
+	int ack_wait;                  /* wait for the collector's byte at exit (agent_await_ack) */
+	int seccomp;                   /* a seccomp filter is in force: never call socket() */
+	int table_keep;                /* the table's fd + 1, kept under a seccomp filter, or 0 */
 	uint64_t table_dev, table_ino; /* what table_keep must be open on */
-	char env_table[40]; /* "FORKTRACE_TABLE_FD=<fd>" while table_keep */
-	int introduced;	 /* this image's HELLO went to the table or a connection */
-	struct ft_table_slot *table_slot; /* this image's process-table slot, or NULL */
-	struct ft_table_header *table_hdr; /* the table's mapped header, or NULL */
+	char env_table[40];            /* "FORKTRACE_TABLE_FD=<fd>" while table_keep */
+	int introduced;                /* this image's HELLO went to the table or a connection */
+	struct ft_table_slot *table_slot;      /* this image's process-table slot, or NULL */
+	struct ft_table_header *table_hdr;     /* the table's mapped header, or NULL */
 	struct ft_table_slot *table_inherited; /* a fork child's mapping of its parent's slot */
-	uint32_t table_idx;   /* index of table_slot, or of the slot it left */
-	int table_left;	      /* this image wrote in slot table_idx, then connected */
+	uint32_t table_idx;                    /* index of table_slot, or of the slot it left */
+	int table_left;   /* this image wrote in slot table_idx, then connected */
 	uint64_t exec_ts; /* from FORKTRACE_EXEC_TS: when this image was exec'd */
 	uint64_t tick_ns; /* ns per clock tick (the unit of start_ticks), or 0 */
 	pid_t pid;
@@ -234,13 +234,13 @@ struct agent_state {
 	/* What a fork child resets, read here first: on their own pages,
 	 * untouched in most processes, even reading these cost every fork
 	 * child a page fault. */
-	int threads_used; /* agent_threads[0, n) were ever written (hooks_thread.c) */
-	int popens_used;  /* agent_popens[0, n) were ever written (hooks_proc.c) */
-	int ev_used;	  /* some thread recorded in-process events (events.c) */
+	int threads_used;         /* agent_threads[0, n) were ever written (hooks_thread.c) */
+	int popens_used;          /* agent_popens[0, n) were ever written (hooks_proc.c) */
+	int ev_used;              /* some thread recorded in-process events (events.c) */
 	uint32_t table_slot_size; /* the table's slot size, once its header is mapped */
-	uint32_t table_handed;	  /* the slot FORKTRACE_EXEC_TS handed over + 1, or 0 */
+	uint32_t table_handed;    /* the slot FORKTRACE_EXEC_TS handed over + 1, or 0 */
 	uint32_t table_capacity;  /* slots the table file holds, once its header is mapped */
-	uint32_t table_used;	  /* bytes this image committed in table_slot */
+	uint32_t table_used;      /* bytes this image committed in table_slot */
 	/* agent_fork_child, for agent_same_process below it: registered by
 	 * the constructor before it sets pid (with pid 0 nothing is reset). */
 	void (*fork_child_reset)(pid_t parent_pid, uint64_t boot_before);
@@ -255,15 +255,15 @@ struct agent_state {
 	size_t argc;
 	int argv_truncated;
 	/* Strings for env merging, prepared with env_ready. */
-	char *env_sock;		 /* FORKTRACE_SOCK=<path> (envp entries are char *) */
-	char *env_preload;	 /* LD_PRELOAD=<original value> */
-	char *env_spill;	 /* FORKTRACE_SPILL=<dir>, or NULL */
-	char *env_functions;	 /* FORKTRACE_FUNCTIONS=<value>, or NULL */
-	const char *agent_path;	 /* this .so, as loaded */
-	const char *agent_base;	 /* basename in agent_path */
-	const char *table_path;	 /* the process table beside the socket, or NULL */
-	const char *spill_dir;	 /* $FORKTRACE_SPILL: where spill files go, or NULL */
-	const char *spill_tmp;	 /* else $TMPDIR, or NULL (agent_spill_open) */
+	char *env_sock;         /* FORKTRACE_SOCK=<path> (envp entries are char *) */
+	char *env_preload;      /* LD_PRELOAD=<original value> */
+	char *env_spill;        /* FORKTRACE_SPILL=<dir>, or NULL */
+	char *env_functions;    /* FORKTRACE_FUNCTIONS=<value>, or NULL */
+	const char *agent_path; /* this .so, as loaded */
+	const char *agent_base; /* basename in agent_path */
+	const char *table_path; /* the process table beside the socket, or NULL */
+	const char *spill_dir;  /* $FORKTRACE_SPILL: where spill files go, or NULL */
+	const char *spill_tmp;  /* else $TMPDIR, or NULL (agent_spill_open) */
 	size_t arena_used;
 	char arena[AGENT_ARENA_SIZE];
 };
@@ -275,11 +275,11 @@ extern struct agent_state agent_g __attribute__((visibility("hidden")));
 extern unsigned char agent_buf[AGENT_BUF_SIZE] __attribute__((visibility("hidden")));
 
 /* Per-thread state, initial-exec TLS (house rule 10). */
-extern AGENT_TLS int agent_t_guard;    /* >0: inside the agent, hooks pass through */
-extern AGENT_TLS int agent_t_in_vfork; /* set from vfork() until the parent resumes */
-extern AGENT_TLS pid_t agent_t_tid;    /* cached kernel tid (see agent_tid) */
+extern AGENT_TLS int agent_t_guard;     /* >0: inside the agent, hooks pass through */
+extern AGENT_TLS int agent_t_in_vfork;  /* set from vfork() until the parent resumes */
+extern AGENT_TLS pid_t agent_t_tid;     /* cached kernel tid (see agent_tid) */
 extern AGENT_TLS pid_t agent_t_tid_pid; /* the agent_g.pid it was cached in */
-extern AGENT_TLS int agent_t_tramp;    /* thread started by our trampoline */
+extern AGENT_TLS int agent_t_tramp;     /* thread started by our trampoline */
 
 /* Kernel tid of the calling thread, cached. Signal-safe. */
 pid_t agent_tid(void);
@@ -558,12 +558,12 @@ void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra);
 /* What FORKTRACE_EXEC_TS hands a new image (format: env.c). */
 struct agent_handover {
 	uint64_t exec_ns;     /* when exec/posix_spawn was called, or 0 */
-	uint64_t ticks;	      /* start time in clock ticks, or 0 */
+	uint64_t ticks;       /* start time in clock ticks, or 0 */
 	uint64_t boot_before; /* spawner's CLOCK_BOOTTIME ns before the spawn, or 0 */
-	uint32_t slot;	      /* process-table slot claimed for the image + 1, or 0 */
+	uint32_t slot;        /* process-table slot claimed for the image + 1, or 0 */
 	const char *exe;      /* /proc/self/exe to be (borrowed from envp), or NULL */
-	pid_t pid;	      /* the image's pid must be this, or 0 */
-	pid_t ppid;	      /* its parent's pid must be this, or 0 */
+	pid_t pid;            /* the image's pid must be this, or 0 */
+	pid_t ppid;           /* its parent's pid must be this, or 0 */
 };
 /* Room for "<slot>:" in FORKTRACE_EXEC_TS. */
 #define AGENT_EXEC_TS_SLOT 12
@@ -594,12 +594,12 @@ void agent_env_exec_ts_slot(char *buf, size_t off, uint32_t slot);
 /* The variables the constructor reads (borrowed from envp, NULL when
  * unset). */
 struct agent_start_env {
-	const char *sock;      /* FORKTRACE_SOCK */
-	const char *preload;   /* LD_PRELOAD */
-	const char *spill;     /* FORKTRACE_SPILL */
-	const char *tmpdir;    /* TMPDIR */
-	const char *functions; /* FORKTRACE_FUNCTIONS */
-	const char *table_fd;  /* FORKTRACE_TABLE_FD */
+	const char *sock;         /* FORKTRACE_SOCK */
+	const char *preload;      /* LD_PRELOAD */
+	const char *spill;        /* FORKTRACE_SPILL */
+	const char *tmpdir;       /* TMPDIR */
+	const char *functions;    /* FORKTRACE_FUNCTIONS */
+	const char *table_fd;     /* FORKTRACE_TABLE_FD */
 	struct agent_handover ho; /* FORKTRACE_EXEC_TS, all 0/NULL without one */
 };
 /* One pass over envp for the constructor (getenv would be one more

@@ -44,7 +44,8 @@ static void agent_on_fatal(int sig, siginfo_t *si, void *uctx)
 		agent_t_guard--;
 	}
 	if (si->si_code <= 0)
-		agent_syscall(SYS_tgkill, agent_syscall0(SYS_getpid), agent_syscall0(SYS_gettid), sig);
+		agent_syscall(SYS_tgkill, agent_syscall0(SYS_getpid), agent_syscall0(SYS_gettid),
+			      sig);
 	errno = saved;
 }
 

@@ -59,8 +59,8 @@ static int agent_table_map_header(int fd)
 		return (int)r;
 	if (st.st_size < (off_t)FT_TABLE_SLOTS_OFFSET)
 		return -EPROTO;
-	r = agent_syscall(SYS_mmap, NULL, FT_TABLE_SLOTS_OFFSET, PROT_READ | PROT_WRITE,
-			  MAP_SHARED, fd, 0);
+	r = agent_syscall(SYS_mmap, NULL, FT_TABLE_SLOTS_OFFSET, PROT_READ | PROT_WRITE, MAP_SHARED,
+			  fd, 0);
 	if (r < 0 && r > -4096)
 		return (int)r;
 	h = (struct ft_table_header *)r;
@@ -300,8 +300,8 @@ static struct ft_table_slot *agent_table_handed_slot(size_t need, uint32_t *idx)
 	 * would raise SIGBUS at the first write. One fstat per image, the
 	 * price of never trusting it. */
 	if (agent_sys_fstat(fd, &st) == 0 &&
-	    (uint64_t)st.st_size >= (uint64_t)FT_TABLE_SLOTS_OFFSET +
-					((uint64_t)*idx + 1) * FT_TABLE_SLOT_SIZE) {
+	    (uint64_t)st.st_size >=
+		    (uint64_t)FT_TABLE_SLOTS_OFFSET + ((uint64_t)*idx + 1) * FT_TABLE_SLOT_SIZE) {
 		agent_g.table_slot_size = FT_TABLE_SLOT_SIZE;
 		s = agent_table_map_slot(fd, *idx);
 	} else {
@@ -373,8 +373,7 @@ int agent_table_start(const void *hello, size_t n)
 int agent_table_continue(const struct iovec *iov, int cnt, size_t n)
 {
 	unsigned char head[AGENT_SMALL_FRAME];
-	ssize_t hn = enc_continue(head, sizeof(head), agent_now(), agent_tid(),
-				  agent_g.table_idx);
+	ssize_t hn = enc_continue(head, sizeof(head), agent_now(), agent_tid(), agent_g.table_idx);
 	uint32_t idx = 0;
 	struct ft_table_slot *s;
 

@@ -95,8 +95,8 @@ int agent_prepare_env(const char *sock, const char *preload)
 	 * with (if it fits; else just this agent). */
 	if (!preload || strlen(preload) >= PATH_MAX)
 		preload = agent_g.agent_path;
-	agent_g.env_preload =
-	    agent_arena_join(FT_ENV_PRELOAD "=", sizeof(FT_ENV_PRELOAD), preload, strlen(preload));
+	agent_g.env_preload = agent_arena_join(FT_ENV_PRELOAD "=", sizeof(FT_ENV_PRELOAD), preload,
+					       strlen(preload));
 	if (!agent_g.env_preload)
 		return -1;
 	__atomic_store_n(&agent_g.env_ready, 1, __ATOMIC_RELEASE);
@@ -169,9 +169,10 @@ static bool agent_env_load(void)
 			if (!nul)
 				break;
 			if (!skipping) {
-				agent_env_pick(buf + start, FT_ENV_SOCK, sock, sizeof(sock), &has_sock);
-				agent_env_pick(buf + start, FT_ENV_PRELOAD, preload, sizeof(preload),
-					       &has_preload);
+				agent_env_pick(buf + start, FT_ENV_SOCK, sock, sizeof(sock),
+					       &has_sock);
+				agent_env_pick(buf + start, FT_ENV_PRELOAD, preload,
+					       sizeof(preload), &has_preload);
 			}
 			skipping = false;
 			start = (size_t)(nul - buf) + 1;

@@ -76,7 +76,8 @@ static int agent_writev_all(struct iovec *iov, int cnt, int passfd)
 				continue;
 			/* The fd to pass was closed behind our back: send
 			 * the bytes without it (nothing to salvage then). */
-			if (errno == EBADF && passfd >= 0 && agent_sys_fcntl(passfd, F_GETFD, 0) < 0) {
+			if (errno == EBADF && passfd >= 0 &&
+			    agent_sys_fcntl(passfd, F_GETFD, 0) < 0) {
 				passfd = -1;
 				continue;
 			}
@@ -213,8 +214,8 @@ static ssize_t agent_encode_hello_in(unsigned char *buf, size_t cap, uint32_t fl
 	return enc_hello(buf, cap, &h);
 }
 
-static __attribute__((noinline)) ssize_t agent_encode_hello_long_cwd(unsigned char *buf,
-								    size_t cap, uint32_t flags)
+static __attribute__((noinline)) ssize_t agent_encode_hello_long_cwd(unsigned char *buf, size_t cap,
+								     uint32_t flags)
 {
 	char cwd[PATH_MAX];
 
@@ -411,8 +412,8 @@ static int agent_spill_open(void)
 	*p++ = '-';
 	p = agent_utoa(p, agent_now());
 	memcpy(p, ".ftspill", sizeof(".ftspill"));
-	fd = agent_sys_openat(dfd, name,
-			      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
+	fd = agent_sys_openat(
+		dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
 	agent_sys_close(dfd);
 	if (fd < 0)
 		return -errno;
@@ -448,9 +449,8 @@ static void agent_flush_lost(void)
 	len = enc_lost(buf, sizeof(buf), agent_now(), agent_tid(), n);
 	iov.iov_base = buf;
 	iov.iov_len = len > 0 ? (size_t)len : 0;
-	if (len < 0 ||
-	    (agent_g.table_slot ? agent_table_append(&iov, 1, iov.iov_len)
-				: agent_write_all(buf, (size_t)len)) < 0)
+	if (len < 0 || (agent_g.table_slot ? agent_table_append(&iov, 1, iov.iov_len)
+					   : agent_write_all(buf, (size_t)len)) < 0)
 		__atomic_add_fetch(&agent_g.lost, n, __ATOMIC_RELAXED);
 }
 

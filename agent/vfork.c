@@ -158,8 +158,7 @@ __attribute__((used)) pid_t agent_vfork_parent(long ret)
 			argv[n->argc] = NULL;
 			AGENT_EMIT(enc_vfork(agent_buf, AGENT_BUF_SIZE, agent_t_vfork_ts,
 					     agent_tid(), (int32_t)ret, n->ts, n->text, argv,
-					     n->argc,
-					     n->state == AGENT_NOTE_FAILED ? n->err : 0));
+					     n->argc, n->state == AGENT_NOTE_FAILED ? n->err : 0));
 		} else {
 			AGENT_EMIT(enc_fork(agent_buf, AGENT_BUF_SIZE, agent_t_vfork_ts,
 					    agent_tid(), FT_SPAWN_VFORK,
@@ -184,7 +183,7 @@ __asm__(".text\n"
 	"	subq $8, %rsp\n" /* keep the call 16-byte aligned */
 	"	call agent_vfork_prepare\n"
 	"	addq $8, %rsp\n"
-	"	popq %rdx\n"	  /* return address, out of the shared stack */
+	"	popq %rdx\n"      /* return address, out of the shared stack */
 	"	movl $58, %eax\n" /* SYS_vfork */
 	"	syscall\n"
 	"	pushq %rdx\n"

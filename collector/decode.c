@@ -208,8 +208,7 @@ static bool msgpack_plausible(const unsigned char *p, size_t len)
 	return off == len;
 }
 
-int wire_decode(const char *payload, size_t len, unsigned type, msgpack_unpacked *up,
-		wire_msg *out)
+int wire_decode(const char *payload, size_t len, unsigned type, msgpack_unpacked *up, wire_msg *out)
 {
 	size_t off = 0;
 

@@ -70,7 +70,7 @@ typedef struct wire_msg {
 	uint64_t realtime, start_ticks, kind, count, flags, exec_ts;
 	uint64_t slot, offset, tsc, addr, lo, hi, size, table_slot;
 	wire_str path, cwd, exe, name, cmd;
-	wire_str data; /* DATA (bin) */
+	wire_str data;              /* DATA (bin) */
 	const msgpack_object *argv; /* elements of the ARGV array, or NULL */
 	uint32_t argc;
 } wire_msg;
@@ -92,16 +92,16 @@ int wire_decode(const char *payload, size_t len, unsigned type, msgpack_unpacked
 
 /* Why wire_next_frame refused a stream. */
 enum wire_frame_error {
-	WIRE_ERR_MAGIC = -1,    /* the bytes are not a forktrace frame */
-	WIRE_ERR_VERSION = -2,  /* a protocol version this collector does not speak */
-	WIRE_ERR_TOO_BIG = -3,  /* payload larger than the limit */
+	WIRE_ERR_MAGIC = -1,   /* the bytes are not a forktrace frame */
+	WIRE_ERR_VERSION = -2, /* a protocol version this collector does not speak */
+	WIRE_ERR_TOO_BIG = -3, /* payload larger than the limit */
 };
 
 typedef struct wire_frame {
 	unsigned type;
 	const char *payload; /* borrowed from the stream's bytes */
 	uint32_t len;
-	size_t size;         /* header + payload: bytes to consume */
+	size_t size; /* header + payload: bytes to consume */
 } wire_frame;
 
 /*
@@ -160,8 +160,8 @@ typedef struct proc_conn {
 	const char *exec_path;  /* in the model's arena */
 	const char **exec_argv; /* in the model's arena */
 	size_t exec_argc;
-	shm_image *shm;         /* its event buffers; a reference, or NULL */
-	int fds[8];             /* fds received (SCM_RIGHTS) not yet claimed */
+	shm_image *shm; /* its event buffers; a reference, or NULL */
+	int fds[8];     /* fds received (SCM_RIGHTS) not yet claimed */
 	int nfds;
 } proc_conn;
 
@@ -362,16 +362,16 @@ typedef struct out_file {
 	const char *what; /* borrowed: "trace", "report" */
 	char dir[4096];   /* the target's directory and name */
 	char name[256];
-	char tmp[4096];   /* the temporary's path, or "" (none, or unnamed) */
+	char tmp[4096];    /* the temporary's path, or "" (none, or unnamed) */
 	char tmpname[256]; /* its name in dirfd */
-	char kept[4096];  /* where the data is when it could not be put at path */
-	char canon[4096]; /* the directory's place, its symlinks resolved */
+	char kept[4096];   /* where the data is when it could not be put at path */
+	char canon[4096];  /* the directory's place, its symlinks resolved */
 	int fd;
-	int dirfd;        /* the target's directory (O_PATH), or -1 */
+	int dirfd; /* the target's directory (O_PATH), or -1 */
 	bool open;
-	bool in_place;    /* written as it is: FIFO, device, stdout */
-	bool anon;        /* fd is an O_TMPFILE file, nameless until commit */
-	bool kept_tmp;    /* kept is the temporary file itself */
+	bool in_place; /* written as it is: FIFO, device, stdout */
+	bool anon;     /* fd is an O_TMPFILE file, nameless until commit */
+	bool kept_tmp; /* kept is the temporary file itself */
 } out_file;
 
 /* Opens the output at path (what names it in messages: "report").
@@ -402,13 +402,12 @@ void out_file_abort(out_file *rf);
  * symlinks and hard links, and an output that an input directory holds
  * as one of its traces. Returns 0, or SAY_EXIT_USAGE after saying which
  * (sub names the subcommand). */
-int out_check_paths(const char *sub, const char *const *outs, size_t nout,
-		    const char *const *ins, size_t nin);
+int out_check_paths(const char *sub, const char *const *outs, size_t nout, const char *const *ins,
+		    size_t nin);
 
 /* Says that the merge's temporary file in $TMPDIR failed with err
  * (merge_result.spool_error), not the output. */
 void out_spool_error(int err);
-
 
 /* ---- cli/run_cmd.c ----------------------------------------------------- */
 
@@ -419,9 +418,9 @@ struct run_opts {
 	int gzip_level;
 	bool quiet;
 	char **command;
-	const char *report; /* --report FILE, or NULL */
-	report_opts ro;     /* --include, --exclude, --pids */
-	bool no_functions;  /* --no-functions */
+	const char *report;     /* --report FILE, or NULL */
+	report_opts ro;         /* --include, --exclude, --pids */
+	bool no_functions;      /* --no-functions */
 	const char **fn_filter; /* --filter (NULL-terminated, malloc'd) */
 	size_t nfilter;
 };

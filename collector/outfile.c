@@ -205,7 +205,8 @@ int out_file_open(out_file *rf, const char *path, const char *what, bool seekabl
 	if (err < 0)
 		return open_fail(rf, what, err,
 				 err == -EACCES ? "a symlink in a sticky world-writable directory "
-						  "that belongs to another user" : NULL);
+						  "that belongs to another user"
+						: NULL);
 	sfd = std_fd_of(target);
 	if (sfd >= 0) {
 		/* Our own stdout (or another fd we were given): written as
@@ -217,7 +218,8 @@ int out_file_open(out_file *rf, const char *path, const char *what, bool seekabl
 		if (fstat(rf->fd, &st) < 0)
 			return open_fail(rf, what, -errno, NULL);
 		if (seekable && !S_ISREG(st.st_mode))
-			return open_fail(rf, what, -ESPIPE, "HDF5 is written to a regular file "
+			return open_fail(rf, what, -ESPIPE,
+					 "HDF5 is written to a regular file "
 					 "only (it seeks): this is a pipe or a device");
 		return 0;
 	}
@@ -225,14 +227,17 @@ int out_file_open(out_file *rf, const char *path, const char *what, bool seekabl
 		if (S_ISDIR(st.st_mode))
 			return open_fail(rf, what, -EISDIR, NULL);
 		if (S_ISBLK(st.st_mode))
-			return open_fail(rf, what, -EINVAL, "a block device: forktrace does not "
+			return open_fail(rf, what, -EINVAL,
+					 "a block device: forktrace does not "
 					 "write over devices");
 		if (!S_ISREG(st.st_mode)) {
 			/* A FIFO, a terminal, /dev/null: written in place. Replacing
 			 * it would swap the node for a regular file. */
 			if (seekable)
-				return open_fail(rf, what, -ESPIPE, "HDF5 is written to a regular "
-						 "file only (it seeks): this is a FIFO or a device");
+				return open_fail(
+					rf, what, -ESPIPE,
+					"HDF5 is written to a regular "
+					"file only (it seeks): this is a FIFO or a device");
 			rf->in_place = true;
 			rf->fd = open(target, O_WRONLY | O_CLOEXEC | O_NOCTTY);
 			if (rf->fd < 0)
@@ -268,13 +273,13 @@ int out_file_open(out_file *rf, const char *path, const char *what, bool seekabl
 
 /* A file named on the command line, for out_check_paths. */
 typedef struct file_id {
-	bool ok;         /* could be looked at */
+	bool ok; /* could be looked at */
 	bool exists;
-	bool chr;        /* a character device: /dev/null twice harms nothing */
+	bool chr; /* a character device: /dev/null twice harms nothing */
 	bool dir;
 	dev_t dev, pdev; /* the file's, and its directory's */
 	ino_t ino, pino;
-	char name[256];  /* its name in that directory */
+	char name[256];      /* its name in that directory */
 	char path[PATH_MAX]; /* with its symlinks followed */
 } file_id;
 
@@ -328,8 +333,8 @@ static bool same_file(const file_id *a, const file_id *b)
 	       a->name[0] != '\0' && strcmp(a->name, b->name) == 0;
 }
 
-int out_check_paths(const char *sub, const char *const *outs, size_t nout,
-		    const char *const *ins, size_t nin)
+int out_check_paths(const char *sub, const char *const *outs, size_t nout, const char *const *ins,
+		    size_t nin)
 {
 	for (size_t i = 0; i < nout; i++) {
 		file_id o, x;
@@ -338,21 +343,24 @@ int out_check_paths(const char *sub, const char *const *outs, size_t nout,
 		for (size_t j = 0; j < i; j++) {
 			id_of(outs[j], false, &x);
 			if (same_file(&o, &x))
-				return say_usage_error(sub, "'%s' and '%s' are the same file: one "
-							    "output would overwrite the other",
+				return say_usage_error(sub,
+						       "'%s' and '%s' are the same file: one "
+						       "output would overwrite the other",
 						       say_esc(outs[j]), say_esc(outs[i]));
 		}
 		for (size_t j = 0; j < nin; j++) {
 			id_of(ins[j], true, &x);
 			if (same_file(&o, &x))
-				return say_usage_error(sub, "the output '%s' is the input '%s': "
-							    "writing it would destroy what is read",
+				return say_usage_error(sub,
+						       "the output '%s' is the input '%s': "
+						       "writing it would destroy what is read",
 						       say_esc(outs[i]), say_esc(ins[j]));
 			if (o.exists && !o.chr && x.ok && x.dir && o.pdev == x.dev &&
 			    o.pino == x.ino && merge_dir_takes(o.path, o.name))
-				return say_usage_error(sub, "the output '%s' is in the input "
-							    "directory '%s', which would read it as "
-							    "an input; write it elsewhere",
+				return say_usage_error(sub,
+						       "the output '%s' is in the input "
+						       "directory '%s', which would read it as "
+						       "an input; write it elsewhere",
 						       say_esc(outs[i]), say_esc(ins[j]));
 		}
 	}
@@ -576,8 +584,7 @@ int out_file_commit(out_file *rf)
 		if (!rf->anon && rf->tmpname[0] != '\0') {
 			set_kept(rf, rf->dirfd, rf->tmpname);
 			rf->kept_tmp = rf->kept[0] != '\0';
-		}
-		else if (rf->anon)
+		} else if (rf->anon)
 			keep_copy(rf);
 	}
 	if (rf->anon) {
@@ -640,7 +647,8 @@ void out_spool_error(int err)
 {
 	const char *dir = getenv("TMPDIR");
 
-	fprintf(stderr, "forktrace: cannot write the temporary file of the inputs' top-level "
-			"keys in %s: %s\n", say_esc(dir != NULL && *dir != '\0' ? dir : "/tmp"),
-		strerror(-err));
+	fprintf(stderr,
+		"forktrace: cannot write the temporary file of the inputs' top-level "
+		"keys in %s: %s\n",
+		say_esc(dir != NULL && *dir != '\0' ? dir : "/tmp"), strerror(-err));
 }

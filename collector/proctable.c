@@ -66,9 +66,9 @@ _Static_assert(offsetof(pthread_mutex_t, __data.__lock) == 0,
 typedef struct ptab_entry {
 	proc_conn pc;
 	uint32_t idx;
-	uint32_t read;  /* bytes of the slot's frames applied */
-	bool exited;    /* its EXIT was read */
-	bool broken;    /* a frame did not parse: read no further */
+	uint32_t read; /* bytes of the slot's frames applied */
+	bool exited;   /* its EXIT was read */
+	bool broken;   /* a frame did not parse: read no further */
 } ptab_entry;
 
 struct ptab {
@@ -86,9 +86,9 @@ struct ptab {
 	ptab_entry **open;
 	size_t nopen, open_cap;
 	msgpack_unpacked up;
-	char file[PATH_MAX];  /* the table file */
-	char link[PATH_MAX];  /* symlink beside the socket, or "" */
-	char shmdir[64];      /* its private tmpfs directory, or "" */
+	char file[PATH_MAX]; /* the table file */
+	char link[PATH_MAX]; /* symlink beside the socket, or "" */
+	char shmdir[64];     /* its private tmpfs directory, or "" */
 	bool warned;
 	bool alive_held; /* the liveness mutex is ours (see hold_alive) */
 	/* A table read after its run (ptab_open_salvage): never written,
@@ -111,7 +111,6 @@ struct ptab {
  * frames (docs/TRACE_FORMAT.md, "Spill files"). */
 #define PTAB_JOURNAL_MAGIC 0x524a5446u /* "FTJR" */
 #define PTAB_JOURNAL_BUF (64u * 1024u)
-
 
 struct ptab_jrec {
 	uint32_t magic;
@@ -414,9 +413,9 @@ ptab *ptab_open_salvage(int fd, int jfd, proc_tree *pt, int *err, size_t *bad)
 
 		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 		    st.st_size < FT_TABLE_SLOTS_OFFSET ||
-		    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != FT_TABLE_MAGIC ||
-		    h.version != FT_TABLE_VERSION || h.slot_size < 1024 || h.slot_size % 4096 != 0 ||
-		    h.slot_size > (1u << 20))
+		    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+		    h.magic != FT_TABLE_MAGIC || h.version != FT_TABLE_VERSION ||
+		    h.slot_size < 1024 || h.slot_size % 4096 != 0 || h.slot_size > (1u << 20))
 			goto fail;
 		/* Only what the file holds: a table cut short is read as far
 		 * as it goes. */
@@ -641,9 +640,10 @@ static void read_slot(ptab *t, size_t k)
 			/* Whole frames only are committed: this one was
 			 * overwritten. What came before stays. */
 			if (!t->warned)
-				fprintf(stderr, "forktrace: warning: slot %u of the process table "
-						"holds a frame that does not parse at byte %u; the "
-						"rest of it is skipped\n",
+				fprintf(stderr,
+					"forktrace: warning: slot %u of the process table "
+					"holds a frame that does not parse at byte %u; the "
+					"rest of it is skipped\n",
 					idx, at);
 			t->warned = true;
 			if (!e)
@@ -734,8 +734,9 @@ static ptab_entry *continue_from(ptab *t, const wire_msg *m, uint32_t idx)
 
 	if (!e || e == RETIRED || !e->pc.pe) {
 		if (say_limit_take(&continues_none, idx))
-			fprintf(stderr, "forktrace: warning: slot %u of the process table "
-					"continues no open slot; skipped\n",
+			fprintf(stderr,
+				"forktrace: warning: slot %u of the process table "
+				"continues no open slot; skipped\n",
 				idx);
 		return NULL;
 	}
@@ -825,7 +826,8 @@ void ptab_read(ptab *t)
 		if (need > t->open_cap) {
 			size_t cap = t->open_cap, idx_cap = t->open_cap;
 
-			if (vec_grow(&t->open_idx, &idx_cap, need, sizeof(*t->open_idx), 1024) < 0 ||
+			if (vec_grow(&t->open_idx, &idx_cap, need, sizeof(*t->open_idx), 1024) <
+				    0 ||
 			    vec_grow(&t->open, &cap, need, sizeof(*t->open), 1024) < 0)
 				return; /* try again next time */
 			t->open_cap = cap;
@@ -983,8 +985,9 @@ static int stale_keep(int tfd, const struct ft_table_header *h, int sockdir)
 				return -1;
 			}
 		}
-		r.len = s->committed < sizeof(slot) - sizeof(*s) ? s->committed
-								 : (uint32_t)(sizeof(slot) - sizeof(*s));
+		r.len = s->committed < sizeof(slot) - sizeof(*s)
+				? s->committed
+				: (uint32_t)(sizeof(slot) - sizeof(*s));
 		v[0] = (struct iovec){&r, sizeof(r)};
 		v[1] = (struct iovec){slot + sizeof(*s), r.len};
 		if (writev(jfd, v, 2) != (ssize_t)(sizeof(r) + r.len))
@@ -1051,8 +1054,8 @@ static void stale_remove_shm(const char *file)
 	char dir[PATH_MAX];
 	const char *slash = strrchr(file, '/');
 
-	if (strncmp(file, "/dev/shm/", 9) != 0 || !slash ||
-	    strcmp(slash + 1, FT_TABLE_NAME) != 0 || (size_t)(slash - file) >= sizeof(dir))
+	if (strncmp(file, "/dev/shm/", 9) != 0 || !slash || strcmp(slash + 1, FT_TABLE_NAME) != 0 ||
+	    (size_t)(slash - file) >= sizeof(dir))
 		return;
 	memcpy(dir, file, (size_t)(slash - file));
 	dir[slash - file] = '\0';
@@ -1152,8 +1155,8 @@ static bool stale_shmdir(int shm, const char *name)
 	tfd = openat(d, FT_TABLE_NAME, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	if (tfd < 0 || !stale_table(tfd, &died, &h) || !died ||
 	    pread(tfd, owner, sizeof(owner), FT_TABLE_OWNER_OFFSET) != (ssize_t)sizeof(owner) ||
-	    !memchr(owner, '\0', sizeof(owner)) || owner[0] != '/' ||
-	    lstat(owner, &st) == 0 || errno != ENOENT) {
+	    !memchr(owner, '\0', sizeof(owner)) || owner[0] != '/' || lstat(owner, &st) == 0 ||
+	    errno != ENOENT) {
 		if (tfd >= 0)
 			close(tfd);
 		close(d);

@@ -36,34 +36,34 @@ typedef struct open_shell {
 
 struct proc_entry {
 	model_process *mp;
-	proc_entry *older;   /* previous entry with the same pid */
-	proc_entry *parent;  /* from the parent's FORK/SPAWN record */
-	int conns;           /* connections open now */
+	proc_entry *older;  /* previous entry with the same pid */
+	proc_entry *parent; /* from the parent's FORK/SPAWN record */
+	int conns;          /* connections open now */
 	bool hello_seen;
-	bool status_known;   /* a wait status was seen (parent's or ours) */
-	bool exit_recorded;  /* the agent sent EXIT */
-	bool end_seen;       /* an end time is known */
-	bool placeholder;    /* the last segment waits for its image's HELLO */
-	bool exec_pending;   /* the last image announced an exec */
-	bool first_forked;   /* the first HELLO was a fork child's (FT_HELLO_FORKED) */
-	bool fork_image;     /* segs[0] is the parent's image, derived */
-	bool root;           /* the command forktrace started */
-	bool lost_warned;    /* an implausible LOST count was reported */
+	bool status_known;    /* a wait status was seen (parent's or ours) */
+	bool exit_recorded;   /* the agent sent EXIT */
+	bool end_seen;        /* an end time is known */
+	bool placeholder;     /* the last segment waits for its image's HELLO */
+	bool exec_pending;    /* the last image announced an exec */
+	bool first_forked;    /* the first HELLO was a fork child's (FT_HELLO_FORKED) */
+	bool fork_image;      /* segs[0] is the parent's image, derived */
+	bool root;            /* the command forktrace started */
+	bool lost_warned;     /* an implausible LOST count was reported */
 	uint32_t front_shift; /* images inserted before the first one so far */
-	int64_t exec_ts;     /* when, if exec_pending */
+	int64_t exec_ts;      /* when, if exec_pending */
 	int exit_code;
 	int64_t exit_ts;
 	int64_t last_seen_ns;
 	open_shell shells[MAX_OPEN_SHELLS];
 	int nshells;
-	shm_image *shm;      /* event buffers of image shm_seg (a reference) */
+	shm_image *shm; /* event buffers of image shm_seg (a reference) */
 	size_t shm_seg;
-	void *table_entry;   /* ptab_'s open slot of the current image */
+	void *table_entry; /* ptab_'s open slot of the current image */
 };
 
 struct proc_tree {
 	model_trace *t;
-	htab newest; /* pid -> its newest entry (a proc_entry *) */
+	htab newest;      /* pid -> its newest entry (a proc_entry *) */
 	proc_entry **all; /* by model index */
 	size_t nall, all_cap;
 	uint64_t messages;
@@ -235,8 +235,8 @@ static void describe_from_proc(proc_tree *pt, proc_entry *pe, int64_t ts)
 	for (ssize_t i = 0; i < n && argc < 63; i += (ssize_t)strlen(buf + i) + 1)
 		argv[argc++] = buf + i;
 	argv[argc] = NULL;
-	add_placeholder(pt, pe, ts, model_strdup(pt->t, exe),
-			model_strvdup(pt->t, argv, argc), argc);
+	add_placeholder(pt, pe, ts, model_strdup(pt->t, exe), model_strvdup(pt->t, argv, argc),
+			argc);
 }
 
 /* Could pe have been alive at ts? Facts arrive out of order, so an entry
@@ -380,8 +380,8 @@ static int add_fork_image(proc_tree *pt, proc_entry *pe, bool at_end)
 	return 0;
 }
 
-static void set_spawn(proc_tree *pt, proc_entry *child, proc_entry *parent, int64_t ts,
-		      int64_t tid, int kind)
+static void set_spawn(proc_tree *pt, proc_entry *child, proc_entry *parent, int64_t ts, int64_t tid,
+		      int kind)
 {
 	child->parent = parent;
 	/* Its creator, even when it spoke or died an orphan first. */
@@ -540,8 +540,8 @@ static model_segment *hello_segment(proc_tree *pt, proc_entry *pe, const wire_ms
 /* The image's exe, argv and cwd from the HELLO (copies in the model). A
  * resumed image was described by its first HELLO (its cwd then, not after
  * a chdir). */
-static void describe_image(model_segment *s, const wire_msg *m, const char *exe,
-			   const char **argv, size_t argc, const char *cwd)
+static void describe_image(model_segment *s, const wire_msg *m, const char *exe, const char **argv,
+			   size_t argc, const char *cwd)
 {
 	if (!(m->flags & FT_HELLO_RESUMED) || !s->exe) {
 		if (exe)
@@ -599,9 +599,8 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 		return on_late_fork_hello(pt, c, pe, m);
 	/* The fork child's image moving from its table slot to a connection
 	 * after the image it exec'd spoke: it goes on as segs[0]. */
-	if (pe && pe->hello_seen && (m->flags & FT_HELLO_FORKED) &&
-	    (m->flags & FT_HELLO_RESUMED) && pe->mp->nsegs > 1 &&
-	    (pe->first_forked || pe->fork_image)) {
+	if (pe && pe->hello_seen && (m->flags & FT_HELLO_FORKED) && (m->flags & FT_HELLO_RESUMED) &&
+	    pe->mp->nsegs > 1 && (pe->first_forked || pe->fork_image)) {
 		pe->conns++;
 		seen(pe, m->ts);
 		c->pe = pe;
@@ -958,7 +957,6 @@ static shm_image *conn_shm(proc_conn *c)
 	return c->shm;
 }
 
-
 /* A peer can send an implausible SHM frame as often as it likes: its
  * warnings are limited, the rest counted (proc_finish says how many). */
 static say_limit implausible_shm;
@@ -1312,7 +1310,7 @@ static void link_shell_child(proc_entry *pe, proc_entry *parent, int64_t end_ns)
 		pe->mp->spawn_ns = mk->ts_ns;
 		pe->mp->spawn_tid = mk->tid;
 		pe->mp->spawn_kind = strcmp(mk->name, "popen") == 0 ? FT_SPAWN_POPEN
-								   : FT_SPAWN_SYSTEM;
+								    : FT_SPAWN_SYSTEM;
 		return;
 	}
 	/* A call still open (popen without pclose) runs to the end. */

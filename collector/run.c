@@ -52,7 +52,7 @@ extern char **environ;
 /* How far run_start got: run_free undoes it, in reverse order. */
 enum run_made {
 	RUN_MADE_NOTHING,
-	RUN_MADE_TEMPS,      /* signals remove what was created; the outputs */
+	RUN_MADE_TEMPS, /* signals remove what was created; the outputs */
 	RUN_MADE_SOCKET_DIR,
 	RUN_MADE_MODEL,
 	RUN_MADE_LOOP,
@@ -67,7 +67,7 @@ struct run_state {
 	uv_timer_t drain_timer;
 	uv_timer_t progress_timer;
 	uv_timer_t table_timer;
-	uv_async_t sig_async; /* a signal asked to stop waiting or to be passed on */
+	uv_async_t sig_async;     /* a signal asked to stop waiting or to be passed on */
 	uv_timer_t forward_timer; /* passes signals on after RSIG_DEFER_MS */
 	bool progress_on;
 	srv server;
@@ -79,19 +79,19 @@ struct run_state {
 	bool root_done;
 	bool tree_done;
 	bool timed_out;
-	int stopped_by; /* the signal that ended the wait, or 0 */
+	int stopped_by;    /* the signal that ended the wait, or 0 */
 	bool said_writing; /* a signal came as the trace was being written */
 	bool finishing;
 	int drain_waited_ms;
 	int drain_limit_ms;
 	char sock_dir[PATH_MAX];
 	char sock_path[PATH_MAX];
-	char spill_dir[PATH_MAX]; /* OUTPUT.spill, absolute; "" if unknown */
-	spill_run sr;             /* what the run made and merged there */
+	char spill_dir[PATH_MAX];      /* OUTPUT.spill, absolute; "" if unknown */
+	spill_run sr;                  /* what the run made and merged there */
 	char spill_link[PATH_MAX + 8]; /* SOCK_DIR/spill -> spill_dir, or "" */
-	size_t stale_removed;     /* leftovers of killed runs removed */
-	out_file out; /* the trace */
-	out_file rep; /* the report, with --report */
+	size_t stale_removed;          /* leftovers of killed runs removed */
+	out_file out;                  /* the trace */
+	out_file rep;                  /* the report, with --report */
 };
 
 /*
@@ -149,8 +149,10 @@ static int find_agent(char *out, size_t outsz)
 
 	if (env && *env) {
 		if (env[0] != '/' || access(env, R_OK) < 0) {
-			fprintf(stderr, "forktrace: FORKTRACE_AGENT=%s: not an absolute path "
-					"to a readable file\n", env);
+			fprintf(stderr,
+				"forktrace: FORKTRACE_AGENT=%s: not an absolute path "
+				"to a readable file\n",
+				env);
 			return -ENOENT;
 		}
 		snprintf(out, outsz, "%s", env);
@@ -161,9 +163,11 @@ static int find_agent(char *out, size_t outsz)
 		return -ENOENT;
 	}
 	if (strpbrk(out, " :")) {
-		fprintf(stderr, "forktrace: the agent's path %s holds a space or a colon, which "
-				"LD_PRELOAD cannot carry; install forktrace elsewhere or set "
-				"FORKTRACE_AGENT to a path without them\n", out);
+		fprintf(stderr,
+			"forktrace: the agent's path %s holds a space or a colon, which "
+			"LD_PRELOAD cannot carry; install forktrace elsewhere or set "
+			"FORKTRACE_AGENT to a path without them\n",
+			out);
 		return -EINVAL;
 	}
 	return 0;
@@ -194,12 +198,15 @@ static int check_fds(void)
 	if (err != EMFILE && err != ENFILE)
 		return 0;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && err == EMFILE)
-		fprintf(stderr, "forktrace: too few file descriptors: 'forktrace run' needs %d "
-				"free, and the limit (ulimit -n) is %llu\n",
+		fprintf(stderr,
+			"forktrace: too few file descriptors: 'forktrace run' needs %d "
+			"free, and the limit (ulimit -n) is %llu\n",
 			RUN_MIN_FDS, (unsigned long long)rl.rlim_cur);
 	else
-		fprintf(stderr, "forktrace: too few file descriptors: 'forktrace run' needs %d "
-				"free: %s\n", RUN_MIN_FDS, strerror(err));
+		fprintf(stderr,
+			"forktrace: too few file descriptors: 'forktrace run' needs %d "
+			"free: %s\n",
+			RUN_MIN_FDS, strerror(err));
 	return -err;
 }
 
@@ -365,8 +372,9 @@ static void drain_cb(uv_timer_t *t)
 		return;
 	}
 	if (rs->server.nconns && !rs->timed_out && !rs->stopped_by)
-		fprintf(stderr, "forktrace: warning: %zu connections still open %d ms after "
-				"the last process ended; closing them\n",
+		fprintf(stderr,
+			"forktrace: warning: %zu connections still open %d ms after "
+			"the last process ended; closing them\n",
 			rs->server.nconns, DRAIN_TIMEOUT_MS);
 	srv_close_all(&rs->server);
 	uv_walk(&rs->loop, close_walk, NULL);
@@ -386,7 +394,7 @@ static void begin_finish(run_state *rs)
 	/* After --wait-timeout the daemons keep their connections open:
 	 * read what the others sent, briefly, then cut. */
 	rs->drain_limit_ms = rs->timed_out || rs->stopped_by ? DRAIN_AFTER_TIMEOUT_MS
-							    : DRAIN_TIMEOUT_MS;
+							     : DRAIN_TIMEOUT_MS;
 	/* At once: a run whose images all spoke in the table is done now. */
 	uv_timer_start(&rs->drain_timer, drain_cb, 0, DRAIN_POLL_MS);
 }
@@ -410,16 +418,19 @@ static void stop_waiting(run_state *rs, int sig)
 	if (rs->finishing) {
 		/* The tree is gone already: what is left is the writing. */
 		if (!rs->said_writing)
-			fprintf(stderr, "forktrace: %s: writing the trace; send it again to "
-					"stop without it\n", rsig_name(sig));
+			fprintf(stderr,
+				"forktrace: %s: writing the trace; send it again to "
+				"stop without it\n",
+				rsig_name(sig));
 		rs->said_writing = true;
 		return;
 	}
 	rs->stopped_by = sig;
 	progress_clear(rs);
 	rs->progress_on = false;
-	fprintf(stderr, "forktrace: %s: no longer waiting for the processes still running "
-			"(marked running in the trace); send it again to stop without a trace\n",
+	fprintf(stderr,
+		"forktrace: %s: no longer waiting for the processes still running "
+		"(marked running in the trace); send it again to stop without a trace\n",
 		rsig_name(sig));
 	/* COMMAND itself is reaped first, for its exit status. */
 	if (rs->root_done)
@@ -524,7 +535,7 @@ static int spawn_root(run_state *rs, const char *path, char **env)
 /* The sink of the trace, in the format its name says, on fd. */
 static trace_sink *trace_sink_for(run_state *rs, int fd, int *err)
 {
-	events_opts mo = { .gzip_level = rs->o.gzip_level };
+	events_opts mo = {.gzip_level = rs->o.gzip_level};
 
 	return events_sink_for(events_format_for_path(rs->o.output), fd, &mo, err);
 }
@@ -532,7 +543,7 @@ static trace_sink *trace_sink_for(run_state *rs, int fd, int *err)
 /* The sink of the report (--report), with the report options, on fd. */
 static trace_sink *report_sink_for(run_state *rs, int fd, int *err)
 {
-	htmlw_opts ho = { rs->o.ro.include, rs->o.ro.exclude, rs->o.ro.pids };
+	htmlw_opts ho = {rs->o.ro.include, rs->o.ro.exclude, rs->o.ro.pids};
 
 	return sink_html_new(fd, &ho, err);
 }
@@ -545,8 +556,8 @@ static trace_sink *report_sink_for(run_state *rs, int fd, int *err)
  */
 static int write_model(run_state *rs, trace_sink *sink, events_stats *stats)
 {
-	merge_source src = { .model = rs->model, .name = rs->o.output };
-	merge_opts mo = { .model_as_trace = true };
+	merge_source src = {.model = rs->model, .name = rs->o.output};
+	merge_opts mo = {.model_as_trace = true};
 	merge_result res;
 	int err = merge_inputs(&src, 1, &mo, sink, &res);
 
@@ -600,7 +611,8 @@ static void write_both(run_state *rs, int *trace_err, int *report_err, events_st
 
 	*report_err = 0;
 	*trace_err = events_format_for_path(rs->o.output) == TRACE_FORMAT_H5
-		     ? out_file_name(&rs->out) : 0;
+			     ? out_file_name(&rs->out)
+			     : 0;
 	rsig_add_temp(rs->out.tmp, false);
 	if (*trace_err == 0)
 		ts = trace_sink_for(rs, rs->out.fd, trace_err);
@@ -641,7 +653,7 @@ static void write_both(run_state *rs, int *trace_err, int *report_err, events_st
  */
 static int write_outputs(run_state *rs, events_stats *ms, int *code)
 {
-	events_stats rstats = { 0 };
+	events_stats rstats = {0};
 	int rc, rrc;
 
 	write_both(rs, &rc, &rrc, ms, &rstats);
@@ -709,9 +721,9 @@ static int open_outputs(run_state *rs)
 		return -EIO;
 	rsig_add_temp(rs->rep.tmp, false);
 	base = rs->out.in_place ? "forktrace" : rs->o.output;
-	n = base[0] == '/' ? asprintf(&dir, "%s.spill", base)
-		: getcwd(cwd, sizeof(cwd)) ? asprintf(&dir, "%s/%s.spill", cwd, base)
-					   : -1;
+	n = base[0] == '/'             ? asprintf(&dir, "%s.spill", base)
+	    : getcwd(cwd, sizeof(cwd)) ? asprintf(&dir, "%s/%s.spill", cwd, base)
+				       : -1;
 	if (n >= 0 && (size_t)n < sizeof(rs->spill_dir)) {
 		snprintf(rs->spill_dir, sizeof(rs->spill_dir), "%s", dir);
 		setenv(FT_ENV_SPILL_DIR, dir, 1);
@@ -748,8 +760,10 @@ static int make_model(run_state *rs)
 	if (rs->o.no_functions)
 		setenv("FORKTRACE_FUNCTIONS", "0", 1);
 	if (model_set_spill(rs->model, rs->sock_dir, rs->o.max_memory) < 0)
-		fprintf(stderr, "forktrace: warning: cannot create a spill file in %s; "
-				"--max-memory is not enforced\n", rs->sock_dir);
+		fprintf(stderr,
+			"forktrace: warning: cannot create a spill file in %s; "
+			"--max-memory is not enforced\n",
+			rs->sock_dir);
 	rs->model->anchor_mono_ns = proc_now_mono_ns();
 	rs->model->anchor_real_ns = proc_now_real_ns();
 	proc_add_clock_pair(rs->model);
@@ -846,8 +860,10 @@ static int start_command(run_state *rs, const char *cmd_path, const char *agent)
 
 	/* Orphans of the tree are reparented to us, not to init. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-		fprintf(stderr, "forktrace: warning: cannot become a child subreaper (%s); "
-				"orphans will not be waited for\n", strerror(errno));
+		fprintf(stderr,
+			"forktrace: warning: cannot become a child subreaper (%s); "
+			"orphans will not be waited for\n",
+			strerror(errno));
 
 	env = child_env(agent, rs->sock_path);
 	if (!env) {
@@ -917,27 +933,32 @@ static void print_summary(run_state *rs, int rc, const events_stats *ms)
 		say_report_running(rs->model, why);
 	}
 	if (!rs->o.quiet && rs->model->arena_spilled)
-		fprintf(stderr, "forktrace: process data past --max-memory (%llu bytes) was spilled "
-				"to disk: %llu bytes\n",
+		fprintf(stderr,
+			"forktrace: process data past --max-memory (%llu bytes) was spilled "
+			"to disk: %llu bytes\n",
 			(unsigned long long)rs->o.max_memory,
 			(unsigned long long)rs->model->arena_spilled);
 	if (rs->model->spill_error)
-		fprintf(stderr, "forktrace: warning: cannot spill process data past --max-memory "
-				"to %.*s (%s): the rest of it was kept in memory\n",
+		fprintf(stderr,
+			"forktrace: warning: cannot spill process data past --max-memory "
+			"to %.*s (%s): the rest of it was kept in memory\n",
 			(int)(strrchr(rs->sock_dir, '/') - rs->sock_dir), rs->sock_dir,
 			strerror(rs->model->spill_error));
 	if (rc == 0 && ms->corrupt_chunks)
-		fprintf(stderr, "forktrace: warning: %llu chunks of in-process events held a record "
-				"that does not parse (a program wrote over its buffer?); their events "
-				"from there on are missing\n",
+		fprintf(stderr,
+			"forktrace: warning: %llu chunks of in-process events held a record "
+			"that does not parse (a program wrote over its buffer?); their events "
+			"from there on are missing\n",
 			(unsigned long long)ms->corrupt_chunks);
 	if (!rs->o.quiet && rs->stale_removed)
-		fprintf(stderr, "forktrace: removed %zu director%s left by forktrace runs that were "
-				"killed (what their processes wrote went to their spill directories)\n",
+		fprintf(stderr,
+			"forktrace: removed %zu director%s left by forktrace runs that were "
+			"killed (what their processes wrote went to their spill directories)\n",
 			rs->stale_removed, rs->stale_removed == 1 ? "y" : "ies");
 	if (!rs->o.quiet && rc == 0 && sr->nread)
-		fprintf(stderr, "forktrace: merged %zu spill file%s of processes that could not "
-				"reach forktrace\n",
+		fprintf(stderr,
+			"forktrace: merged %zu spill file%s of processes that could not "
+			"reach forktrace\n",
 			sr->nread, sr->nread == 1 ? "" : "s");
 	if (ptab_was_cut())
 		fprintf(stderr, "forktrace: warning: a traced process cut the process table short: "
@@ -950,13 +971,15 @@ static void print_summary(run_state *rs, int rc, const events_stats *ms)
 
 		more[0] = '\0';
 		if (sr->unmerged)
-			n = snprintf(more, sizeof(more), " and %zu spill file%s not merged (kept in %s)",
-				     sr->unmerged, sr->unmerged == 1 ? "" : "s", sr->dir);
+			n = snprintf(more, sizeof(more),
+				     " and %zu spill file%s not merged (kept in %s)", sr->unmerged,
+				     sr->unmerged == 1 ? "" : "s", sr->dir);
 		if (ptab_was_cut() && n >= 0 && (size_t)n < sizeof(more))
 			snprintf(more + n, sizeof(more) - (size_t)n,
 				 " and the rest of the process table (cut short)");
-		fprintf(stderr, "forktrace: %llu processes, %llu events, %llu lost%s, trace written "
-				"to %s\n",
+		fprintf(stderr,
+			"forktrace: %llu processes, %llu events, %llu lost%s, trace written "
+			"to %s\n",
 			(unsigned long long)ms->processes, (unsigned long long)ms->events,
 			(unsigned long long)rs->model->lost_events, more, rs->o.output);
 	}
@@ -1015,7 +1038,7 @@ int run_wait(run_state *rs)
 
 int run_write_outputs(run_state *rs, int code)
 {
-	events_stats ms = { 0 };
+	events_stats ms = {0};
 	int rc = write_outputs(rs, &ms, &code);
 
 	print_summary(rs, rc, &ms);

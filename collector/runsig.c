@@ -52,8 +52,7 @@
 enum { PHASE_SETUP, PHASE_RUNNING, PHASE_WAITING };
 
 /* The signals handled here, in the order of sig_names. */
-static const int handled[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT,
-			       SIGUSR1, SIGUSR2 };
+static const int handled[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT, SIGUSR1, SIGUSR2};
 #define NHANDLED (sizeof(handled) / sizeof(handled[0]))
 /* The output and report temporaries, the socket directory, socket and
  * spill link, the table, its directory and link, the spill directory, its
@@ -65,16 +64,16 @@ static const int handled[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCON
 #define RSIG_SAME_NS 200000000LL
 
 static volatile sig_atomic_t phase;
-static volatile sig_atomic_t cmd_pid;   /* COMMAND, for kill */
+static volatile sig_atomic_t cmd_pid;        /* COMMAND, for kill */
 static volatile sig_atomic_t cmd_pidfd = -1; /* COMMAND, immune to pid reuse */
 static volatile sig_atomic_t sentinel_fd = -1;
-static volatile sig_atomic_t stop_sig;  /* the signal that ended the wait */
+static volatile sig_atomic_t stop_sig;       /* the signal that ended the wait */
 static volatile sig_atomic_t we_stopped_cmd; /* a TSTP of ours stopped COMMAND */
 /* Signals to pass on to COMMAND, unless the group got them (by index in
  * handled[]). */
 static volatile sig_atomic_t deferred[NHANDLED];
-static char sentinel_status[64];        /* /proc/PID/status of the sentinel */
-static pid_t sentinel_pid;                /* the sentinel, or 0 */
+static char sentinel_status[64]; /* /proc/PID/status of the sentinel */
+static pid_t sentinel_pid;       /* the sentinel, or 0 */
 static sigset_t orig_mask, handled_set;
 static bool pipe_was_default;
 static bool xfsz_was_default;
@@ -172,7 +171,7 @@ __attribute__((no_sanitize_address)) static int sentinel_main(void *arg)
 {
 	static const char name[] = "forktrace-sig";
 	const long fd = (long)(intptr_t)arg;
-	struct timespec zero = { 0, 0 };
+	struct timespec zero = {0, 0};
 	unsigned long one;
 	unsigned char b;
 
@@ -213,7 +212,7 @@ static void sentinel_main(int fd)
 	for (;;) {
 		unsigned char b;
 		ssize_t n = read(fd, &b, 1);
-		struct timespec zero = { 0, 0 };
+		struct timespec zero = {0, 0};
 		sigset_t one;
 
 		if (n < 0 && errno == EINTR)
@@ -394,8 +393,8 @@ static void on_signal(int sig, siginfo_t *si, void *uctx)
 		if (handled[i] == sig)
 			idx = (int)i;
 	if (phase == PHASE_RUNNING && sig != SIGTSTP && sig != SIGCONT && idx >= 0 &&
-	    si->si_code <= 0 && !(si->si_code == SI_USER && (si->si_pid == cmd_pid ||
-							       sent_by_tree(si)))) {
+	    si->si_code <= 0 &&
+	    !(si->si_code == SI_USER && (si->si_pid == cmd_pid || sent_by_tree(si)))) {
 		/* Sent by some process, maybe to the group: decided in a
 		 * moment (rsig_forward_due), when what was sent to the group
 		 * (systemd signals each process of its cgroup in turn) has
@@ -414,8 +413,8 @@ static void on_signal(int sig, siginfo_t *si, void *uctx)
 	if (group < 0) /* no sentinel: a terminal's signal went to the group */
 		group = si->si_code > 0;
 	if (phase == PHASE_RUNNING) {
-		bool from_tree = si->si_code == SI_USER && (si->si_pid == cmd_pid ||
-							    sent_by_tree(si));
+		bool from_tree = si->si_code == SI_USER &&
+				 (si->si_pid == cmd_pid || sent_by_tree(si));
 		bool alive = true;
 
 		if (sig == SIGCONT) {

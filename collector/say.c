@@ -230,7 +230,10 @@ void say_limit_end(say_limit *l, const char *what, const char *unit)
 	if (l->hidden > 0)
 		fprintf(stderr, "forktrace: warning: %s: %llu more not shown (from %llu %s%s)\n",
 			what, (unsigned long long)l->hidden, (unsigned long long)l->hidden_sources,
-			unit, l->hidden_sources == 1 ? "" : n > 0 && unit[n - 1] == 's' ? "es" : "s");
+			unit,
+			l->hidden_sources == 1        ? ""
+			: n > 0 && unit[n - 1] == 's' ? "es"
+						      : "s");
 	memset(l, 0, sizeof(*l));
 }
 
@@ -242,8 +245,10 @@ void say_report_running(const model_trace *t, const char *why)
 		n += t->procs[i]->exit_kind == MODEL_EXIT_RUNNING;
 	if (!n)
 		return;
-	fprintf(stderr, "forktrace: %zu process%s still running %s, marked running in the "
-			"trace:", n, n == 1 ? "" : "es", why);
+	fprintf(stderr,
+		"forktrace: %zu process%s still running %s, marked running in the "
+		"trace:",
+		n, n == 1 ? "" : "es", why);
 	size_t shown = 0;
 	for (size_t i = 0; i < t->nprocs && shown < 10; i++) {
 		const model_process *p = t->procs[i];

@@ -19,8 +19,7 @@
 
 /* Prints "forktrace SUB: MESSAGE" and a hint to --help; returns
  * SAY_EXIT_USAGE. */
-int say_usage_error(const char *sub, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+int say_usage_error(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The process umask, read without changing it for good. */
 mode_t say_umask(void);

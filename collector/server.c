@@ -52,16 +52,16 @@
 typedef struct srv_conn {
 	uv_pipe_t pipe; /* first: the handle's address is the conn's */
 	srv *s;
-	pid_t peer_pid;   /* from SO_PEERCRED, in our pid namespace; 0: unknown */
+	pid_t peer_pid; /* from SO_PEERCRED, in our pid namespace; 0: unknown */
 	uid_t peer_uid;
-	bool peer_gone;   /* of another uid, and gone before its ancestry was read */
-	bool acked;       /* the byte of conn_ack_hello was sent */
+	bool peer_gone;      /* of another uid, and gone before its ancestry was read */
+	bool acked;          /* the byte of conn_ack_hello was sent */
 	uint64_t stream_off; /* bytes of this connection consumed so far */
 	char *buf;           /* partial frame carried between reads */
 	size_t len, cap;
 	proc_conn pc;
 	bool closing;
-	bool over;           /* to be closed for holding too much (alloc_cb) */
+	bool over; /* to be closed for holding too much (alloc_cb) */
 } srv_conn;
 
 static char shared_buf[SHARED_BUF_SIZE];
@@ -192,7 +192,8 @@ static const char *hello_refused(srv_conn *c, const wire_msg *m)
 		return "no credentials";
 	if (m->pid != c->peer_pid && !ns_pid_matches(c->peer_pid, m->pid))
 		return "another pid";
-	if (c->peer_gone && !(m->ppid > 0 && m->ppid <= INT32_MAX && in_tree(c->s, (pid_t)m->ppid) == 1))
+	if (c->peer_gone &&
+	    !(m->ppid > 0 && m->ppid <= INT32_MAX && in_tree(c->s, (pid_t)m->ppid) == 1))
 		return "a parent outside the traced tree";
 	return NULL;
 }
@@ -338,7 +339,7 @@ static bool conn_room(srv_conn *c, size_t want, bool in_alloc)
 	srv *s = c->s;
 
 	while (s->held - c->cap + want > SRV_HELD_MAX) {
-		held_max m = { s, NULL };
+		held_max m = {s, NULL};
 
 		uv_walk(s->loop, find_top, &m);
 		if (!m.top || m.top->cap <= c->cap || m.top == c) {
@@ -573,7 +574,8 @@ static void on_connection(uv_stream_t *server, int status)
 		if (++s->accept_failed <= SRV_HELD_WARNINGS)
 			fprintf(stderr, "forktrace: warning: accept: %s%s\n", uv_strerror(status),
 				s->accept_failed == SRV_HELD_WARNINGS ? " (further ones are only "
-									"counted)" : "");
+									"counted)"
+								      : "");
 		return;
 	}
 	srv_conn *c = calloc(1, sizeof(*c));
@@ -651,7 +653,7 @@ static void batch_cb(uv_prepare_t *h)
 	 * that is moving bulk data polls again at once. */
 	if (bytes > SRV_BATCH_BULK)
 		return;
-	struct timespec ts = { 0, SRV_BATCH_NS };
+	struct timespec ts = {0, SRV_BATCH_NS};
 	nanosleep(&ts, NULL);
 }
 
@@ -740,16 +742,20 @@ void srv_close_all(srv *s)
 	srv_stop(s);
 	uv_walk(s->loop, close_walk, s);
 	if (s->over_held > SRV_HELD_WARNINGS)
-		fprintf(stderr, "forktrace: warning: %llu connections in all were closed for "
-				"holding unfinished frames past %u MiB together\n",
+		fprintf(stderr,
+			"forktrace: warning: %llu connections in all were closed for "
+			"holding unfinished frames past %u MiB together\n",
 			(unsigned long long)s->over_held, SRV_HELD_MAX >> 20);
 	if (s->accept_failed > SRV_HELD_WARNINGS)
-		fprintf(stderr, "forktrace: warning: %llu connections in all could not be "
-				"accepted (what their processes sent on them is missing)\n",
+		fprintf(stderr,
+			"forktrace: warning: %llu connections in all could not be "
+			"accepted (what their processes sent on them is missing)\n",
 			(unsigned long long)s->accept_failed);
 	if (s->rejected > SRV_REJECT_WARNINGS)
-		fprintf(stderr, "forktrace: warning: %llu connections in all were closed for "
-				"protocol errors\n", (unsigned long long)s->rejected);
+		fprintf(stderr,
+			"forktrace: warning: %llu connections in all were closed for "
+			"protocol errors\n",
+			(unsigned long long)s->rejected);
 	s->over_held = s->accept_failed = s->rejected = 0;
 }
 

@@ -154,7 +154,8 @@ int shm_salvage(shm_image *si, int (*fn)(void *arg, int64_t tid, const void *dat
 		if (!shm_read(r->fd, &h, sizeof(h), 0) || h.magic != FT_SHM_MAGIC ||
 		    h.version != FT_SHM_VERSION || h.first_slot != r->first ||
 		    h.count != r->count || h.slot_size != r->slot_size ||
-		    h.data_offset < FT_SHM_SLOTS_OFFSET + (uint64_t)h.count * FT_SHM_SLOT_HEADER_SIZE)
+		    h.data_offset <
+			    FT_SHM_SLOTS_OFFSET + (uint64_t)h.count * FT_SHM_SLOT_HEADER_SIZE)
 			continue;
 		for (uint32_t i = 0; i < r->count; i++) {
 			uint64_t g = (uint64_t)r->first + i;
@@ -179,8 +180,7 @@ int shm_salvage(shm_image *si, int (*fn)(void *arg, int64_t tid, const void *dat
 				bufcap = (size_t)n;
 			}
 			if (!shm_read(r->fd, buf, (size_t)n,
-				      h.data_offset + (uint64_t)i * r->slot_size +
-					  (from - s.base)))
+				      h.data_offset + (uint64_t)i * r->slot_size + (from - s.base)))
 				continue;
 			rc = fn(arg, s.tid ? s.tid : si->last_tid[g], buf, (size_t)n);
 			if (rc < 0)

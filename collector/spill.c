@@ -71,8 +71,9 @@ static bool owned_by_caller(const char *path, const struct stat *st)
 {
 	if (st->st_uid == geteuid())
 		return true;
-	fprintf(stderr, "forktrace: warning: %s: owned by uid %u, not by you (uid %u): read "
-			"anyway; another user could have written anything in it\n",
+	fprintf(stderr,
+		"forktrace: warning: %s: owned by uid %u, not by you (uid %u): read "
+		"anyway; another user could have written anything in it\n",
 		say_esc(path), (unsigned)st->st_uid, (unsigned)geteuid());
 	return false;
 }
@@ -143,8 +144,9 @@ static int read_spill(proc_tree *pt, ptab *t, int dirfd, const char *name, const
 		if (m.type == FT_MSG_HELLO)
 			ptab_before_hello(t, &m);
 		if (proc_apply(pt, &conn, &m, m.ts) == -EPROTO) {
-			fprintf(stderr, "forktrace: %s: byte %zu: expected a HELLO message first, "
-					"found %s; not a spill file?\n",
+			fprintf(stderr,
+				"forktrace: %s: byte %zu: expected a HELLO message first, "
+				"found %s; not a spill file?\n",
 				say_esc(path), off, wire_type_name(f.type));
 			rc = -1;
 			break;
@@ -162,8 +164,9 @@ static int read_spill(proc_tree *pt, ptab *t, int dirfd, const char *name, const
 	} else if (r == 0 && off < (size_t)st.st_size) {
 		/* A process killed while writing: everything up to its last
 		 * whole frame counts. */
-		fprintf(stderr, "forktrace: warning: %s: ends inside a frame at byte %zu (the "
-				"process died while writing); the frames before it are kept\n",
+		fprintf(stderr,
+			"forktrace: warning: %s: ends inside a frame at byte %zu (the "
+			"process died while writing); the frames before it are kept\n",
 			say_esc(path), off);
 	}
 	proc_conn_closed(pt, &conn, *last_ts);
@@ -198,16 +201,16 @@ static ptab *salvage_table(proc_tree *pt, const char *dir, int *problems)
 		fprintf(stderr, "forktrace: %s: %s; skipped\n", say_esc(path), strerror(errno));
 		(*problems)++;
 	} else if (fd < 0 && faccessat(AT_FDCWD, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-		fprintf(stderr, "forktrace: warning: %s: the run's process table is gone: what "
-				"its processes wrote there last is lost\n",
+		fprintf(stderr,
+			"forktrace: warning: %s: the run's process table is gone: what "
+			"its processes wrote there last is lost\n",
 			say_esc(path));
 		(*problems)++;
 	} else if (fd >= 0 && !owned_by_caller(path, &st)) {
 		(*problems)++;
 	}
 	jfd = open(jpath, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-	if (jfd >= 0 && fstat(jfd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    !owned_by_caller(jpath, &st))
+	if (jfd >= 0 && fstat(jfd, &st) == 0 && S_ISREG(st.st_mode) && !owned_by_caller(jpath, &st))
 		(*problems)++;
 	if (fd < 0 && jfd < 0)
 		return NULL;
@@ -220,8 +223,7 @@ static ptab *salvage_table(proc_tree *pt, const char *dir, int *problems)
 	}
 	if (bad) {
 		fprintf(stderr, "forktrace: %s: %zu damaged record%s; the rest is read\n",
-			say_esc(jpath),
-			bad, bad == 1 ? "" : "s");
+			say_esc(jpath), bad, bad == 1 ? "" : "s");
 		(*problems)++;
 	}
 	ptab_read(t);
@@ -319,9 +321,10 @@ static int take_spill_dir(spill_found *f, const char *path, const struct stat *s
 	closedir(d);
 	if (err == 0 && (found || table) && !others) {
 		if (!(st->st_uid == geteuid() && (st->st_mode & 022) == 0))
-			fprintf(stderr, "forktrace: warning: %s: a spill directory that is not yours "
-					"alone (owner uid %u, mode %03o): anyone could have put files "
-					"in it\n",
+			fprintf(stderr,
+				"forktrace: warning: %s: a spill directory that is not yours "
+				"alone (owner uid %u, mode %03o): anyone could have put files "
+				"in it\n",
 				path, (unsigned)st->st_uid, (unsigned)(st->st_mode & 0777));
 		if (table) {
 			char *dup = strdup(path);
@@ -387,7 +390,8 @@ static int read_spills(spill_inputs *sp, const spill_found *f)
 		const spill_file *sf = &f->spills[i];
 		ptab *tab = sf->table ? sp->tables[sf->table - 1] : NULL;
 
-		if (read_spill(sp->pt, tab, AT_FDCWD, sf->path, sf->path, sf->in_dir, &last_ts) != 0)
+		if (read_spill(sp->pt, tab, AT_FDCWD, sf->path, sf->path, sf->in_dir, &last_ts) !=
+		    0)
 			sp->problems++;
 	}
 	for (size_t k = 0; k < f->ntabs; k++)
@@ -410,7 +414,8 @@ int spill_prepare(const char *const *paths, size_t n, spill_inputs *sp)
 	if (err == 0 && (f.nspills > 0 || f.ntabs > 0)) {
 		err = read_spills(sp, &f);
 		if (err == 0)
-			err = push_src(sp, &f, (merge_source){.model = sp->model, .name = sp->name});
+			err = push_src(sp, &f,
+				       (merge_source){.model = sp->model, .name = sp->name});
 	}
 	for (size_t i = 0; i < f.nspills; i++)
 		free(f.spills[i].path);
@@ -430,8 +435,9 @@ void spill_note_merged(spill_inputs *sp, const merge_result *res)
 	in = &res->inputs[res->ninputs - 1];
 	if (in->corrupt_chunks == 0)
 		return;
-	fprintf(stderr, "forktrace: %llu chunks of in-process events in the spill files held a "
-			"record that does not parse; their events from there on are missing\n",
+	fprintf(stderr,
+		"forktrace: %llu chunks of in-process events in the spill files held a "
+		"record that does not parse; their events from there on are missing\n",
 		(unsigned long long)in->corrupt_chunks);
 	sp->problems++;
 }
@@ -467,16 +473,19 @@ int spill_run_check(const char *dir)
 	if (fd < 0 && errno == ENOENT)
 		return 0;
 	if (fd < 0) {
-		fprintf(stderr, "forktrace: %s: %s; the agents spill there should forktrace die: "
-				"remove it or choose another output\n",
-			dir, errno == ELOOP || errno == ENOTDIR ? "exists and is not a directory"
-								: strerror(errno));
+		fprintf(stderr,
+			"forktrace: %s: %s; the agents spill there should forktrace die: "
+			"remove it or choose another output\n",
+			dir,
+			errno == ELOOP || errno == ENOTDIR ? "exists and is not a directory"
+							   : strerror(errno));
 		return -EEXIST;
 	}
 	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		fprintf(stderr, "forktrace: %s: not a private directory of yours (owner uid %u, "
-				"mode %03o); the agents spill there should forktrace die: remove it "
-				"or choose another output\n",
+		fprintf(stderr,
+			"forktrace: %s: not a private directory of yours (owner uid %u, "
+			"mode %03o); the agents spill there should forktrace die: remove it "
+			"or choose another output\n",
 			dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
 		close(fd);
 		return -EPERM;
@@ -499,9 +508,10 @@ int spill_run_check(const char *dir)
 		unlinkat(dirfd(d), FT_TABLE_NAME, 0);
 	closedir(d);
 	if (leftover) {
-		fprintf(stderr, "forktrace: %s holds what the processes of an earlier run wrote "
-				"after its forktrace died: get that trace back first with 'forktrace "
-				"combine %s -o TRACE', or remove it\n",
+		fprintf(stderr,
+			"forktrace: %s holds what the processes of an earlier run wrote "
+			"after its forktrace died: get that trace back first with 'forktrace "
+			"combine %s -o TRACE', or remove it\n",
 			dir, dir);
 		return -EEXIST;
 	}
@@ -590,9 +600,12 @@ void spill_run_merge(spill_run *sr, proc_tree *pt, ptab *t)
 		sr->dirfd = spill_run_open(sr, false);
 	if (sr->dirfd < 0) {
 		if (sr->dir[0] && errno != ENOENT) {
-			fprintf(stderr, "forktrace: warning: %s: %s; its spill files, if any, are "
-					"not merged\n", sr->dir,
-				errno == EPERM ? "not a private directory of yours" : strerror(errno));
+			fprintf(stderr,
+				"forktrace: warning: %s: %s; its spill files, if any, are "
+				"not merged\n",
+				sr->dir,
+				errno == EPERM ? "not a private directory of yours"
+					       : strerror(errno));
 			sr->unmerged++;
 		}
 		return;
@@ -640,8 +653,10 @@ void spill_run_finish(spill_run *sr, bool written)
 		unlinkat(sr->dirfd, SPILL_JOURNAL_NAME, 0);
 		if (unlinkat(sr->pdirfd, sr->name, AT_REMOVEDIR) < 0 && errno == ENOTEMPTY &&
 		    written && !sr->unmerged && !sr->keep)
-			fprintf(stderr, "forktrace: warning: %s: files written there after the run "
-					"ended are left there\n", sr->dir);
+			fprintf(stderr,
+				"forktrace: warning: %s: files written there after the run "
+				"ended are left there\n",
+				sr->dir);
 		close(sr->dirfd);
 	}
 	for (size_t i = 0; i < sr->nmerged; i++)

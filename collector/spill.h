@@ -25,9 +25,9 @@ typedef struct spill_inputs {
 	char *name;         /* its name: the spill paths given, comma-separated */
 	proc_tree *pt;      /* what read them, and the tables they continue */
 	ptab **tables;
-	size_t nspill;      /* spill files read */
-	size_t ntables;     /* process tables of crashed runs read */
-	int problems;       /* spill files that were damaged or unreadable */
+	size_t nspill;  /* spill files read */
+	size_t ntables; /* process tables of crashed runs read */
+	int problems;   /* spill files that were damaged or unreadable */
 } spill_inputs;
 
 /*
@@ -64,9 +64,9 @@ typedef struct spill_run {
 	ptab *t;            /* the run's table (borrowed) */
 	char **merged;      /* names of the files merged (owned) */
 	size_t nmerged, cap;
-	size_t nread;       /* spill files merged */
-	size_t unmerged;    /* spill files (or the directory) that could not be */
-	bool keep;          /* a file was merged but stays (not the caller's) */
+	size_t nread;    /* spill files merged */
+	size_t unmerged; /* spill files (or the directory) that could not be */
+	bool keep;       /* a file was merged but stays (not the caller's) */
 } spill_run;
 
 /* Before COMMAND starts: dir (borrowed) must be missing, or an empty

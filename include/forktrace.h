@@ -124,8 +124,8 @@ typedef const struct ft__api *(*ft__api_get_fn)(unsigned version);
 #define FT__NOINST __attribute__((no_instrument_function))
 
 /* Whether the agent's table `a` holds the function pointer `field`. */
-#define FT__HAS(a, field)                                                                      \
-	((a)->size >= offsetof(struct ft__api, field) + sizeof(void (*)(void)) &&             \
+#define FT__HAS(a, field)                                                                          \
+	((a)->size >= offsetof(struct ft__api, field) + sizeof(void (*)(void)) &&                  \
 	 (a)->field != FT__NULL)
 
 /* This translation unit's view of the agent: 0 until looked up, then
@@ -246,13 +246,15 @@ FT__NOINST static inline void ft_thread_name(const char *name)
 
 #ifdef __cplusplus
 
-namespace ft {
+namespace ft
+{
 
 /* A region that lasts as long as the object: begins in the constructor,
  * ends in the destructor, so also when an exception leaves the scope.
  * `name` is borrowed for the constructor call only. */
-class region {
-public:
+class region
+{
+      public:
 	FT__NOINST explicit region(const char *name) noexcept
 	{
 		ft_region_begin(name);
@@ -285,8 +287,8 @@ FT__NOINST static inline void ft__region_cleanup(int *unused)
 /* FT_REGION(name): a region from here to the end of the enclosing block.
  * It is a declaration (of a uniquely named int whose cleanup ends the
  * region); several may share a block (they end in reverse order). */
-#define FT_REGION(name)                                                                        \
-	int FT__CAT(ft__region_, __COUNTER__)                                                  \
+#define FT_REGION(name)                                                                            \
+	int FT__CAT(ft__region_, __COUNTER__)                                                      \
 		__attribute__((cleanup(ft__region_cleanup), unused)) = (ft_region_begin(name), 0)
 
 #endif /* __cplusplus */

@@ -117,28 +117,34 @@ static void report_inputs(const merge_result *res, bool quiet, bool align)
 		const merge_input *in = &res->inputs[i];
 
 		if (in->truncated)
-			fprintf(stderr, "forktrace: warning: %s: %s (salvaged)\n", say_esc(in->path),
+			fprintf(stderr, "forktrace: warning: %s: %s (salvaged)\n",
+				say_esc(in->path),
 				in->error != NULL ? say_esc(in->error) : "truncated");
 		else if (in->error != NULL)
-			fprintf(stderr, "forktrace: %s: %s%s\n", say_esc(in->path), say_esc(in->error),
+			fprintf(stderr, "forktrace: %s: %s%s\n", say_esc(in->path),
+				say_esc(in->error),
 				in->events > 0 ? "; the events before it were kept" : "; skipped");
 		if (in->utf8_fixed > 0)
-			fprintf(stderr, "forktrace: warning: %s: byte %" PRIu64 ": %" PRIu64
-					" event%s with invalid UTF-8 or raw control characters; "
-					"replaced by U+FFFD\n",
+			fprintf(stderr,
+				"forktrace: warning: %s: byte %" PRIu64 ": %" PRIu64
+				" event%s with invalid UTF-8 or raw control characters; "
+				"replaced by U+FFFD\n",
 				say_esc(in->path), in->utf8_offset, in->utf8_fixed,
 				in->utf8_fixed == 1 ? "" : "s");
 		if (in->dup_fixed > 0)
-			fprintf(stderr, "forktrace: warning: %s: byte %" PRIu64 ": %" PRIu64
-					" event%s with a key twice in one object; the last value "
-					"of each was kept (as JSON parsers read it), the others left "
-					"out\n",
+			fprintf(stderr,
+				"forktrace: warning: %s: byte %" PRIu64 ": %" PRIu64
+				" event%s with a key twice in one object; the last value "
+				"of each was kept (as JSON parsers read it), the others left "
+				"out\n",
 				say_esc(in->path), in->dup_offset, in->dup_fixed,
 				in->dup_fixed == 1 ? "" : "s");
 		if (in->skipped_keys > 0)
-			fprintf(stderr, "forktrace: warning: %s: top-level key%s not kept (larger "
-					"than 16 MiB, not valid JSON, or twice in the file): %s\n",
-				say_esc(in->path), in->skipped_keys == 1 ? "" : "s", say_esc(in->skipped));
+			fprintf(stderr,
+				"forktrace: warning: %s: top-level key%s not kept (larger "
+				"than 16 MiB, not valid JSON, or twice in the file): %s\n",
+				say_esc(in->path), in->skipped_keys == 1 ? "" : "s",
+				say_esc(in->skipped));
 		if (align && !quiet && in->align != NULL)
 			fprintf(stderr, "forktrace: %s: aligned by %s, shifted by %+.6f s\n",
 				say_esc(in->path), in->align, (double)in->shift_ns / 1e9);
@@ -209,8 +215,7 @@ static int combine_parse(int argc, char **argv, combine_args *a)
 /* What a combine that wrote its output says on stderr: the inputs'
  * problems, the spill files read, top-level keys that differ, and unless
  * quiet the summary. */
-static void combine_summary(const merge_result *res, const spill_inputs *sp,
-			    const combine_args *a)
+static void combine_summary(const merge_result *res, const spill_inputs *sp, const combine_args *a)
 {
 	report_inputs(res, a->quiet, a->align);
 	if (sp->nspill && !a->quiet)
@@ -218,13 +223,15 @@ static void combine_summary(const merge_result *res, const spill_inputs *sp,
 			sp->nspill == 1 ? "" : "s");
 	/* Nothing is lost (docs/TRACE_FORMAT.md), but a viewer sees one value. */
 	if (res->differ != NULL && events_format_for_path(a->output) != TRACE_FORMAT_H5)
-		fprintf(stderr, "forktrace: warning: the inputs differ in top-level %s: the "
-				"output has the first input's; the others are in their entries of "
-				"otherData.forktrace.inputs, under \"top_level\"\n",
+		fprintf(stderr,
+			"forktrace: warning: the inputs differ in top-level %s: the "
+			"output has the first input's; the others are in their entries of "
+			"otherData.forktrace.inputs, under \"top_level\"\n",
 			say_esc(res->differ));
 	if (!a->quiet)
-		fprintf(stderr, "forktrace: combined %zu file%s, %" PRIu64 " events, %" PRIu64
-				" processes (%" PRIu64 " pids remapped) into %s\n",
+		fprintf(stderr,
+			"forktrace: combined %zu file%s, %" PRIu64 " events, %" PRIu64
+			" processes (%" PRIu64 " pids remapped) into %s\n",
 			res->ninputs, res->ninputs == 1 ? "" : "s", res->events, res->processes,
 			res->remapped, say_esc(a->output));
 }
@@ -252,8 +259,8 @@ int combine_main(int argc, char **argv)
 		return code;
 	output = a.output;
 
-	if (out_file_open(&rf, output, "trace",
-			  events_format_for_path(output) == TRACE_FORMAT_H5) < 0)
+	if (out_file_open(&rf, output, "trace", events_format_for_path(output) == TRACE_FORMAT_H5) <
+	    0)
 		return 1;
 	mo.gzip_level = a.level;
 	err = events_format_for_path(output) == TRACE_FORMAT_H5 ? out_file_name(&rf) : 0;

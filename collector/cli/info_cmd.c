@@ -175,8 +175,8 @@ static int show(const char *path, bool in_dir, const model_trace *m, const char 
 	}
 	printf("%s: %s", say_esc(name),
 	       r.events == 0 && r.error != NULL ? "unreadable"
-	       : r.hdf5			       ? "forktrace HDF5 trace"
-					       : "Chrome trace JSON");
+	       : r.hdf5                         ? "forktrace HDF5 trace"
+						: "Chrome trace JSON");
 	if (r.hdf5)
 		printf(", %" PRIu64 " bytes of JSON events", r.bytes);
 	else
@@ -209,9 +209,11 @@ static int show(const char *path, bool in_dir, const model_trace *m, const char 
 		printf("  repaired:   %" PRIu64 " events with invalid UTF-8\n", r.utf8_fixed);
 	if (r.dup_fixed > 0)
 		printf("  repaired:   %" PRIu64 " events with a key twice in an object (the "
-		       "last value counts)\n", r.dup_fixed);
+		       "last value counts)\n",
+		       r.dup_fixed);
 	if (r.error != NULL)
-		printf("  problem:    %s%s\n", say_esc(r.error), r.truncated ? " (truncated file)" : "");
+		printf("  problem:    %s%s\n", say_esc(r.error),
+		       r.truncated ? " (truncated file)" : "");
 	printf("  %s:\n", records ? "process tree (pid name [exit])" : "processes");
 	if (records)
 		print_tree(&r);

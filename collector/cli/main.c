@@ -58,7 +58,9 @@ int main(int argc, char **argv)
 		return info_main(argc - 1, argv + 1);
 	if (!strcmp(sub, "report"))
 		return report_main(argc - 1, argv + 1);
-	fprintf(stderr, "forktrace: unknown command '%s'\n"
-			"Try 'forktrace --help' for the list of commands.\n", sub);
+	fprintf(stderr,
+		"forktrace: unknown command '%s'\n"
+		"Try 'forktrace --help' for the list of commands.\n",
+		sub);
 	return SAY_EXIT_USAGE;
 }

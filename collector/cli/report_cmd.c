@@ -84,14 +84,14 @@ static int report_parse(int argc, char **argv, report_args *a)
 {
 	enum { OPT_ALIGN = 256 };
 	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "include", required_argument, NULL, REPORT_OPT_INCLUDE },
-		{ "exclude", required_argument, NULL, REPORT_OPT_EXCLUDE },
-		{ "pids", required_argument, NULL, REPORT_OPT_PIDS },
-		{ "align", no_argument, NULL, OPT_ALIGN },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{"output", required_argument, NULL, 'o'},
+		{"include", required_argument, NULL, REPORT_OPT_INCLUDE},
+		{"exclude", required_argument, NULL, REPORT_OPT_EXCLUDE},
+		{"pids", required_argument, NULL, REPORT_OPT_PIDS},
+		{"align", no_argument, NULL, OPT_ALIGN},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	int c;
 
@@ -137,11 +137,13 @@ static void report_summary(const merge_result *res, const report_args *a)
 {
 	for (size_t i = 0; i < res->ninputs; i++)
 		if (res->inputs[i].error != NULL)
-			fprintf(stderr, "forktrace: %s: %s (what was read before is in the report)\n",
+			fprintf(stderr,
+				"forktrace: %s: %s (what was read before is in the report)\n",
 				say_esc(res->inputs[i].path), say_esc(res->inputs[i].error));
 	if (!a->quiet)
-		fprintf(stderr, "forktrace: report of %zu file%s, %llu events, %llu processes "
-				"written to %s (%llu bytes)\n",
+		fprintf(stderr,
+			"forktrace: report of %zu file%s, %llu events, %llu processes "
+			"written to %s (%llu bytes)\n",
 			res->ninputs, res->ninputs == 1 ? "" : "s", (unsigned long long)res->events,
 			(unsigned long long)res->processes, say_esc(a->output),
 			(unsigned long long)res->out.bytes);
@@ -149,11 +151,11 @@ static void report_summary(const merge_result *res, const report_args *a)
 
 int report_main(int argc, char **argv)
 {
-	report_args a = { 0 };
-	spill_inputs sp = { 0 };
-	merge_opts co = { 0 };
-	merge_result res = { 0 };
-	out_file rf = { .fd = -1 };
+	report_args a = {0};
+	spill_inputs sp = {0};
+	merge_opts co = {0};
+	merge_result res = {0};
+	out_file rf = {.fd = -1};
 	const char *output;
 	trace_sink *sink;
 	htmlw_opts ho;
@@ -173,7 +175,7 @@ int report_main(int argc, char **argv)
 	code = 1;
 	if (out_file_open(&rf, output, "report", false) < 0)
 		goto out;
-	ho = (htmlw_opts){ a.ro.include, a.ro.exclude, a.ro.pids };
+	ho = (htmlw_opts){a.ro.include, a.ro.exclude, a.ro.pids};
 	sink = sink_html_new(rf.fd, &ho, &err);
 	if (sink == NULL) {
 		fprintf(stderr, "forktrace: cannot write '%s': %s\n", output, strerror(-err));

@@ -113,19 +113,19 @@ int run_parse_opts(int argc, char **argv, run_opts *o)
 {
 	enum { OPT_WAIT = 256, OPT_MAXMEM, OPT_LEVEL, OPT_REPORT, OPT_NOFUNC, OPT_FILTER };
 	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "wait-timeout", required_argument, NULL, OPT_WAIT },
-		{ "max-memory", required_argument, NULL, OPT_MAXMEM },
-		{ "level", required_argument, NULL, OPT_LEVEL },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "report", required_argument, NULL, OPT_REPORT },
-		{ "include", required_argument, NULL, REPORT_OPT_INCLUDE },
-		{ "exclude", required_argument, NULL, REPORT_OPT_EXCLUDE },
-		{ "pids", required_argument, NULL, REPORT_OPT_PIDS },
-		{ "no-functions", no_argument, NULL, OPT_NOFUNC },
-		{ "filter", required_argument, NULL, OPT_FILTER },
-		{ NULL, 0, NULL, 0 },
+		{"output", required_argument, NULL, 'o'},
+		{"wait-timeout", required_argument, NULL, OPT_WAIT},
+		{"max-memory", required_argument, NULL, OPT_MAXMEM},
+		{"level", required_argument, NULL, OPT_LEVEL},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{"report", required_argument, NULL, OPT_REPORT},
+		{"include", required_argument, NULL, REPORT_OPT_INCLUDE},
+		{"exclude", required_argument, NULL, REPORT_OPT_EXCLUDE},
+		{"pids", required_argument, NULL, REPORT_OPT_PIDS},
+		{"no-functions", no_argument, NULL, OPT_NOFUNC},
+		{"filter", required_argument, NULL, OPT_FILTER},
+		{NULL, 0, NULL, 0},
 	};
 	int c;
 
@@ -143,18 +143,21 @@ int run_parse_opts(int argc, char **argv, run_opts *o)
 			break;
 		case OPT_WAIT:
 			if (say_parse_seconds(optarg, &o->wait_timeout) < 0)
-				return say_usage_error("run", "--wait-timeout takes a number of "
-							      "seconds such as 5 or 0.5 (or inf), "
-							      "got '%s'", optarg);
+				return say_usage_error("run",
+						       "--wait-timeout takes a number of "
+						       "seconds such as 5 or 0.5 (or inf), "
+						       "got '%s'",
+						       optarg);
 			break;
 		case OPT_MAXMEM: {
 			int prc = say_parse_size(optarg, &o->max_memory);
 
 			if (prc < 0)
-				return say_usage_error("run", "--max-memory takes a size such as "
-							      "512M%s, got '%s'",
-						       prc == -ERANGE ? " (at most 2^64-1 bytes)" : "",
-						       optarg);
+				return say_usage_error(
+					"run",
+					"--max-memory takes a size such as "
+					"512M%s, got '%s'",
+					prc == -ERANGE ? " (at most 2^64-1 bytes)" : "", optarg);
 			break;
 		}
 		case OPT_LEVEL: {
@@ -185,8 +188,10 @@ int run_parse_opts(int argc, char **argv, run_opts *o)
 			v[o->nfilter++] = optarg;
 			v[o->nfilter] = NULL;
 			if (regcomp(&re, optarg, REG_EXTENDED | REG_NOSUB) != 0)
-				return say_usage_error("run", "--filter takes a POSIX extended "
-							      "regular expression, got '%s'", optarg);
+				return say_usage_error("run",
+						       "--filter takes a POSIX extended "
+						       "regular expression, got '%s'",
+						       optarg);
 			regfree(&re);
 			break;
 		}
@@ -214,7 +219,7 @@ int run_parse_opts(int argc, char **argv, run_opts *o)
 		return say_usage_error("run", "--include and --pids filter the report: "
 					      "give --report FILE too");
 	{
-		const char *outs[] = { o->output, o->report };
+		const char *outs[] = {o->output, o->report};
 		int rc = out_check_paths("run", outs, o->report ? 2 : 1, NULL, 0);
 
 		if (rc)
@@ -225,7 +230,7 @@ int run_parse_opts(int argc, char **argv, run_opts *o)
 
 int run_main(int argc, char **argv)
 {
-	run_opts o = { 0 };
+	run_opts o = {0};
 	int code = run_parse_opts(argc, argv, &o);
 
 	if (code == 0) {

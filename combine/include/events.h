@@ -46,7 +46,7 @@ enum trace_format events_format_for_path(const char *path);
  * readers' comments define a model input by it); the tests, fuzzers and
  * the benchmark that write a model with nothing to merge use it too.
  */
-int events_write(const model_trace *t, int fd, enum trace_format fmt,
-		const events_opts *opts, events_stats *stats);
+int events_write(const model_trace *t, int fd, enum trace_format fmt, const events_opts *opts,
+		 events_stats *stats);
 
 #endif /* FT_COMBINE_EVENTS_H */

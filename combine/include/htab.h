@@ -32,10 +32,10 @@ typedef struct htab_slot {
 
 typedef struct htab {
 	htab_slot *slots; /* owned: cap slots */
-	size_t cap;	  /* 0, or a power of two */
-	size_t n;	  /* slots in use */
-	size_t first;	  /* the capacity of the first allocation; 0: 16 */
-	unsigned shift;	  /* 64 - log2(cap): the slot of a key */
+	size_t cap;       /* 0, or a power of two */
+	size_t n;         /* slots in use */
+	size_t first;     /* the capacity of the first allocation; 0: 16 */
+	unsigned shift;   /* 64 - log2(cap): the slot of a key */
 } htab;
 
 /* The slot a key's probe starts at: Fibonacci hashing spreads nearby keys

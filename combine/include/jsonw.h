@@ -41,7 +41,7 @@ size_t jsonw_escape(char *out, size_t cap, const char *s, size_t n);
  * more than was opened records -EOVERFLOW / -EINVAL there.
  */
 typedef struct jsonw {
-	ostream *os;	 /* borrowed */
+	ostream *os;     /* borrowed */
 	uint64_t events; /* trace events begun with jsonw_event_begin */
 	unsigned depth;
 	/* The next value needs no comma: it is the first of its array or

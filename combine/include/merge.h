@@ -73,18 +73,18 @@ typedef struct merge_source {
 
 /* What happened to one input file. */
 typedef struct merge_input {
-	char *path;          /* owned */
-	uint64_t events;     /* events read and written */
-	uint64_t bytes;      /* JSON bytes read (uncompressed) */
-	uint64_t file_bytes; /* bytes of the file read */
-	uint64_t pids;       /* processes (pids) it brought */
-	uint64_t remapped;   /* of them, given another pid */
-	uint64_t utf8_fixed; /* events whose strings had invalid UTF-8 (or raw
+	char *path;            /* owned */
+	uint64_t events;       /* events read and written */
+	uint64_t bytes;        /* JSON bytes read (uncompressed) */
+	uint64_t file_bytes;   /* bytes of the file read */
+	uint64_t pids;         /* processes (pids) it brought */
+	uint64_t remapped;     /* of them, given another pid */
+	uint64_t utf8_fixed;   /* events whose strings had invalid UTF-8 (or raw
 	                        control characters), replaced by U+FFFD */
-	uint64_t utf8_offset; /* where the first of them starts */
-	uint64_t dup_fixed;   /* events with a key twice in one object: the
+	uint64_t utf8_offset;  /* where the first of them starts */
+	uint64_t dup_fixed;    /* events with a key twice in one object: the
 	                         last value was kept (as JSON parsers do) */
-	uint64_t dup_offset;  /* where the first of them starts */
+	uint64_t dup_offset;   /* where the first of them starts */
 	uint64_t skipped_keys; /* top-level keys not kept: larger than
 	                          READER_MAX_EVENT, not valid JSON, twice */
 	char skipped[160];     /* their names, comma-separated (cut) */
@@ -121,7 +121,7 @@ typedef struct merge_result {
 	 * whose first value is the output's and the others are in the
 	 * inputs' entries; NULL when none. Owned. */
 	char *differ;
-	events_stats out;    /* what the sink wrote */
+	events_stats out; /* what the sink wrote */
 	/* The temporary file in $TMPDIR that keeps the inputs' top-level
 	 * keys could not be written (negative errno: a full disk); the
 	 * combine's error is that one, not the output's. */
@@ -145,8 +145,8 @@ int merge_inputs(const merge_source *src, size_t n, const merge_opts *o, trace_s
 /* merge_inputs of the paths[0..npaths): a thin wrapper over the one
  * path, for the readers' unit test and fuzzer, which have files only;
  * forktrace's commands call merge_inputs. */
-int merge_files(const char *const *paths, size_t npaths, const merge_opts *o,
-		  trace_sink *sink, merge_result *res);
+int merge_files(const char *const *paths, size_t npaths, const merge_opts *o, trace_sink *sink,
+		merge_result *res);
 
 /*
  * The inputs paths[0..npaths) stand for, as merge_inputs reads them:
@@ -156,8 +156,7 @@ int merge_files(const char *const *paths, size_t npaths, const merge_opts *o,
  * whether it was found in a directory) are the caller's to free.
  * Returns 0 or -ENOMEM.
  */
-int merge_expand(const char *const *paths, size_t npaths, char ***out, bool **in_dir,
-		   size_t *nout);
+int merge_expand(const char *const *paths, size_t npaths, char ***out, bool **in_dir, size_t *nout);
 
 /* Releases what res owns; NULL or a zeroed result is fine. */
 void merge_result_free(merge_result *res);
@@ -170,29 +169,29 @@ bool merge_dir_takes(const char *path, const char *name);
 
 /* One process of a trace, as info sees it. */
 typedef struct info_process {
-	int64_t pid;       /* trace pid */
-	int64_t host_pid;  /* forktrace_process.pid, else pid */
-	int64_t parent;    /* trace pid of the parent, -1: none or unknown */
-	char *name;        /* process_name, or NULL; owned */
-	char *exit;        /* "code 0", "signal 9 (SIGKILL)", "running", ...,
+	int64_t pid;      /* trace pid */
+	int64_t host_pid; /* forktrace_process.pid, else pid */
+	int64_t parent;   /* trace pid of the parent, -1: none or unknown */
+	char *name;       /* process_name, or NULL; owned */
+	char *exit;       /* "code 0", "signal 9 (SIGKILL)", "running", ...,
 	                      NULL when the trace does not say; owned */
-	bool has_record;   /* a forktrace_process record */
+	bool has_record;  /* a forktrace_process record */
 	uint64_t events;
 	uint64_t lost_events;
 	size_t nthreads;
-	int64_t *tids;     /* owned, nthreads */
+	int64_t *tids;       /* owned, nthreads */
 	char **thread_names; /* owned, nthreads (entries may be NULL) */
-	char *origin;      /* forktrace_origin of a remapped pid, or NULL */
+	char *origin;        /* forktrace_origin of a remapped pid, or NULL */
 } info_process;
 
 typedef struct info_report {
-	char *path;                 /* owned */
+	char *path; /* owned */
 	uint64_t events;
-	uint64_t by_phase[128];     /* events by ph (ASCII); [0]: no ph */
+	uint64_t by_phase[128]; /* events by ph (ASCII); [0]: no ph */
 	uint64_t bytes, file_bytes;
 	bool gzip, hdf5, array_form;
-	int64_t min_ts, max_ts;     /* ns; min > max when no times */
-	char origin[64];            /* "forktrace run", "VizTracer 1.1.1", "other" */
+	int64_t min_ts, max_ts; /* ns; min > max when no times */
+	char origin[64];        /* "forktrace run", "VizTracer 1.1.1", "other" */
 	bool viztracer_overflow;
 	int64_t lost_events;        /* from the run metadata, -1: not said */
 	uint64_t lost_in_processes; /* sum over forktrace_process records */
@@ -200,9 +199,9 @@ typedef struct info_report {
 	char skipped[160];
 	uint64_t utf8_fixed;
 	uint64_t dup_fixed;
-	info_process *procs;        /* owned, sorted by pid */
+	info_process *procs; /* owned, sorted by pid */
 	size_t nprocs;
-	char *error;                /* owned, NULL if read to the end */
+	char *error; /* owned, NULL if read to the end */
 	bool truncated;
 } info_report;
 

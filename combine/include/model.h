@@ -58,7 +58,7 @@ typedef struct model_chunk {
 	struct model_chunk *next;
 	const unsigned char *data; /* in the arena */
 	uint32_t len;
-	uint32_t seg;              /* index of the image that recorded it */
+	uint32_t seg; /* index of the image that recorded it */
 } model_chunk;
 
 /* A (time stamp counter, CLOCK_MONOTONIC ns) pair read together. */
@@ -92,22 +92,22 @@ typedef struct model_mark {
 } model_mark;
 
 typedef struct model_process {
-	uint32_t index;       /* position in model_trace.procs */
-	int64_t pid;          /* pid on the host */
-	int64_t out_pid;      /* pid written to the trace; differs from pid
+	uint32_t index;               /* position in model_trace.procs */
+	int64_t pid;                  /* pid on the host */
+	int64_t out_pid;              /* pid written to the trace; differs from pid
 	                         when the pid was reused during the run */
-	uint64_t start_ticks; /* kernel start time; 0 if unknown */
-	int64_t ppid;         /* -1 if unknown */
+	uint64_t start_ticks;         /* kernel start time; 0 if unknown */
+	int64_t ppid;                 /* -1 if unknown */
 	struct model_process *parent; /* NULL: the root or unknown */
-	const char *host;     /* NULL: the trace's host */
+	const char *host;             /* NULL: the trace's host */
 
-	int64_t start_ns;     /* fork/spawn time, or first sight */
+	int64_t start_ns; /* fork/spawn time, or first sight */
 	int64_t end_ns;
 
 	/* Where the parent created this process, for the flow arrow. */
-	int64_t spawn_ns;     /* -1: no record from the parent */
+	int64_t spawn_ns; /* -1: no record from the parent */
 	int64_t spawn_tid;
-	int spawn_kind;       /* enum ft_spawn_kind */
+	int spawn_kind; /* enum ft_spawn_kind */
 
 	enum model_exit_kind exit_kind;
 	int exit_value;
@@ -126,8 +126,8 @@ typedef struct model_arena_block model_arena_block;
 
 typedef struct model_trace {
 	const char *host;
-	const char **command; /* NULL-terminated argv of the traced command */
-	const char *origin;   /* "forktrace run", "combine", ... */
+	const char **command;   /* NULL-terminated argv of the traced command */
+	const char *origin;     /* "forktrace run", "combine", ... */
 	int64_t anchor_mono_ns; /* one (monotonic, realtime) pair taken */
 	int64_t anchor_real_ns; /* together, to align traces across hosts */
 	int64_t start_ns;

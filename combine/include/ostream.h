@@ -30,12 +30,12 @@ typedef struct ostream {
 	char *buf; /* owned: OSTREAM_BUF_SIZE bytes */
 	size_t len;
 	size_t cap;
-	int fd;		    /* borrowed: never closed here */
-	int err;	    /* first error, 0 or negative errno */
+	int fd;             /* borrowed: never closed here */
+	int err;            /* first error, 0 or negative errno */
 	uint64_t bytes_in;  /* bytes given to the stream (before gzip) */
 	uint64_t bytes_out; /* bytes written to fd */
-	void *z;	    /* owned z_stream when gzip, else NULL */
-	char *zbuf;	    /* owned deflate output buffer when gzip */
+	void *z;            /* owned z_stream when gzip, else NULL */
+	char *zbuf;         /* owned deflate output buffer when gzip */
 } ostream;
 
 /*

@@ -133,8 +133,9 @@ static ALWAYS_INLINE const char *str_stop_sse2(const char *p)
 
 	for (;;) {
 		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
-		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
-					 _mm_cmplt_epi8(x, space));
+		__m128i m = _mm_or_si128(
+			_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
+			_mm_cmplt_epi8(x, space));
 		unsigned bits = (unsigned)_mm_movemask_epi8(m);
 
 		if (bits != 0)
@@ -152,8 +153,9 @@ static ALWAYS_INLINE const char *str_run_sse2(const char *p, const char *end)
 
 	while (end - p >= 16) {
 		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
-		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
-					 _mm_cmplt_epi8(x, space));
+		__m128i m = _mm_or_si128(
+			_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
+			_mm_cmplt_epi8(x, space));
 		unsigned bits = (unsigned)_mm_movemask_epi8(m);
 
 		if (bits != 0)
@@ -173,7 +175,8 @@ static ALWAYS_INLINE const char *digits_sse2(const char *p)
 
 	for (;;) {
 		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
-		unsigned bits = (unsigned)_mm_movemask_epi8(_mm_cmplt_epi8(_mm_add_epi8(x, bias), lim));
+		unsigned bits = (unsigned)_mm_movemask_epi8(
+			_mm_cmplt_epi8(_mm_add_epi8(x, bias), lim));
 
 		if (bits != 0xffffu)
 			return p + __builtin_ctz(~bits);
@@ -497,7 +500,8 @@ value:
 		q = str_scan(p + 1, end, &flags, &st, &o->err_at, impl);
 		if (q == NULL) {
 			if (st == JSONR_ERR) {
-				o->expected = "a valid escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)";
+				o->expected =
+					"a valid escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)";
 				p = o->err_at;
 			} else {
 				p = end;
@@ -670,7 +674,7 @@ static inline uint32_t eight_digits_value(uint64_t w)
 /* The bytes a..h as a word, a lowest: a key's text compares with one
  * load. */
 #define W8(a, b, c, d, e, f, g, h)                                                                 \
-	((uint64_t)(a) | (uint64_t)(b) << 8 | (uint64_t)(c) << 16 | (uint64_t)(d) << 24 |           \
+	((uint64_t)(a) | (uint64_t)(b) << 8 | (uint64_t)(c) << 16 | (uint64_t)(d) << 24 |          \
 	 (uint64_t)(e) << 32 | (uint64_t)(f) << 40 | (uint64_t)(g) << 48 | (uint64_t)(h) << 56)
 #define M(n) (~0ull >> (64 - 8 * (n)))
 
@@ -760,7 +764,7 @@ static ALWAYS_INLINE uint64_t dec16(const char *p, size_t n)
  * occurrence of a key clears what an earlier one left.
  */
 static ALWAYS_INLINE const char *num_scan_parse(const char *p, int k, jsonr_obj *o, uint32_t *has,
-					       int impl)
+						int impl)
 {
 	const char *s = p + (*p == '-'), *ie, *fe;
 	uint64_t x;
@@ -1123,7 +1127,8 @@ strview jsonr_find_key(strview obj, const char *key)
 		q = str_scan(p + 1, end, &flags, &st, &o.err_at, impl);
 		if (q == NULL)
 			break;
-		bool match = !(flags & SF_ESC) && (size_t)(q - p - 1) == klen && !memcmp(p + 1, key, klen);
+		bool match = !(flags & SF_ESC) && (size_t)(q - p - 1) == klen &&
+			     !memcmp(p + 1, key, klen);
 		p = q + 1;
 		SKIP_WS(p);
 		if (*p != ':')
@@ -1254,7 +1259,8 @@ size_t jsonr_unescape(char *out, strview lit)
 				return n;
 			cp = hex4(s + 2);
 			s += 6;
-			if (cp >= 0xd800 && cp < 0xdc00 && end - s >= 6 && s[0] == '\\' && s[1] == 'u') {
+			if (cp >= 0xd800 && cp < 0xdc00 && end - s >= 6 && s[0] == '\\' &&
+			    s[1] == 'u') {
 				uint32_t lo = hex4(s + 2);
 
 				if (lo >= 0xdc00 && lo < 0xe000) {
@@ -1268,7 +1274,9 @@ size_t jsonr_unescape(char *out, strview lit)
 			n += put_utf8(out + n, cp);
 			continue;
 		}
-		default: out[n++] = s[1]; break;
+		default:
+			out[n++] = s[1];
+			break;
 		}
 		s += 2;
 	}
@@ -1402,7 +1410,7 @@ typedef struct dd_member {
 } dd_member;
 
 typedef struct dd {
-	char *out;   /* NULL: only find whether there is a duplicate */
+	char *out; /* NULL: only find whether there is a duplicate */
 	size_t n;
 	bool found; /* something to change */
 	bool dup;   /* of which a key twice */
@@ -1478,8 +1486,8 @@ static const char *dd_skip(const char *p)
 	if (*p == '"')
 		return dd_str_end(p);
 	if (*p != '{' && *p != '[') {
-		for (q = p; *q != ',' && *q != '}' && *q != ']' && !is_ws((unsigned char)*q) &&
-			    *q != '\0';
+		for (q = p;
+		     *q != ',' && *q != '}' && *q != ']' && !is_ws((unsigned char)*q) && *q != '\0';
 		     q++)
 			;
 		return q;
@@ -1535,8 +1543,8 @@ static const char *dd_object(dd *d, const char *p, unsigned depth)
 			goto nomem;
 		for (size_t i = 0; i < n; i++) {
 			m[i].name = names + used;
-			m[i].name_n = jsonr_unescape(names + used,
-						     (strview){m[i].key, (size_t)(m[i].kend - m[i].key)});
+			m[i].name_n = jsonr_unescape(
+				names + used, (strview){m[i].key, (size_t)(m[i].kend - m[i].key)});
 			used += m[i].name_n;
 			by[i] = &m[i];
 		}
@@ -1619,8 +1627,8 @@ static const char *dd_value(dd *d, const char *p, unsigned depth)
 	if (*p == '"')
 		q = dd_str_end(p);
 	else
-		for (q = p; *q != ',' && *q != '}' && *q != ']' && !is_ws((unsigned char)*q) &&
-			    *q != '\0';
+		for (q = p;
+		     *q != ',' && *q != '}' && *q != ']' && !is_ws((unsigned char)*q) && *q != '\0';
 		     q++)
 			;
 	dd_put(d, p, (size_t)(q - p));

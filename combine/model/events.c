@@ -27,23 +27,23 @@
 #define LABEL_BYTES (4 * LABEL_CHARS + 4)
 
 static const char *const spawn_names[] = {
-    [FT_SPAWN_FORK] = "fork",
-    [FT_SPAWN_VFORK] = "vfork",
-    [FT_SPAWN_POSIX_SPAWN] = "posix_spawn",
-    [FT_SPAWN_POSIX_SPAWNP] = "posix_spawnp",
-    [FT_SPAWN_SYSTEM] = "system",
-    [FT_SPAWN_POPEN] = "popen",
+	[FT_SPAWN_FORK] = "fork",
+	[FT_SPAWN_VFORK] = "vfork",
+	[FT_SPAWN_POSIX_SPAWN] = "posix_spawn",
+	[FT_SPAWN_POSIX_SPAWNP] = "posix_spawnp",
+	[FT_SPAWN_SYSTEM] = "system",
+	[FT_SPAWN_POPEN] = "popen",
 };
 
 typedef struct events_ctx {
 	const model_trace *t;
 	trace_sink *sink;
-	ostream aos;	   /* args text of the event being built */
-	jsonw w;	   /* writes into aos */
-	jsonw_event meta;  /* the metadata event meta_begin started */
-	rec_ctx *rec;      /* in-process event records */
+	ostream aos;      /* args text of the event being built */
+	jsonw w;          /* writes into aos */
+	jsonw_event meta; /* the metadata event meta_begin started */
+	rec_ctx *rec;     /* in-process event records */
 	uint64_t threads;
-	int err;	   /* first error of the sink or of aos */
+	int err; /* first error of the sink or of aos */
 } events_ctx;
 
 /* Sends one event to the sink; after an error, nothing more. */
@@ -235,12 +235,12 @@ done:
 static void meta_begin(events_ctx *c, const char *name, int64_t pid, int64_t tid)
 {
 	c->meta = (jsonw_event){
-	    .ph = 'M',
-	    .name = strview_c(name),
-	    .pid = pid,
-	    .tid = tid,
-	    .ts_ns = JSONW_NO_TIME,
-	    .dur_ns = JSONW_NO_TIME,
+		.ph = 'M',
+		.name = strview_c(name),
+		.pid = pid,
+		.tid = tid,
+		.ts_ns = JSONW_NO_TIME,
+		.dur_ns = JSONW_NO_TIME,
 	};
 	args_begin(c);
 }
@@ -399,13 +399,13 @@ static void write_segments(events_ctx *c, const model_process *p)
 		int64_t start = segment_start(t, p, i);
 		int64_t end = s->end_ns >= 0 ? s->end_ns : p->end_ns >= 0 ? p->end_ns : t->end_ns;
 		jsonw_event ev = {
-		    .ph = 'X',
-		    .cat = strview_c("process"),
-		    .name = strview_c(name),
-		    .pid = p->out_pid,
-		    .tid = p->out_pid,
-		    .ts_ns = start,
-		    .dur_ns = end > start ? end - start : 0,
+			.ph = 'X',
+			.cat = strview_c("process"),
+			.name = strview_c(name),
+			.pid = p->out_pid,
+			.tid = p->out_pid,
+			.ts_ns = start,
+			.dur_ns = end > start ? end - start : 0,
 		};
 
 		if (!s->instrumented) {
@@ -458,15 +458,15 @@ static void write_flow(events_ctx *c, const model_process *p)
 		end_ts = p->spawn_ns;
 
 	ev = (jsonw_event){
-	    .ph = 's',
-	    .cat = strview_c("fork"),
-	    .name = strview_c(kind),
-	    .pid = parent->out_pid,
-	    .tid = out_tid(parent, p->spawn_tid),
-	    .ts_ns = p->spawn_ns,
-	    .dur_ns = JSONW_NO_TIME,
-	    .has_id = true,
-	    .id = (uint64_t)p->index + 1,
+		.ph = 's',
+		.cat = strview_c("fork"),
+		.name = strview_c(kind),
+		.pid = parent->out_pid,
+		.tid = out_tid(parent, p->spawn_tid),
+		.ts_ns = p->spawn_ns,
+		.dur_ns = JSONW_NO_TIME,
+		.has_id = true,
+		.id = (uint64_t)p->index + 1,
 	};
 	emit(c, &ev);
 	ev.ph = 'f';
@@ -484,15 +484,15 @@ static void write_marks(events_ctx *c, const model_process *p)
 	for (i = 0; i < p->nmarks; i++) {
 		const model_mark *m = &p->marks[i];
 		jsonw_event ev = {
-		    .ph = m->dur_ns < 0 ? 'i' : 'X',
-		    .scope = m->dur_ns < 0 ? 't' : 0,
-		    .name = strview_c(m->name),
-		    .cat = strview_c(m->cat),
-		    .pid = p->out_pid,
-		    .tid = out_tid(p, m->tid),
-		    .ts_ns = m->ts_ns,
-		    .dur_ns = m->dur_ns < 0 ? JSONW_NO_TIME : m->dur_ns,
-		    .args = strview_c(m->args_json),
+			.ph = m->dur_ns < 0 ? 'i' : 'X',
+			.scope = m->dur_ns < 0 ? 't' : 0,
+			.name = strview_c(m->name),
+			.cat = strview_c(m->cat),
+			.pid = p->out_pid,
+			.tid = out_tid(p, m->tid),
+			.ts_ns = m->ts_ns,
+			.dur_ns = m->dur_ns < 0 ? JSONW_NO_TIME : m->dur_ns,
+			.args = strview_c(m->args_json),
 		};
 
 		emit(c, &ev);
@@ -504,13 +504,13 @@ static void write_marks(events_ctx *c, const model_process *p)
 static void write_loss(events_ctx *c, const model_process *p)
 {
 	jsonw_event ev = {
-	    .ph = 'i',
-	    .scope = 'p',
-	    .cat = strview_c("forktrace.loss"),
-	    .name = strview_c("lost events"),
-	    .pid = p->out_pid,
-	    .tid = p->out_pid,
-	    .dur_ns = JSONW_NO_TIME,
+		.ph = 'i',
+		.scope = 'p',
+		.cat = strview_c("forktrace.loss"),
+		.name = strview_c("lost events"),
+		.pid = p->out_pid,
+		.tid = p->out_pid,
+		.dur_ns = JSONW_NO_TIME,
 	};
 
 	if (p->lost_events == 0)
@@ -535,7 +535,9 @@ static void write_records(events_ctx *c, const model_process *p)
 {
 	for (size_t i = 0; i < p->nthreads && c->err == 0; i++) {
 		const model_thread *th = &p->threads[i];
-		int64_t end = th->end_ns >= 0 ? th->end_ns : p->end_ns >= 0 ? p->end_ns : c->t->end_ns;
+		int64_t end = th->end_ns >= 0  ? th->end_ns
+			      : p->end_ns >= 0 ? p->end_ns
+					       : c->t->end_ns;
 		int err;
 
 		if (th->chunks == NULL)
@@ -774,7 +776,7 @@ static int events_write_sink(const model_trace *t, trace_sink *s, events_stats *
 }
 
 int events_write(const model_trace *t, int fd, enum trace_format fmt, const events_opts *opts,
-		events_stats *stats)
+		 events_stats *stats)
 {
 	trace_sink *s;
 	int err = 0;

@@ -256,7 +256,6 @@ const rec_stats *rec_ctx_stats(const rec_ctx *rc)
 	return &rc->stats;
 }
 
-
 /* Does a function of this name go into the trace? */
 static bool name_kept(const rec_ctx *rc, const char *name)
 {
@@ -464,9 +463,9 @@ static bool cur_number(rec_cur *c, double *v)
 
 typedef struct rec_open {
 	uint64_t tsc;
-	uint64_t addr;  /* functions */
+	uint64_t addr; /* functions */
 	strview name;  /* regions: borrowed from the chunk */
-	uint64_t seq;   /* order of the begins, to close the innermost first */
+	uint64_t seq;  /* order of the begins, to close the innermost first */
 	uint32_t seg;
 	bool func;
 } rec_open;
@@ -508,9 +507,9 @@ static void walk_close(rec_walk *w, const rec_open *o, int64_t end_ns, bool unfi
 	int64_t start = clock_ns(&w->rc->clk, o->tsc);
 	int64_t end = ns_clamp(end_ns); /* so that end - start fits */
 	jsonw_event ev = {
-	    .ph = 'X',
-	    .ts_ns = start,
-	    .dur_ns = end > start ? end - start : 0,
+		.ph = 'X',
+		.ts_ns = start,
+		.dur_ns = end > start ? end - start : 0,
 	};
 
 	if (unfinished)

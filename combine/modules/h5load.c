@@ -23,7 +23,7 @@ static pthread_once_t h5_once = PTHREAD_ONCE_INIT;
 static void h5_load(void)
 {
 	h5_api = module_load(H5_MODULE_NAME, H5_MODULE_SYMBOL, sizeof(*h5_api),
-				"HDF5 support is missing");
+			     "HDF5 support is missing");
 }
 
 /* The module, or NULL (with *err = -ELIBACC) when it cannot be loaded. */

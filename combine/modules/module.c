@@ -43,8 +43,9 @@ const void *module_load(const char *name, const char *symbol, size_t size, const
 	void *h;
 
 	if (module_beside_self(name, path, sizeof(path)) < 0) {
-		fprintf(stderr, "forktrace: %s: %s is neither next to the forktrace executable "
-				"nor in ../lib/forktrace/ from it\n",
+		fprintf(stderr,
+			"forktrace: %s: %s is neither next to the forktrace executable "
+			"nor in ../lib/forktrace/ from it\n",
 			what, name);
 		return NULL;
 	}

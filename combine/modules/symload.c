@@ -22,7 +22,7 @@ static pthread_once_t sym_once = PTHREAD_ONCE_INIT;
 static void sym_load(void)
 {
 	sym_api = module_load(SYM_MODULE_NAME, SYM_MODULE_SYMBOL, sizeof(*sym_api),
-				 "function names are missing");
+			      "function names are missing");
 }
 
 symtab *symtab_new(void)

@@ -37,9 +37,9 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 struct sym_func {
 	uint64_t start;
 	uint64_t end;
-	uint64_t cover;	 /* the largest end of this entry and all before it */
+	uint64_t cover;  /* the largest end of this entry and all before it */
 	const char *raw; /* the symbol's name, in the file's name arena */
-	char *name;	 /* raw, or the demangled name (owned); NULL until asked */
+	char *name;      /* raw, or the demangled name (owned); NULL until asked */
 };
 
 /* Slots of a file's address cache when it is first needed. */
@@ -66,7 +66,7 @@ struct sym_file {
 	size_t path_len;
 	struct sym_func *funcs; /* owned, sorted by start, starts distinct */
 	size_t nfuncs;
-	char *names;		 /* owned: every raw name, NUL-terminated */
+	char *names; /* owned: every raw name, NUL-terminated */
 	/* The answers already given: offset -> name, or no_function. */
 	htab cache;
 };
@@ -97,8 +97,8 @@ static bool candidate_safe(const char *dir, size_t dlen, const char *sub, const 
 {
 	char path[4096];
 	struct stat st;
-	int n = snprintf(path, sizeof(path), "%.*s%s%s%s", (int)dlen, dir, dlen ? "/" : "",
-			 sub, name);
+	int n = snprintf(path, sizeof(path), "%.*s%s%s%s", (int)dlen, dir, dlen ? "/" : "", sub,
+			 name);
 
 	if (n < 0 || (size_t)n >= sizeof(path))
 		return false;
@@ -118,9 +118,9 @@ static bool candidate_safe(const char *dir, size_t dlen, const char *sub, const 
  * /usr/lib/debug (the system's) and by build-id it is looked for as
  * always. A file swapped in after this check is the one case left.
  */
-static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
-			  Dwarf_Addr base, const char *file_name, const char *debuglink,
-			  GElf_Word crc, char **debuginfo_file_name)
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink, GElf_Word crc,
+			  char **debuginfo_file_name)
 {
 	const char *slash = file_name != NULL ? strrchr(file_name, '/') : NULL;
 	const char *bname = slash != NULL ? slash + 1 : file_name;
@@ -144,8 +144,8 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	if (!candidate_safe(file_name, dlen, "", debuglink) ||
 	    !candidate_safe(file_name, dlen, ".debug/", debuglink))
 		return -1;
-	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink,
-					    crc, debuginfo_file_name);
+	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink, crc,
+					    debuginfo_file_name);
 }
 
 /* The callbacks of a Dwfl that reads files offline. The ELF file itself is
@@ -154,9 +154,9 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
  * build-id and .gnu_debuglink in the default path
  * (":.debug:/usr/lib/debug"). */
 static const Dwfl_Callbacks symtab_dwfl_callbacks = {
-    .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = find_debuginfo,
-    .section_address = dwfl_offline_section_address,
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = find_debuginfo,
+	.section_address = dwfl_offline_section_address,
 };
 
 symtab *symtab_new(void)
@@ -298,8 +298,8 @@ static long collect_syms(Dwfl_Module *mod, struct sym_raw **out)
 		GElf_Word shndx;
 		Elf *elf = NULL;
 		Dwarf_Addr bias = 0;
-		const char *name =
-		    dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, &elf, &bias);
+		const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, &elf,
+							   &bias);
 		struct sym_raw *r = &raw[n];
 
 		if (!sym_is_func(&sym, shndx, name))

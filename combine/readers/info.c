@@ -22,7 +22,7 @@ typedef struct info_sink {
 	size_t last; /* index of the last process looked up */
 	char *tmp;   /* unescaped strings */
 	size_t tmp_cap;
-	char *pad;   /* args of an event made from a model, padded for jsonr */
+	char *pad; /* args of an event made from a model, padded for jsonr */
 	size_t pad_cap;
 	/* What the reader counts of a file, counted here for a model. */
 	uint64_t events;
@@ -170,7 +170,8 @@ static int info_event(trace_sink *base, const sink_event *e)
 
 	s->events++;
 	if (ev->ts_ns != JSONW_NO_TIME && ev->ph != 'M') {
-		int64_t end = ev->ts_ns + (ev->dur_ns != JSONW_NO_TIME && ev->dur_ns > 0 ? ev->dur_ns : 0);
+		int64_t end = ev->ts_ns +
+			      (ev->dur_ns != JSONW_NO_TIME && ev->dur_ns > 0 ? ev->dur_ns : 0);
 
 		if (ev->ts_ns < s->min_ts)
 			s->min_ts = ev->ts_ns;
@@ -208,8 +209,8 @@ static int info_event(trace_sink *base, const sink_event *e)
 			p->parent = v;
 		if (jsonr_parse_int(jsonr_find_key(args, "lost_events"), &v) && v > 0) {
 			p->lost_events = (uint64_t)v;
-			rep->lost_in_processes =
-			    model_count_add(rep->lost_in_processes, (uint64_t)v);
+			rep->lost_in_processes = model_count_add(rep->lost_in_processes,
+								 (uint64_t)v);
 		}
 		free(p->exit);
 		p->exit = exit_text(s, args);
@@ -285,10 +286,10 @@ static int info_nop_begin(trace_sink *s, const sink_meta *meta)
 int info_read_model(const model_trace *m, const char *name, info_report *rep)
 {
 	info_sink s = {
-	    .base = {.begin = info_nop_begin, .event = info_event, .end = info_nop_begin},
-	    .rep = rep,
-	    .min_ts = INT64_MAX,
-	    .max_ts = INT64_MIN,
+		.base = {.begin = info_nop_begin, .event = info_event, .end = info_nop_begin},
+		.rep = rep,
+		.min_ts = INT64_MAX,
+		.max_ts = INT64_MIN,
 	};
 	merge_source src = {.model = m, .name = name};
 	merge_opts o = {.model_as_trace = true};

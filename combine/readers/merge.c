@@ -59,7 +59,7 @@
 
 typedef struct pidmap {
 	htab h;
-	bool has_min;	 /* min_key maps to INT64_MIN */
+	bool has_min; /* min_key maps to INT64_MIN */
 	int64_t min_key;
 } pidmap;
 
@@ -210,8 +210,7 @@ static void pathv_free(pathv *pv)
 	memset(pv, 0, sizeof(*pv));
 }
 
-int merge_expand(const char *const *paths, size_t npaths, char ***out, bool **in_dir,
-		   size_t *nout)
+int merge_expand(const char *const *paths, size_t npaths, char ***out, bool **in_dir, size_t *nout)
 {
 	pathv pv = {0};
 	int err = 0;
@@ -259,12 +258,12 @@ typedef struct toplevel {
 	tl_key *keys;
 	size_t nkeys, keys_cap;
 	htab by_name; /* tl_hash -> 1 + index into keys */
-	tl_val *vals;  /* in input order */
+	tl_val *vals; /* in input order */
 	size_t nvals, vals_cap;
-	int fd;        /* the spool: -1 until a value comes */
+	int fd; /* the spool: -1 until a value comes */
 	uint64_t size;
 	size_t cached;
-	char *io;      /* TL_IO bytes */
+	char *io; /* TL_IO bytes */
 	size_t ninputs, cur;
 	size_t dtu_inputs; /* inputs that state displayTimeUnit */
 	int spool_err;     /* the spool's first failure (a full TMPDIR), or 0 */
@@ -637,23 +636,23 @@ typedef struct cmb {
 	merge_result *res;
 	merge_input *in; /* the input being read */
 	size_t index;
-	pidmap claimed;	   /* out pid -> input index */
-	pidmap file;	   /* this input's pid -> out pid */
-	int64_t next_k;	   /* next remap candidate: MERGE_REMAP_BASE + k */
-	ostream aos;	   /* args text of synthesized events */
+	pidmap claimed;       /* out pid -> input index */
+	pidmap file;          /* this input's pid -> out pid */
+	int64_t next_k;       /* next remap candidate: MERGE_REMAP_BASE + k */
+	ostream aos;          /* args text of synthesized events */
 	model_trace *model;   /* the output's run metadata; its arena holds runs' strings */
 	sink_input_run *runs; /* per input, parallel to res->inputs */
-	toplevel tl;	      /* the inputs' other top-level keys */
+	toplevel tl;          /* the inputs' other top-level keys */
 	int err;
 	const merge_opts *o;
 	uint64_t done_before, total;
 	/* The inputs, parallel to res->inputs once open_inputs made it. */
-	pathv pv;		    /* their paths (a model's: its name) */
+	pathv pv;                   /* their paths (a model's: its name) */
 	const model_trace **models; /* a model input's model, else NULL */
-	int *spool, *spool_err;	    /* --align's copies of streams */
-	const char **inputs;	    /* meta.inputs, NULL-terminated */
-	const char **methods;	    /* meta.align_methods */
-	int64_t *shifts;	    /* meta.align_shift_ns */
+	int *spool, *spool_err;     /* --align's copies of streams */
+	const char **inputs;        /* meta.inputs, NULL-terminated */
+	const char **methods;       /* meta.align_methods */
+	int64_t *shifts;            /* meta.align_shift_ns */
 	sink_meta meta;
 	/* What the inputs say about the whole trace. */
 	int64_t start, end;
@@ -673,15 +672,16 @@ static int64_t fresh_pid(cmb *c)
 static void emit_meta(cmb *c, const char *name, int64_t pid, strview args)
 {
 	sink_event se = {
-	    .ev = {
-		.ph = 'M',
-		.name = strview_c(name),
-		.pid = pid,
-		.tid = pid,
-		.ts_ns = JSONW_NO_TIME,
-		.dur_ns = JSONW_NO_TIME,
-		.args = args,
-	    },
+		.ev =
+			{
+				.ph = 'M',
+				.name = strview_c(name),
+				.pid = pid,
+				.tid = pid,
+				.ts_ns = JSONW_NO_TIME,
+				.dur_ns = JSONW_NO_TIME,
+				.args = args,
+			},
 	};
 	int err;
 
@@ -806,7 +806,8 @@ static void on_run_meta(void *ctx, strview forktrace)
 			c->err = -ENOMEM;
 			goto out;
 		}
-		json_array_foreach(cmd, i, v) {
+		json_array_foreach(cmd, i, v)
+		{
 			argv[i] = json_string_value(v);
 			if (argv[i] == NULL)
 				break;
@@ -963,8 +964,8 @@ static int feed_event(trace_sink *s, const sink_event *e)
 			if (ev->tid == pid)
 				ev->tid = out;
 		}
-		if (ev->ph == 'M' && ev->args.n > 0 && ev->args.p[0] == '{' &&
-		    ev->name.n == 17 && memcmp(ev->name.p, "forktrace_process", 17) == 0) {
+		if (ev->ph == 'M' && ev->args.n > 0 && ev->args.p[0] == '{' && ev->name.n == 17 &&
+		    memcmp(ev->name.p, "forktrace_process", 17) == 0) {
 			err = feed_parent(f, ev);
 			if (err < 0)
 				return err;
@@ -974,7 +975,8 @@ static int feed_event(trace_sink *s, const sink_event *e)
 		ev->ts_ns += f->shift_ns;
 		if (ev->ph != 'M') {
 			int64_t end = ev->ts_ns + (ev->dur_ns != JSONW_NO_TIME && ev->dur_ns > 0
-							   ? ev->dur_ns : 0);
+							   ? ev->dur_ns
+							   : 0);
 
 			if (ev->ts_ns < f->inf->min_ts)
 				f->inf->min_ts = ev->ts_ns;
@@ -1041,13 +1043,13 @@ static int read_model(cmb *c, size_t i, bool send, reader_info *inf)
 {
 	const model_trace *m = c->models[i];
 	model_feed f = {
-	    .base = {.event = feed_event},
-	    .c = c,
-	    .inf = inf,
-	    .send = send,
-	    .remap_ids = c->res->ninputs > 1,
-	    .id_input = i,
-	    .shift_ns = send ? c->res->inputs[i].shift_ns : 0,
+		.base = {.event = feed_event},
+		.c = c,
+		.inf = inf,
+		.send = send,
+		.remap_ids = c->res->ninputs > 1,
+		.id_input = i,
+		.shift_ns = send ? c->res->inputs[i].shift_ns : 0,
 	};
 	int err;
 
@@ -1112,8 +1114,10 @@ static int compute_shifts(cmb *c)
 	if (infos == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < res->ninputs && err == 0; i++) {
-		reader_opts ro = {.chunk = c->o->chunk, .regular_only = c->pv.in_dir[i],
-				  .use_fd = c->spool[i] >= 0, .fd = c->spool[i]};
+		reader_opts ro = {.chunk = c->o->chunk,
+				  .regular_only = c->pv.in_dir[i],
+				  .use_fd = c->spool[i] >= 0,
+				  .fd = c->spool[i]};
 
 		infos[i].min_ts = INT64_MAX;
 		infos[i].max_ts = INT64_MIN;
@@ -1203,9 +1207,8 @@ static int open_inputs(cmb *c, const merge_source *src, size_t n)
 	c->shifts = calloc(ni + 1, sizeof(*c->shifts));
 	c->model = model_new();
 	c->runs = calloc(ni + 1, sizeof(*c->runs));
-	if (res->inputs == NULL || c->inputs == NULL || c->methods == NULL ||
-	    c->shifts == NULL || c->model == NULL || c->runs == NULL ||
-	    (c->tl.io = malloc(TL_IO)) == NULL)
+	if (res->inputs == NULL || c->inputs == NULL || c->methods == NULL || c->shifts == NULL ||
+	    c->model == NULL || c->runs == NULL || (c->tl.io = malloc(TL_IO)) == NULL)
 		return -ENOMEM;
 	res->ninputs = ni;
 	for (size_t i = 0; i < ni; i++) {
@@ -1282,22 +1285,22 @@ static int merge_one(cmb *c, size_t i)
 	merge_input *in = &res->inputs[i];
 	fwd_sink fwd = {.base = {.event = fwd_event}, .c = c};
 	reader_opts ro = {
-	    .shift_ns = in->shift_ns,
-	    .map_pid = map_pid,
-	    .map_ctx = c,
-	    .progress = on_progress,
-	    .progress_ctx = c,
-	    .chunk = c->o->chunk,
-	    .run_meta = on_run_meta,
-	    .run_meta_ctx = c,
-	    /* One input has nobody to collide with: its ids stay. */
-	    .remap_ids = res->ninputs > 1,
-	    .id_input = i,
-	    .top_key = on_top_key,
-	    .top_key_ctx = &c->tl,
-	    .regular_only = c->pv.in_dir[i],
-	    .use_fd = c->spool[i] >= 0,
-	    .fd = c->spool[i],
+		.shift_ns = in->shift_ns,
+		.map_pid = map_pid,
+		.map_ctx = c,
+		.progress = on_progress,
+		.progress_ctx = c,
+		.chunk = c->o->chunk,
+		.run_meta = on_run_meta,
+		.run_meta_ctx = c,
+		/* One input has nobody to collide with: its ids stay. */
+		.remap_ids = res->ninputs > 1,
+		.id_input = i,
+		.top_key = on_top_key,
+		.top_key_ctx = &c->tl,
+		.regular_only = c->pv.in_dir[i],
+		.use_fd = c->spool[i] >= 0,
+		.fd = c->spool[i],
 	};
 	reader_info inf;
 	int err = 0;
@@ -1395,8 +1398,7 @@ int merge_inputs(const merge_source *src, size_t n, const merge_opts *o, trace_s
 		 merge_result *res)
 {
 	static const merge_opts defaults;
-	cmb c = {.sink = sink, .res = res, .tl = {.fd = -1}, .start = INT64_MAX,
-		 .end = INT64_MIN};
+	cmb c = {.sink = sink, .res = res, .tl = {.fd = -1}, .start = INT64_MAX, .end = INT64_MIN};
 	int err;
 
 	memset(res, 0, sizeof(*res));
@@ -1417,8 +1419,8 @@ int merge_inputs(const merge_source *src, size_t n, const merge_opts *o, trace_s
 	return err;
 }
 
-int merge_files(const char *const *paths, size_t npaths, const merge_opts *o,
-		  trace_sink *sink, merge_result *res)
+int merge_files(const char *const *paths, size_t npaths, const merge_opts *o, trace_sink *sink,
+		merge_result *res)
 {
 	merge_source *src = calloc(npaths ? npaths : 1, sizeof(*src));
 	int err;

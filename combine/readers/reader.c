@@ -46,7 +46,7 @@ typedef struct strpid {
 /* One replacement in an event's text. */
 typedef struct edit {
 	const char *at; /* where, in the event text */
-	size_t del;	/* bytes replaced */
+	size_t del;     /* bytes replaced */
 	char text[40];
 	size_t n;
 } edit;
@@ -177,8 +177,9 @@ static int fill(reader *r)
 				if (k == 0) {
 					if (!r->zend) {
 						r->len = want - r->z.avail_out + before;
-						set_error(r, r->base + r->len,
-							  "the gzip data ends early (truncated file)");
+						set_error(
+							r, r->base + r->len,
+							"the gzip data ends early (truncated file)");
 						r->inf->truncated = true;
 					}
 					r->eof = true;
@@ -373,8 +374,8 @@ static int64_t map_strpid(reader *r, strview v, bool *err)
 	r->strpids = ns;
 	local = READER_STRPID_BASE + (int64_t)r->nstrpids;
 	ns[r->nstrpids].name = name;
-	ns[r->nstrpids].out =
-	    r->o->map_pid != NULL ? r->o->map_pid(r->o->map_ctx, local, name) : local;
+	ns[r->nstrpids].out = r->o->map_pid != NULL ? r->o->map_pid(r->o->map_ctx, local, name)
+						    : local;
 	return ns[r->nstrpids++].out;
 oom:
 	*err = true;
@@ -441,9 +442,9 @@ static uint64_t parse_id(strview v, bool esc, char *tmp)
 
 		for (i = 2; i < s.n; i++) {
 			char c = s.p[i];
-			int d = c >= '0' && c <= '9'   ? c - '0'
+			int d = c >= '0' && c <= '9'                     ? c - '0'
 				: (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10
-									  : -1;
+									 : -1;
 			if (d < 0)
 				break;
 			h = h << 4 | (uint64_t)d;
@@ -648,7 +649,8 @@ static void decode_fields(reader *r, const jsonr_obj *o, jsonw_event *ev, char *
 		ev->args = o->v[JSONR_K_ARGS];
 	/* One test for the three (most events have none of them). */
 	if (__builtin_expect(((uintptr_t)o->v[JSONR_K_ID].p | (uintptr_t)o->v[JSONR_K_ID2].p |
-			      (uintptr_t)o->v[JSONR_K_BIND_ID].p) != 0, 0) &&
+			      (uintptr_t)o->v[JSONR_K_BIND_ID].p) != 0,
+			     0) &&
 	    r->remap_ids)
 		remap_ids(r, o, ev, *sp, edits, ne);
 }
@@ -659,8 +661,8 @@ static void decode_fields(reader *r, const jsonr_obj *o, jsonw_event *ev, char *
  * the pid changes, edits put the new one into the text (and into the tid
  * of the main thread, which follows its process). Returns 0 or -ENOMEM.
  */
-static int map_event_pid(reader *r, const jsonr_obj *o, strview text, jsonw_event *ev,
-			 edit *edits, size_t *ne)
+static int map_event_pid(reader *r, const jsonr_obj *o, strview text, jsonw_event *ev, edit *edits,
+			 size_t *ne)
 {
 	int64_t pid = 0, out_pid, tid = 0;
 	bool is_strpid = false, err = false, pid_num;
@@ -728,8 +730,7 @@ static int map_event_pid(reader *r, const jsonr_obj *o, strview text, jsonw_even
 
 /* ev's ts and dur, shifted by reader_opts.shift_ns (with an edit of the
  * text when it goes to a sink), and the time range of the input. */
-static void set_event_times(reader *r, const jsonr_obj *o, jsonw_event *ev, edit *edits,
-			    size_t *ne)
+static void set_event_times(reader *r, const jsonr_obj *o, jsonw_event *ev, edit *edits, size_t *ne)
 {
 	int64_t v;
 
@@ -751,7 +752,8 @@ static void set_event_times(reader *r, const jsonr_obj *o, jsonw_event *ev, edit
 	}
 
 	if (ev->ts_ns != JSONW_NO_TIME && ev->ph != 'M') {
-		int64_t e = ev->ts_ns + (ev->dur_ns != JSONW_NO_TIME && ev->dur_ns > 0 ? ev->dur_ns : 0);
+		int64_t e = ev->ts_ns +
+			    (ev->dur_ns != JSONW_NO_TIME && ev->dur_ns > 0 ? ev->dur_ns : 0);
 
 		if (ev->ts_ns < r->inf->min_ts)
 			r->inf->min_ts = ev->ts_ns;
@@ -849,7 +851,8 @@ static void read_meta(reader *r, strview key, strview val)
 				snprintf(inf->origin, sizeof(inf->origin), "other");
 			return;
 		}
-		if (origin.p != NULL && origin.n >= 2 && origin.p[0] == '"' && origin.n < sizeof(inf->origin)) {
+		if (origin.p != NULL && origin.n >= 2 && origin.p[0] == '"' &&
+		    origin.n < sizeof(inf->origin)) {
 			size_t n = jsonr_unescape(inf->origin, origin);
 
 			inf->origin[n] = '\0';
@@ -966,7 +969,8 @@ static int unescape_key(char **buf, size_t *cap, strview lit, strview *out)
 	b = *buf;
 	n = jsonr_unescape(b + at, lit);
 	for (size_t i = 0; i < n;) {
-		size_t k = (unsigned char)b[at + i] < 0x80 ? 1 : ostream_utf8_len(b + at + i, n - i);
+		size_t k = (unsigned char)b[at + i] < 0x80 ? 1
+							   : ostream_utf8_len(b + at + i, n - i);
 
 		if (k == 0) {
 			memcpy(b + w, "\xef\xbf\xbd", 3);
@@ -1058,8 +1062,10 @@ static int value_problem(reader *r, int st, const jsonr_obj *o, const char *what
 		break;
 	case R_TRUNC:
 		if (r->inf->error[0] == '\0') {
-			set_error(r, at, "the file ends inside %s (truncated?); kept the %" PRIu64
-				  " complete events before it", what, r->inf->events);
+			set_error(r, at,
+				  "the file ends inside %s (truncated?); kept the %" PRIu64
+				  " complete events before it",
+				  what, r->inf->events);
 			r->inf->truncated = true;
 		}
 		break;
@@ -1095,7 +1101,8 @@ static int read_events(reader *r, bool bare)
 				return 1; /* the Array Format may omit the ']' */
 			set_error(r, r->base + r->pos,
 				  "the file ends inside traceEvents (truncated?); kept the %" PRIu64
-				  " complete events before it", r->inf->events);
+				  " complete events before it",
+				  r->inf->events);
 			r->inf->truncated = true;
 			return 2;
 		}
@@ -1129,7 +1136,8 @@ static int read_events(reader *r, bool bare)
 		if (c == -1) {
 			set_error(r, r->base + r->pos,
 				  "the file ends after an event (truncated?); kept the %" PRIu64
-				  " complete events before it", r->inf->events);
+				  " complete events before it",
+				  r->inf->events);
 			r->inf->truncated = true;
 			return 2;
 		}
@@ -1177,8 +1185,7 @@ static int read_top_key(reader *r, int c, strview *key)
 	if (st != JSONR_OK)
 		return value_problem(r, st, &o, "a key");
 	/* Out of the buffer: reading on may move it. */
-	if (unescape_key(&r->key, &r->key_cap, (strview){r->buf + r->pos, vend - r->pos},
-			 key) < 0)
+	if (unescape_key(&r->key, &r->key_cap, (strview){r->buf + r->pos, vend - r->pos}, key) < 0)
 		return -ENOMEM;
 	r->pos = vend;
 	c = peek(r);
@@ -1200,7 +1207,8 @@ static int read_trace_events(reader *r, int c)
 {
 	if (c != '[') {
 		if (c == -1) {
-			set_error(r, r->base + r->pos, "the file ends after \"traceEvents\" (truncated?)");
+			set_error(r, r->base + r->pos,
+				  "the file ends after \"traceEvents\" (truncated?)");
 			r->inf->truncated = true;
 		} else {
 			set_error(r, r->base + r->pos, "expected '[' after \"traceEvents\"");
@@ -1307,7 +1315,8 @@ static int read_object(reader *r)
 	c = peek(r);
 	if (c == '}') {
 		r->pos++;
-		set_error(r, r->base + r->pos - 1, "expected \"traceEvents\" (an empty object is not a trace)");
+		set_error(r, r->base + r->pos - 1,
+			  "expected \"traceEvents\" (an empty object is not a trace)");
 		return 2;
 	}
 	for (;;) {
@@ -1752,8 +1761,9 @@ int reader_read(const char *path, const reader_opts *o, trace_sink *sink, reader
 		} else if (n >= 3 && head[0] == FT_WIRE_MAGIC0 && head[1] == FT_WIRE_MAGIC1 &&
 			   head[2] == FT_WIRE_VERSION) {
 			close(fd);
-			info_problem(info, "a forktrace spill file in a pipe or FIFO: combine reads "
-					   "spill files from regular files only (save it first)");
+			info_problem(info,
+				     "a forktrace spill file in a pipe or FIFO: combine reads "
+				     "spill files from regular files only (save it first)");
 			return 0;
 		} else if (n < 0) {
 			close(fd);

@@ -120,30 +120,30 @@ static inline bool reader_pairs_by_id(char ph)
 
 /* What reading one file found. */
 typedef struct reader_info {
-	uint64_t events;      /* events handed to the sink */
-	uint64_t bytes;       /* JSON bytes read (uncompressed) */
-	uint64_t file_bytes;  /* bytes read from the file */
-	uint64_t utf8_fixed;  /* events whose strings had to be repaired */
-	uint64_t utf8_offset; /* where the first of them starts */
-	uint64_t dup_fixed;   /* events with a key twice in an object: the
+	uint64_t events;       /* events handed to the sink */
+	uint64_t bytes;        /* JSON bytes read (uncompressed) */
+	uint64_t file_bytes;   /* bytes read from the file */
+	uint64_t utf8_fixed;   /* events whose strings had to be repaired */
+	uint64_t utf8_offset;  /* where the first of them starts */
+	uint64_t dup_fixed;    /* events with a key twice in an object: the
 	                         last value kept, the others left out */
-	uint64_t dup_offset;  /* where the first of them starts */
+	uint64_t dup_offset;   /* where the first of them starts */
 	uint64_t skipped_keys; /* top-level keys not kept (top_key) */
 	char skipped[160];     /* their names, comma-separated (cut) */
 	bool gzip;
-	bool hdf5;             /* an HDF5 trace, read through its JSON form */
-	bool array_form;       /* a bare array of events */
-	bool truncated;        /* the file ends early: events up to there kept */
+	bool hdf5;       /* an HDF5 trace, read through its JSON form */
+	bool array_form; /* a bare array of events */
+	bool truncated;  /* the file ends early: events up to there kept */
 	/* Time span of the events, ns (after the shift): min ts, max ts+dur;
 	 * min_ts > max_ts when no event has a time. */
 	int64_t min_ts, max_ts;
 	/* Metadata found in the file. */
-	bool has_anchor;       /* (monotonic, realtime) pair */
+	bool has_anchor; /* (monotonic, realtime) pair */
 	int64_t anchor_mono_ns, anchor_real_ns;
-	char origin[64];       /* "forktrace run", "VizTracer 1.1.1", "" */
+	char origin[64]; /* "forktrace run", "VizTracer 1.1.1", "" */
 	bool viztracer;
 	bool viztracer_overflow; /* VizTracer's ring buffer wrapped: early events lost */
-	int64_t lost_events;   /* otherData.forktrace.lost_events, -1: unknown */
+	int64_t lost_events;     /* otherData.forktrace.lost_events, -1: unknown */
 	/* The first problem (error or truncation), "" if none, and where. */
 	char error[256];
 	uint64_t error_offset;

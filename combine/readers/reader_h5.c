@@ -20,12 +20,26 @@
 #define H5R_MAX_BLOB_READ (64u << 20)
 
 /* The columns the reader needs, in the order of the arrays below. */
-enum { R_TS, R_DUR, R_NAME, R_CAT, R_TID, R_PH, R_SCOPE, R_FLAGS, R_ID, R_AOFF, R_ALEN, R_XOFF,
-       R_XLEN, R_NCOLS };
+enum {
+	R_TS,
+	R_DUR,
+	R_NAME,
+	R_CAT,
+	R_TID,
+	R_PH,
+	R_SCOPE,
+	R_FLAGS,
+	R_ID,
+	R_AOFF,
+	R_ALEN,
+	R_XOFF,
+	R_XLEN,
+	R_NCOLS
+};
 
 static const char *const rcol_names[R_NCOLS] = {
-    "ts_ns", "dur_ns", "name_id", "cat_id", "tid", "ph", "scope", "flags", "id",
-    "args_offset", "args_length", "extra_offset", "extra_length"};
+	"ts_ns", "dur_ns", "name_id",     "cat_id",      "tid",          "ph",          "scope",
+	"flags", "id",     "args_offset", "args_length", "extra_offset", "extra_length"};
 
 typedef struct h5r {
 	hid_t file;
@@ -351,13 +365,13 @@ static void rebuild_raw(h5r *r, sink_event *e, strview extra)
 /* Emits rows [start, start + n) of the process group g. */
 static int emit_block(h5r *r, hid_t g, int64_t pid, hsize_t start, hsize_t n, hsize_t blob_size)
 {
-	void *bufs[R_NCOLS] = {r->ts, r->dur, r->name, r->cat, r->tid, r->ph, r->scope,
-			       r->flags, r->id, r->aoff, r->alen, r->xoff, r->xlen};
-	const hid_t types[R_NCOLS] = {
-	    H5T_NATIVE_INT64, H5T_NATIVE_INT64, H5T_NATIVE_UINT32, H5T_NATIVE_UINT32,
-	    H5T_NATIVE_INT64, H5T_NATIVE_UINT8, H5T_NATIVE_UINT8, H5T_NATIVE_UINT8,
-	    H5T_NATIVE_UINT64, H5T_NATIVE_UINT64, H5T_NATIVE_UINT32, H5T_NATIVE_UINT64,
-	    H5T_NATIVE_UINT32};
+	void *bufs[R_NCOLS] = {r->ts,    r->dur, r->name, r->cat,  r->tid,  r->ph,  r->scope,
+			       r->flags, r->id,  r->aoff, r->alen, r->xoff, r->xlen};
+	const hid_t types[R_NCOLS] = {H5T_NATIVE_INT64,  H5T_NATIVE_INT64,  H5T_NATIVE_UINT32,
+				      H5T_NATIVE_UINT32, H5T_NATIVE_INT64,  H5T_NATIVE_UINT8,
+				      H5T_NATIVE_UINT8,  H5T_NATIVE_UINT8,  H5T_NATIVE_UINT64,
+				      H5T_NATIVE_UINT64, H5T_NATIVE_UINT32, H5T_NATIVE_UINT64,
+				      H5T_NATIVE_UINT32};
 	uint64_t lo = UINT64_MAX, hi = 0;
 	bool whole, bad = false;
 	int err;
@@ -386,18 +400,19 @@ static int emit_block(h5r *r, hid_t g, int64_t pid, hsize_t start, hsize_t n, hs
 	}
 	for (hsize_t i = 0; i < n; i++) {
 		sink_event e = {
-		    .ev = {
-			.ph = (char)r->ph[i],
-			.scope = (char)r->scope[i],
-			.has_id = (r->flags[i] & 1) != 0,
-			.bind_enclosing = (r->flags[i] & 2) != 0,
-			.name = string_at(r, r->name[i], &bad),
-			.pid = pid,
-			.tid = r->tid[i],
-			.ts_ns = r->ts[i],
-			.dur_ns = r->dur[i] == -1 ? JSONW_NO_TIME : r->dur[i],
-			.id = r->id[i],
-		    },
+			.ev =
+				{
+					.ph = (char)r->ph[i],
+					.scope = (char)r->scope[i],
+					.has_id = (r->flags[i] & 1) != 0,
+					.bind_enclosing = (r->flags[i] & 2) != 0,
+					.name = string_at(r, r->name[i], &bad),
+					.pid = pid,
+					.tid = r->tid[i],
+					.ts_ns = r->ts[i],
+					.dur_ns = r->dur[i] == -1 ? JSONW_NO_TIME : r->dur[i],
+					.id = r->id[i],
+				},
 		};
 		uint64_t base = lo;
 
@@ -408,7 +423,8 @@ static int emit_block(h5r *r, hid_t g, int64_t pid, hsize_t start, hsize_t n, hs
 		if (!whole && (r->alen[i] > 0 || r->xlen[i] > 0)) {
 			/* Both pieces of this event only. */
 			uint64_t a0 = r->alen[i] ? r->aoff[i] : r->xoff[i];
-			uint64_t a1 = r->xlen[i] ? r->xoff[i] + r->xlen[i] : r->aoff[i] + r->alen[i];
+			uint64_t a1 = r->xlen[i] ? r->xoff[i] + r->xlen[i]
+						 : r->aoff[i] + r->alen[i];
 
 			if (r->alen[i] && r->xlen[i] && r->xoff[i] < r->aoff[i])
 				return -EBADMSG;
@@ -482,8 +498,8 @@ static int alloc_block(h5r *r)
 	r->id = malloc(H5R_BLOCK * sizeof(*r->id));
 	r->aoff = malloc(H5R_BLOCK * sizeof(*r->aoff));
 	r->xoff = malloc(H5R_BLOCK * sizeof(*r->xoff));
-	if (!r->ts || !r->dur || !r->tid || !r->name || !r->cat || !r->alen || !r->xlen ||
-	    !r->ph || !r->scope || !r->flags || !r->id || !r->aoff || !r->xoff)
+	if (!r->ts || !r->dur || !r->tid || !r->name || !r->cat || !r->alen || !r->xlen || !r->ph ||
+	    !r->scope || !r->flags || !r->id || !r->aoff || !r->xoff)
 		return -ENOMEM;
 	return ostream_open_mem(&r->raw);
 }

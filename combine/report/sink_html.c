@@ -142,7 +142,7 @@ typedef struct hw_open {
 	int64_t child; /* time of direct children seen so far */
 	int64_t sub;   /* what a parent subtracts for it */
 	uint32_t name;
-	bool done;     /* its self time was recorded already */
+	bool done; /* its self time was recorded already */
 } hw_open;
 
 typedef struct hw_bopen {
@@ -766,8 +766,8 @@ static void read_argv(html_sink *h, hw_proc *p, const json_t *a)
 		json_t *s = json_array_get(a, i);
 
 		if (json_is_string(s))
-			p->argv[p->argc++] =
-			    intern(h, (strview){json_string_value(s), json_string_length(s)});
+			p->argv[p->argc++] = intern(
+				h, (strview){json_string_value(s), json_string_length(s)});
 	}
 }
 
@@ -789,7 +789,6 @@ static void on_process_record(html_sink *h, hw_proc *p, const json_t *a)
 	p->lost = json_i64(a, "lost_events", 0) > 0 ? (uint64_t)json_i64(a, "lost_events", 0) : 0;
 	read_exit(h, p, json_object_get(a, "exit"));
 }
-
 
 static bool sv_is(strview s, const char *lit)
 {
@@ -953,7 +952,8 @@ static void on_counter(html_sink *h, hw_proc *p, const sink_event *e)
 		id = intern(h, n);
 		si = index_get(&h->cmap, pair_key(pi, id));
 		if (si == UINT32_MAX) {
-			if (vec_grow(&h->series, &h->sercap, h->nseries + 1, sizeof(*h->series), 8) < 0 ||
+			if (vec_grow(&h->series, &h->sercap, h->nseries + 1, sizeof(*h->series),
+				     8) < 0 ||
 			    index_put(&h->cmap, pair_key(pi, id), (uint32_t)h->nseries) < 0) {
 				h->err = -ENOMEM;
 				goto out;
@@ -1046,7 +1046,8 @@ static int html_event(trace_sink *s, const sink_event *e)
 		return h->err;
 	p->events++;
 	if (ev->ts_ns != JSONW_NO_TIME) {
-		int64_t end = ev->ts_ns + (ev->dur_ns != JSONW_NO_TIME && ev->dur_ns > 0 ? ev->dur_ns : 0);
+		int64_t end = ev->ts_ns +
+			      (ev->dur_ns != JSONW_NO_TIME && ev->dur_ns > 0 ? ev->dur_ns : 0);
 
 		if (ev->ts_ns < p->ev_min)
 			p->ev_min = ev->ts_ns;
@@ -1111,7 +1112,7 @@ static int html_begin(trace_sink *s, const sink_meta *meta)
 typedef struct hw_out {
 	html_sink *h;
 	ostream os;
-	jsonw w; /* the page data, on os */
+	jsonw w;         /* the page data, on os */
 	uint32_t *remap; /* old id -> new id + 1; 0: not written yet */
 	uint32_t *order; /* new id -> old id */
 	uint32_t nused;

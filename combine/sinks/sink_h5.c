@@ -87,19 +87,19 @@ static const struct {
 	enum h5w_kind kind;
 	size_t size;
 } cols[NCOLS] = {
-    [C_TS] = {"ts_ns", K_I64, 8},
-    [C_DUR] = {"dur_ns", K_I64, 8},
-    [C_NAME] = {"name_id", K_U32, 4},
-    [C_CAT] = {"cat_id", K_U32, 4},
-    [C_TID] = {"tid", K_I64, 8},
-    [C_PH] = {"ph", K_U8, 1},
-    [C_SCOPE] = {"scope", K_U8, 1},
-    [C_FLAGS] = {"flags", K_U8, 1},
-    [C_ID] = {"id", K_U64, 8},
-    [C_ARGS_OFF] = {"args_offset", K_U64, 8},
-    [C_ARGS_LEN] = {"args_length", K_U32, 4},
-    [C_EXTRA_OFF] = {"extra_offset", K_U64, 8},
-    [C_EXTRA_LEN] = {"extra_length", K_U32, 4},
+	[C_TS] = {"ts_ns", K_I64, 8},
+	[C_DUR] = {"dur_ns", K_I64, 8},
+	[C_NAME] = {"name_id", K_U32, 4},
+	[C_CAT] = {"cat_id", K_U32, 4},
+	[C_TID] = {"tid", K_I64, 8},
+	[C_PH] = {"ph", K_U8, 1},
+	[C_SCOPE] = {"scope", K_U8, 1},
+	[C_FLAGS] = {"flags", K_U8, 1},
+	[C_ID] = {"id", K_U64, 8},
+	[C_ARGS_OFF] = {"args_offset", K_U64, 8},
+	[C_ARGS_LEN] = {"args_length", K_U32, 4},
+	[C_EXTRA_OFF] = {"extra_offset", K_U64, 8},
+	[C_EXTRA_LEN] = {"extra_length", K_U32, 4},
 };
 
 #define ROW_BYTES (8 + 8 + 4 + 4 + 8 + 1 + 1 + 1 + 8 + 8 + 4 + 8 + 4)
@@ -248,7 +248,7 @@ typedef struct h5_sink {
 	hid_t bool_type;
 	unsigned level;
 	char *path; /* to stat the size at the end */
-	int fd;	    /* -1, or the borrowed fd (fstat at the end) */
+	int fd;     /* -1, or the borrowed fd (fstat at the end) */
 
 	h5w_proc **procs;
 	size_t nprocs, procs_cap;
@@ -1017,8 +1017,8 @@ static int blob_put(h5_sink *hs, h5w_proc *p, const char *s, size_t n, uint64_t 
 /* Whether the key text k (quotes included) names one of the columns. */
 static bool known_key(strview k)
 {
-	static const char *const keys[] = {"ph", "name", "cat", "pid", "tid", "ts",
-					   "dur", "s", "id", "bp", "args"};
+	static const char *const keys[] = {"ph",  "name", "cat", "pid", "tid", "ts",
+					   "dur", "s",    "id",  "bp",  "args"};
 	char buf[32];
 	strview name = {k.p + 1, k.n - 2};
 
@@ -1212,7 +1212,8 @@ static char *join_argv(const json_t *arr)
 
 	if (!json_is_array(arr))
 		return NULL;
-	json_array_foreach(arr, i, v) {
+	json_array_foreach(arr, i, v)
+	{
 		size_t n = json_string_length(v);
 		char *grown;
 
@@ -1408,7 +1409,8 @@ static int h5w_event(trace_sink *s, const sink_event *e)
 	((int64_t *)p->col[C_TID])[r] = ev->tid;
 	((uint8_t *)p->col[C_PH])[r] = (uint8_t)ev->ph;
 	((uint8_t *)p->col[C_SCOPE])[r] = (uint8_t)ev->scope;
-	((uint8_t *)p->col[C_FLAGS])[r] = (uint8_t)((ev->has_id ? 1 : 0) | (ev->bind_enclosing ? 2 : 0));
+	((uint8_t *)p->col[C_FLAGS])[r] = (uint8_t)((ev->has_id ? 1 : 0) |
+						    (ev->bind_enclosing ? 2 : 0));
 	((uint64_t *)p->col[C_ID])[r] = ev->has_id ? ev->id : 0;
 	((uint64_t *)p->col[C_ARGS_OFF])[r] = args_off;
 	((uint32_t *)p->col[C_ARGS_LEN])[r] = (uint32_t)args_len;
@@ -1531,27 +1533,27 @@ static hid_t make_table(h5_sink *hs, const char *name, hid_t mtype, hsize_t chun
 static void fill_prow(h5w_prow *row, const h5w_proc *p)
 {
 	*row = (h5w_prow){
-	    .pid = p->pid,
-	    .host_pid = p->host_pid,
-	    .ppid = p->ppid,
-	    .parent = p->parent,
-	    .start_ticks = p->start_ticks,
-	    .name = or_empty(p->name),
-	    .argv = or_empty(p->argv),
-	    .exe = or_empty(p->exe),
-	    .cwd = or_empty(p->cwd),
-	    .spawn = or_empty(p->spawn),
-	    .labels = or_empty(p->labels),
-	    .start_ns = p->start_ns,
-	    .end_ns = p->end_ns,
-	    .exit_kind = p->exit_kind != NULL ? p->exit_kind : "unknown",
-	    .exit_code = p->exit_code,
-	    .exit_signal = p->exit_signal,
-	    .instrumented = p->instrumented,
-	    .images = p->images,
-	    .lost_events = p->lost_events,
-	    .events = p->rows_written + p->n,
-	    .sort_index = p->sort_index,
+		.pid = p->pid,
+		.host_pid = p->host_pid,
+		.ppid = p->ppid,
+		.parent = p->parent,
+		.start_ticks = p->start_ticks,
+		.name = or_empty(p->name),
+		.argv = or_empty(p->argv),
+		.exe = or_empty(p->exe),
+		.cwd = or_empty(p->cwd),
+		.spawn = or_empty(p->spawn),
+		.labels = or_empty(p->labels),
+		.start_ns = p->start_ns,
+		.end_ns = p->end_ns,
+		.exit_kind = p->exit_kind != NULL ? p->exit_kind : "unknown",
+		.exit_code = p->exit_code,
+		.exit_signal = p->exit_signal,
+		.instrumented = p->instrumented,
+		.images = p->images,
+		.lost_events = p->lost_events,
+		.events = p->rows_written + p->n,
+		.sort_index = p->sort_index,
 	};
 	/* A process without a forktrace record (VizTracer): its span is
 	 * what its events cover. */
@@ -1671,9 +1673,8 @@ static int write_root_attrs(h5_sink *hs, const sink_meta *meta)
 	if (err == 0)
 		err = attr_i64(root, "exit_status", t != NULL ? t->exit_status : 0);
 	if (err == 0)
-		err = attr_u64(root, "processes", meta != NULL && meta->processes > 0
-						      ? meta->processes
-						      : hs->nprocs);
+		err = attr_u64(root, "processes",
+			       meta != NULL && meta->processes > 0 ? meta->processes : hs->nprocs);
 	if (err == 0)
 		err = attr_u64(root, "lost_events", t != NULL ? t->lost_events : 0);
 	if (err == 0)
@@ -1862,8 +1863,8 @@ static trace_sink *h5_new(char *path, int fd, const events_opts *opts, int *err)
 	hs->file = hs->events_grp = hs->strings = H5I_INVALID_HID;
 	hs->vlen_str = hs->bool_type = H5I_INVALID_HID;
 	hs->level = opts != NULL && opts->gzip_level >= 1 && opts->gzip_level <= 9
-			? (unsigned)opts->gzip_level
-			: H5W_DEFAULT_LEVEL;
+			    ? (unsigned)opts->gzip_level
+			    : H5W_DEFAULT_LEVEL;
 	*err = -ENOMEM;
 	if (path == NULL)
 		goto fail;

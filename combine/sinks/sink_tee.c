@@ -16,7 +16,7 @@
 typedef struct tee_sink {
 	trace_sink base;
 	trace_sink *out[2]; /* owned */
-	int err[2];	    /* each one's first error, or 0 */
+	int err[2];         /* each one's first error, or 0 */
 } tee_sink;
 
 /* Notes each output's first error; returns the first one once both

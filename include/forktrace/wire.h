@@ -159,42 +159,42 @@ enum ft_msg_type {
 };
 
 enum ft_key {
-	FT_K_TS = 1,          /* uint: CLOCK_MONOTONIC ns */
-	FT_K_TID = 2,         /* int: kernel thread id */
-	FT_K_PID = 3,         /* int */
-	FT_K_PPID = 4,        /* int */
-	FT_K_CHILD = 5,       /* int: a child's pid */
-	FT_K_PATH = 6,        /* str: path or file given to exec/spawn */
-	FT_K_ARGV = 7,        /* array of str */
-	FT_K_CWD = 8,         /* str */
-	FT_K_EXE = 9,         /* str: the executable's path */
-	FT_K_REALTIME = 10,   /* uint: CLOCK_REALTIME ns taken with TS */
-	FT_K_START_TICKS = 11,/* uint: process start time, clock ticks after
+	FT_K_TS = 1,           /* uint: CLOCK_MONOTONIC ns */
+	FT_K_TID = 2,          /* int: kernel thread id */
+	FT_K_PID = 3,          /* int */
+	FT_K_PPID = 4,         /* int */
+	FT_K_CHILD = 5,        /* int: a child's pid */
+	FT_K_PATH = 6,         /* str: path or file given to exec/spawn */
+	FT_K_ARGV = 7,         /* array of str */
+	FT_K_CWD = 8,          /* str */
+	FT_K_EXE = 9,          /* str: the executable's path */
+	FT_K_REALTIME = 10,    /* uint: CLOCK_REALTIME ns taken with TS */
+	FT_K_START_TICKS = 11, /* uint: process start time, clock ticks after
 	                         boot (field 22 of /proc/PID/stat); with PID it
 	                         identifies a process across exec, and tells pid
 	                         reuse apart */
-	FT_K_ERRNO = 12,      /* int */
-	FT_K_STATUS = 13,     /* int: raw wait status */
-	FT_K_CODE = 14,       /* int: exit code */
-	FT_K_SIGNO = 15,      /* int */
-	FT_K_NAME = 16,       /* str */
-	FT_K_KIND = 17,       /* uint: FT_SPAWN_* or FT_EXEC_* */
-	FT_K_COUNT = 18,      /* uint */
-	FT_K_CMD = 19,        /* str: the shell command of system/popen */
-	FT_K_FLAGS = 20,      /* uint: bit set, meaning depends on the type */
-	FT_K_EXEC_TS = 21,    /* uint: HELLO of an exec'd image: when the exec
+	FT_K_ERRNO = 12,       /* int */
+	FT_K_STATUS = 13,      /* int: raw wait status */
+	FT_K_CODE = 14,        /* int: exit code */
+	FT_K_SIGNO = 15,       /* int */
+	FT_K_NAME = 16,        /* str */
+	FT_K_KIND = 17,        /* uint: FT_SPAWN_* or FT_EXEC_* */
+	FT_K_COUNT = 18,       /* uint */
+	FT_K_CMD = 19,         /* str: the shell command of system/popen */
+	FT_K_FLAGS = 20,       /* uint: bit set, meaning depends on the type */
+	FT_K_EXEC_TS = 21,     /* uint: HELLO of an exec'd image: when the exec
 	                         call was made (absent when not known) */
-	FT_K_SLOT = 22,       /* uint: event buffer slot, global per image */
-	FT_K_OFFSET = 23,     /* uint: byte offset in a slot's stream */
-	FT_K_TSC = 24,        /* uint: time stamp counter value */
-	FT_K_DATA = 25,       /* bin */
-	FT_K_ADDR = 26,       /* uint: an address (load bias of a module) */
-	FT_K_LO = 27,         /* uint: lowest address of a range */
-	FT_K_HI = 28,         /* uint: one past the highest address */
-	FT_K_SIZE = 29,       /* uint: a size in bytes */
-	FT_K_TABLE_SLOT = 30, /* uint: HELLO on a connection: the process-table
+	FT_K_SLOT = 22,        /* uint: event buffer slot, global per image */
+	FT_K_OFFSET = 23,      /* uint: byte offset in a slot's stream */
+	FT_K_TSC = 24,         /* uint: time stamp counter value */
+	FT_K_DATA = 25,        /* bin */
+	FT_K_ADDR = 26,        /* uint: an address (load bias of a module) */
+	FT_K_LO = 27,          /* uint: lowest address of a range */
+	FT_K_HI = 28,          /* uint: one past the highest address */
+	FT_K_SIZE = 29,        /* uint: a size in bytes */
+	FT_K_TABLE_SLOT = 30,  /* uint: HELLO on a connection: the process-table
 			       * slot this image wrote before (FT_HELLO_RESUMED) */
-	FT_K_CHILD_ERRNO = 31,/* int: FORK of a vfork child: its last exec call
+	FT_K_CHILD_ERRNO = 31, /* int: FORK of a vfork child: its last exec call
 			       * (PATH, ARGV, EXEC_TS) failed with this errno */
 	FT_K_MAX = 64
 };
@@ -348,13 +348,13 @@ enum ft_table_target_kind {
 };
 
 struct ft_table_target {
-	uint32_t seq;		  /* see above (atomic) */
-	uint32_t kind;		  /* enum ft_table_target_kind */
-	uint64_t dev, ino, size;  /* of the file, from fstat */
+	uint32_t seq;            /* see above (atomic) */
+	uint32_t kind;           /* enum ft_table_target_kind */
+	uint64_t dev, ino, size; /* of the file, from fstat */
 	int64_t mtime_sec, mtime_nsec, ctime_sec, ctime_nsec;
 	uint32_t mode;
-	uint16_t path_len;	  /* text: the path exec was given, '\0', */
-	uint16_t exe_len;	  /* then its /proc/<pid>/exe name ("" for a script), '\0' */
+	uint16_t path_len; /* text: the path exec was given, '\0', */
+	uint16_t exe_len;  /* then its /proc/<pid>/exe name ("" for a script), '\0' */
 	char text[FT_TABLE_TARGET_SIZE - 72];
 };
 
@@ -403,10 +403,10 @@ struct ft_shm_header {
 };
 
 struct ft_shm_slot {
-	int32_t tid;      /* owner thread, 0 when free */
+	int32_t tid; /* owner thread, 0 when free */
 	uint32_t unused;
-	uint64_t base;    /* stream offset of data byte 0 */
-	uint64_t head;    /* stream offset past the last whole record */
+	uint64_t base; /* stream offset of data byte 0 */
+	uint64_t head; /* stream offset past the last whole record */
 	uint64_t reserved[5];
 };
 
@@ -463,8 +463,8 @@ static inline void ft_wire_clock_pair(int tries, uint64_t *tsc, uint64_t *ns)
 }
 
 /* Encode a frame header into out[0..7]. */
-static inline void ft_wire_header(unsigned char out[FT_WIRE_HEADER_SIZE],
-				  unsigned type, uint32_t payload_len)
+static inline void ft_wire_header(unsigned char out[FT_WIRE_HEADER_SIZE], unsigned type,
+				  uint32_t payload_len)
 {
 	out[0] = FT_WIRE_MAGIC0;
 	out[1] = FT_WIRE_MAGIC1;
@@ -479,8 +479,8 @@ static inline void ft_wire_header(unsigned char out[FT_WIRE_HEADER_SIZE],
 /* Length of the payload announced by a header (no validation). */
 static inline uint32_t ft_wire_payload_len(const unsigned char hdr[FT_WIRE_HEADER_SIZE])
 {
-	return (uint32_t)hdr[4] | ((uint32_t)hdr[5] << 8) |
-	       ((uint32_t)hdr[6] << 16) | ((uint32_t)hdr[7] << 24);
+	return (uint32_t)hdr[4] | ((uint32_t)hdr[5] << 8) | ((uint32_t)hdr[6] << 16) |
+	       ((uint32_t)hdr[7] << 24);
 }
 
 #endif /* FORKTRACE_WIRE_H */

@@ -95,9 +95,9 @@ NOINST static unsigned long long cpu_ns(void)
 
 	getrusage(RUSAGE_SELF, &ru);
 	return ((unsigned long long)ru.ru_utime.tv_sec + (unsigned long long)ru.ru_stime.tv_sec) *
-		   1000000000ull +
+		       1000000000ull +
 	       ((unsigned long long)ru.ru_utime.tv_usec + (unsigned long long)ru.ru_stime.tv_usec) *
-		   1000ull;
+		       1000ull;
 }
 
 /* CPU time of the parent process (all its threads), from /proc (clock
@@ -121,8 +121,8 @@ NOINST static unsigned long long parent_cpu_ns(void)
 	/* Fields 14 and 15 (utime, stime) follow the command name, which
 	 * ends at the last ')'. */
 	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-			 &st) != 2)
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
 		return 0;
 	return (ut + st) * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
 }

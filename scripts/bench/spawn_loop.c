@@ -31,7 +31,7 @@ int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 2000;
 	int spawn = argc > 2 && strcmp(argv[2], "spawn") == 0;
-	char *child_argv[] = { "/bin/true", NULL };
+	char *child_argv[] = {"/bin/true", NULL};
 	char *renamed[512], **env = environ;
 	struct timespec t0, t1;
 	size_t plen = strlen(CHILD_ENV_PREFIX);

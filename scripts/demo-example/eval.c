@@ -1,2 +1,5 @@
 int twice(int v);
-int eval(int v) { return twice(v); }
+int eval(int v)
+{
+	return twice(v);
+}

@@ -1,2 +1,5 @@
 #include <stdio.h>
-void io_banner(void) { fputs("built by make -j4\n", stdout); }
+void io_banner(void)
+{
+	fputs("built by make -j4\n", stdout);
+}

@@ -1,1 +1,4 @@
-int square(int v) { return v * v; }
+int square(int v)
+{
+	return v * v;
+}

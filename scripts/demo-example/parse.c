@@ -1,2 +1,5 @@
 #include <stdlib.h>
-int parse(const char *s) { return atoi(s); }
+int parse(const char *s)
+{
+	return atoi(s);
+}

@@ -1,2 +1,5 @@
 #include <stdio.h>
-void print(int v) { printf("app says %d\n", v); }
+void print(int v)
+{
+	printf("app says %d\n", v);
+}

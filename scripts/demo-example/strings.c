@@ -1,1 +1,7 @@
-int str_len(const char *s) { int n = 0; while (s[n]) n++; return n; }
+int str_len(const char *s)
+{
+	int n = 0;
+	while (s[n])
+		n++;
+	return n;
+}

@@ -1,1 +1,4 @@
-int twice(int v) { return 2 * v; }
+int twice(int v)
+{
+	return 2 * v;
+}

@@ -214,7 +214,8 @@ static void test_merge_sizes(void)
 	envp[1] = NULL;
 	merge(&e, envp, NULL);
 	CHECK(e.map != NULL && e.envp[0] != long_preload);
-	CHECK(strncmp(e.envp[0], "LD_PRELOAD=" AGENT " xxx", sizeof("LD_PRELOAD=" AGENT " xxx") - 1) == 0);
+	CHECK(strncmp(e.envp[0], "LD_PRELOAD=" AGENT " xxx",
+		      sizeof("LD_PRELOAD=" AGENT " xxx") - 1) == 0);
 	CHECK_UINT(strlen(e.envp[0]), ==, strlen(long_preload) + strlen(AGENT) + 1);
 	CHECK(e.envp[1] && strcmp(e.envp[1], ENV_SOCK) == 0 && !e.envp[2]);
 	agent_env_release(&e);
@@ -261,7 +262,8 @@ static void test_preload_strip(void)
 	for (size_t i = 0; i < N(cases); i++) {
 		bool kept = agent_preload_strip(cases[i].in, out);
 
-		CHECK_MSG(kept == (cases[i].out != NULL), "strip(\"%s\") kept %d", cases[i].in, kept);
+		CHECK_MSG(kept == (cases[i].out != NULL), "strip(\"%s\") kept %d", cases[i].in,
+			  kept);
 		if (kept && cases[i].out)
 			CHECK_STR_EQ(out, cases[i].out);
 	}
@@ -376,7 +378,8 @@ static void test_exec_ts_round_trip(void)
 	CHECK_UINT(n, ==, strlen(buf));
 	strcpy(buf + n, "/usr/bin/true");
 	agent_env_exec_ts_slot(buf, n, UINT32_MAX - 1);
-	CHECK_STR_EQ(buf, "FORKTRACE_EXEC_TS=9999999999999999999:77:88:P4242:4294967294:/usr/bin/true");
+	CHECK_STR_EQ(buf,
+		     "FORKTRACE_EXEC_TS=9999999999999999999:77:88:P4242:4294967294:/usr/bin/true");
 	agent_env_take_start(envp, &s);
 	CHECK_UINT(s.ho.exec_ns, ==, 9999999999999999999ull);
 	CHECK_UINT(s.ho.ticks, ==, 77);

@@ -48,13 +48,13 @@ static void write_file(const char *name, const void *data, size_t n, mode_t mode
 
 /* An ELF file's headers as exec reads them. */
 struct elf_spec {
-	unsigned char cls;   /* ELFCLASS64 unless set */
-	uint16_t machine;    /* the build's unless set */
-	uint16_t phentsize;  /* sizeof(Elf64_Phdr) unless set */
+	unsigned char cls;  /* ELFCLASS64 unless set */
+	uint16_t machine;   /* the build's unless set */
+	uint16_t phentsize; /* sizeof(Elf64_Phdr) unless set */
 	uint16_t phnum;
-	int interp_at;       /* index of PT_INTERP, or -1 */
-	uint64_t phoff;      /* 64 (right after the header) unless set */
-	size_t size;         /* the file's size, when cut short */
+	int interp_at;  /* index of PT_INTERP, or -1 */
+	uint64_t phoff; /* 64 (right after the header) unless set */
+	size_t size;    /* the file's size, when cut short */
 };
 
 static void write_elf(const char *name, struct elf_spec s, mode_t mode)
@@ -91,8 +91,8 @@ static void write_script(const char *name, const char *text)
 }
 
 /* agent_exec_target of path by exec kind, with cap bytes for the exe. */
-static bool target(unsigned kind, int dirfd, const char *path, int flags, bool cwd_known,
-		   char *exe, size_t cap)
+static bool target(unsigned kind, int dirfd, const char *path, int flags, bool cwd_known, char *exe,
+		   size_t cap)
 {
 	int saved = errno = 1234;
 	bool r = agent_exec_target(kind, dirfd, path, flags, cwd_known, exe, cap);
@@ -159,8 +159,8 @@ static void test_elf(void)
 	CHECK_EXEC(at("phentsize"), false, "");
 	write_elf("cut", (struct elf_spec){.phnum = 4, .interp_at = 1, .size = 40}, 0755);
 	CHECK_EXEC(at("cut"), false, "");
-	write_elf("cut_far", (struct elf_spec){.phnum = 3, .interp_at = 2, .phoff = 8192,
-					       .size = 8192 + 60},
+	write_elf("cut_far",
+		  (struct elf_spec){.phnum = 3, .interp_at = 2, .phoff = 8192, .size = 8192 + 60},
 		  0755);
 	CHECK_EXEC(at("cut_far"), false, "");
 	write_file("empty", "", 0, 0755);
@@ -193,7 +193,8 @@ static void test_elf(void)
 			if (setgid(65534) != 0 || setuid(65534) != 0)
 				_exit(2);
 			_exit(target(FT_EXEC_EXECVE, AT_FDCWD, at("unreadable"), 0, true, exe,
-				     sizeof(exe)) || exe[0]);
+				     sizeof(exe)) ||
+			      exe[0]);
 		}
 		MUST(waitpid(pid, &status, 0) == pid);
 		CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,

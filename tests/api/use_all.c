@@ -53,7 +53,8 @@ int main(void)
 	ft_instant("after_scoped_c");
 	{
 		/* Two on one line, as a macro of the user's would expand. */
-		FT_REGION("same_line_a"); FT_REGION("same_line_b");
+		FT_REGION("same_line_a");
+		FT_REGION("same_line_b");
 	}
 	/* A name in a buffer that is reused right after the call. */
 	snprintf(name, sizeof(name), "stack_%d", 7);

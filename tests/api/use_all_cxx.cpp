@@ -7,7 +7,8 @@
 #define ft_instant(name) (static_cast<void>(name))
 #define ft_counter(name, value) (static_cast<void>(name), static_cast<void>(value))
 #define FT_REGION(name)
-namespace ft {
+namespace ft
+{
 struct region {
 	explicit region(const char *) noexcept
 	{

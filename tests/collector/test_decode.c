@@ -23,7 +23,7 @@ static bool argv_is(const wire_msg *m, const char *const *want, uint32_t n)
 	if (!m->argv || m->argc != n)
 		return false;
 	for (uint32_t i = 0; i < n; i++) {
-		wire_str s = { m->argv[i].via.str.ptr, m->argv[i].via.str.size };
+		wire_str s = {m->argv[i].via.str.ptr, m->argv[i].via.str.size};
 		if (!str_is(s, want[i]))
 			return false;
 	}
@@ -46,8 +46,8 @@ static char *load(const char *dir, const char *name, size_t *n)
 }
 
 /* Splits the vector into its one frame and decodes it. */
-static void decode_vector(const char *dir, const char *name, unsigned type,
-			  msgpack_unpacked *up, wire_msg *m)
+static void decode_vector(const char *dir, const char *name, unsigned type, msgpack_unpacked *up,
+			  wire_msg *m)
 {
 	size_t n;
 	char *data = load(dir, name, &n);
@@ -82,7 +82,7 @@ static void test_vectors(const char *dir)
 	msgpack_unpacked_init(&up);
 
 	decode_vector(dir, "hello", FT_MSG_HELLO, &up, &m);
-	static const char *const hello_argv[] = { "printf", "%s\n", "h\xc3\xa9llo" };
+	static const char *const hello_argv[] = {"printf", "%s\n", "h\xc3\xa9llo"};
 	CHECK(m.ts == T0 && m.tid == 4242 && m.pid == 4242 && m.ppid == 1);
 	CHECK(argv_is(&m, hello_argv, 3));
 	CHECK(str_is(m.cwd, "/tmp/a directory name longer than 31 bytes"));
@@ -92,7 +92,7 @@ static void test_vectors(const char *dir)
 
 	CHECK(!wire_has(&m, FT_K_EXEC_TS) && !wire_has(&m, FT_K_TABLE_SLOT));
 
-	static const char *const true_argv[] = { "true" };
+	static const char *const true_argv[] = {"true"};
 	decode_vector(dir, "hello_exec_ts", FT_MSG_HELLO, &up, &m);
 	CHECK(m.ts == T0 + 100 && m.tid == 4250 && m.pid == 4250 && m.ppid == 4242);
 	CHECK(argv_is(&m, true_argv, 1) && str_is(m.cwd, "/") && str_is(m.exe, "/usr/bin/true"));
@@ -121,21 +121,21 @@ static void test_vectors(const char *dir)
 	CHECK(!wire_has(&m, FT_K_CHILD) && wire_has(&m, FT_K_ERRNO));
 
 	decode_vector(dir, "vfork_exec", FT_MSG_FORK, &up, &m);
-	static const char *const echo_argv[] = { "echo", "hi" };
+	static const char *const echo_argv[] = {"echo", "hi"};
 	CHECK(m.ts == T0 + 1400 && m.child == 4247 && m.kind == FT_SPAWN_VFORK);
 	CHECK(str_is(m.path, "/bin/echo") && argv_is(&m, echo_argv, 2));
 	CHECK(m.exec_ts == T0 + 1450);
 	CHECK(!wire_has(&m, FT_K_CHILD_ERRNO) && !wire_has(&m, FT_K_ERRNO));
 
 	decode_vector(dir, "vfork_exec_fail", FT_MSG_FORK, &up, &m);
-	static const char *const vfork_argv[] = { "nope", "x" };
+	static const char *const vfork_argv[] = {"nope", "x"};
 	CHECK(m.ts == T0 + 1500 && m.child == 4246 && m.kind == FT_SPAWN_VFORK);
 	CHECK(str_is(m.path, "/nope") && argv_is(&m, vfork_argv, 2));
 	CHECK(m.exec_ts == T0 + 1600 && m.child_err == ENOENT);
 	CHECK(wire_has(&m, FT_K_CHILD_ERRNO) && !wire_has(&m, FT_K_ERRNO));
 
 	decode_vector(dir, "exec", FT_MSG_EXEC, &up, &m);
-	static const char *const exec_argv[] = { "ls", "-l", "/" };
+	static const char *const exec_argv[] = {"ls", "-l", "/"};
 	CHECK(m.ts == T0 + 2000 && m.tid == 4243 && str_is(m.path, "ls"));
 	CHECK(argv_is(&m, exec_argv, 3) && m.kind == FT_EXEC_EXECVP);
 
@@ -143,12 +143,12 @@ static void test_vectors(const char *dir)
 	CHECK(m.ts == T0 + 2001 && m.err == ENOENT && str_is(m.path, "ls"));
 
 	decode_vector(dir, "spawn", FT_MSG_SPAWN, &up, &m);
-	static const char *const spawn_argv[] = { "sh", "-c", "exit 3" };
+	static const char *const spawn_argv[] = {"sh", "-c", "exit 3"};
 	CHECK(m.ts == T0 + 3000 && m.child == 4244 && str_is(m.path, "sh"));
 	CHECK(argv_is(&m, spawn_argv, 3) && m.err == 0 && m.kind == FT_SPAWN_POSIX_SPAWNP);
 
 	decode_vector(dir, "spawn_failed", FT_MSG_SPAWN, &up, &m);
-	static const char *const spawn_failed_argv[] = { "nonexistent" };
+	static const char *const spawn_failed_argv[] = {"nonexistent"};
 	CHECK(m.ts == T0 + 3100 && str_is(m.path, "/nonexistent"));
 	CHECK(argv_is(&m, spawn_failed_argv, 1) && m.kind == FT_SPAWN_POSIX_SPAWN);
 	CHECK(m.err == ENOENT && !wire_has(&m, FT_K_CHILD));
@@ -214,8 +214,7 @@ static void test_bad_frames(void)
 	ft_wire_header(h, FT_MSG_HELLO, 1025);
 	CHECK(wire_next_frame((char *)h, sizeof(h), 1024, &f) == WIRE_ERR_TOO_BIG);
 	ft_wire_header(h, FT_MSG_HELLO, 0xffffffffu);
-	CHECK(wire_next_frame((char *)h, sizeof(h), FT_WIRE_MAX_PAYLOAD, &f) ==
-	      WIRE_ERR_TOO_BIG);
+	CHECK(wire_next_frame((char *)h, sizeof(h), FT_WIRE_MAX_PAYLOAD, &f) == WIRE_ERR_TOO_BIG);
 	CHECK(strcmp(wire_frame_strerror(WIRE_ERR_TOO_BIG), "an oversized frame") == 0);
 }
 
@@ -226,19 +225,19 @@ static void test_bad_payloads(void)
 		size_t n;
 		const char *what;
 	} bad[] = {
-		{ "\x90", 1, "an array, not a map" },
-		{ "\x81\xa1k\x01", 4, "a string key" },
-		{ "\x81\x01\xa1x", 4, "TS as a string" },
-		{ "\x81\x07\x91\x01", 4, "ARGV with an integer element" },
-		{ "\x81\x06\x01", 3, "PATH as an integer" },
-		{ "\x82\x01", 2, "a map cut short" },
-		{ "", 0, "nothing" },
-		{ "\x81\x01\xcf\xff\xff\xff\xff\xff\xff\xff\xff", 11, "TS above INT64_MAX" },
+		{"\x90", 1, "an array, not a map"},
+		{"\x81\xa1k\x01", 4, "a string key"},
+		{"\x81\x01\xa1x", 4, "TS as a string"},
+		{"\x81\x07\x91\x01", 4, "ARGV with an integer element"},
+		{"\x81\x06\x01", 3, "PATH as an integer"},
+		{"\x82\x01", 2, "a map cut short"},
+		{"", 0, "nothing"},
+		{"\x81\x01\xcf\xff\xff\xff\xff\xff\xff\xff\xff", 11, "TS above INT64_MAX"},
 		/* Found by fuzz_wire: announced sizes far beyond the frame. */
-		{ "\x81\x07\xdd\xdd\xdd\xdd\xdd\x01", 8, "an array of 3.7e9 elements" },
-		{ "\xdf\xff\xff\xff\xff", 5, "a map of 4e9 pairs" },
-		{ "\x81\x06\xdb\x7f\xff\xff\xff", 7, "a 2 GiB string in 7 bytes" },
-		{ "\x81\x01\xc1", 3, "the never-used byte 0xc1" },
+		{"\x81\x07\xdd\xdd\xdd\xdd\xdd\x01", 8, "an array of 3.7e9 elements"},
+		{"\xdf\xff\xff\xff\xff", 5, "a map of 4e9 pairs"},
+		{"\x81\x06\xdb\x7f\xff\xff\xff", 7, "a 2 GiB string in 7 bytes"},
+		{"\x81\x01\xc1", 3, "the never-used byte 0xc1"},
 	};
 	msgpack_unpacked up;
 	wire_msg m;

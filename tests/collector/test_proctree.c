@@ -50,11 +50,11 @@ static wire_msg hello(int64_t pid, int64_t ppid, uint64_t ticks, int64_t ts, uin
 
 struct scenario {
 	const char *what;
-	bool hello;        /* the child speaks (HELLO, then EXIT) */
-	bool orphan;       /* the parent never waits: the collector reaps */
+	bool hello;         /* the child speaks (HELLO, then EXIT) */
+	bool orphan;        /* the parent never waits: the collector reaps */
 	int64_t hello_ppid; /* the parent pid the child's HELLO names */
 	uint64_t hello_flags;
-	int kind;          /* FT_SPAWN_FORK, FT_SPAWN_VFORK, FT_SPAWN_POSIX_SPAWN */
+	int kind; /* FT_SPAWN_FORK, FT_SPAWN_VFORK, FT_SPAWN_POSIX_SPAWN */
 };
 
 /* Applies the facts in the order given and checks the result. */
@@ -135,22 +135,24 @@ static void run_order(const struct scenario *sc, const enum fact *order, int n)
 		}
 	}
 	CHECK_MSG(root && child && nchild == 1, "%s: root %p, %d children", desc, (void *)root,
-	      nchild);
+		  nchild);
 	if (root && child) {
 		CHECK_MSG(child->parent == root, "%s: the child's parent is %lld", desc,
-		      child->parent ? (long long)child->parent->pid : -1ll);
+			  child->parent ? (long long)child->parent->pid : -1ll);
 		CHECK_MSG(child->exit_kind == MODEL_EXIT_CODE && child->exit_value == 4,
-		      "%s: exit kind %d value %d", desc, (int)child->exit_kind, child->exit_value);
+			  "%s: exit kind %d value %d", desc, (int)child->exit_kind,
+			  child->exit_value);
 		CHECK_MSG(child->spawn_ns == T0 + 10 && child->spawn_kind == sc->kind,
-		      "%s: spawn %lld kind %d", desc, (long long)child->spawn_ns, child->spawn_kind);
+			  "%s: spawn %lld kind %d", desc, (long long)child->spawn_ns,
+			  child->spawn_kind);
 		CHECK_MSG(child->start_ns == T0 + 10, "%s: start %lld", desc,
-		      (long long)child->start_ns);
+			  (long long)child->start_ns);
 		CHECK_MSG(child->out_pid == CHILD, "%s: trace pid %lld", desc,
-		      (long long)child->out_pid);
+			  (long long)child->out_pid);
 		CHECK_MSG(!sc->hello || child->start_ticks == 777, "%s: start ticks %llu", desc,
-		      (unsigned long long)child->start_ticks);
-		CHECK_MSG(child->end_ns >= T0 + 30 && child->end_ns <= T0 + 50, "%s: end %lld", desc,
-		      (long long)child->end_ns);
+			  (unsigned long long)child->start_ticks);
+		CHECK_MSG(child->end_ns >= T0 + 30 && child->end_ns <= T0 + 50, "%s: end %lld",
+			  desc, (long long)child->end_ns);
 		/* An exec'd image (not a fork child's HELLO) is the last one;
 		 * only a fork child has the parent's image before it, a
 		 * vfork child only when it never exec'd. */
@@ -158,7 +160,7 @@ static void run_order(const struct scenario *sc, const enum fact *order, int n)
 		if (sc->kind == FT_SPAWN_FORK && sc->hello && !(sc->hello_flags & FT_HELLO_FORKED))
 			want = 2;
 		CHECK_MSG(child->nsegs == want, "%s: %zu images, expected %zu", desc, child->nsegs,
-		      want);
+			  want);
 	}
 	proc_tree_free(pt);
 	model_free(t);
@@ -215,7 +217,7 @@ static void reuse_run(const int *order)
 	const char *argv[] = {"root", NULL};
 	char desc[128];
 	size_t len = 0;
-	static const char *const names[R_N] = {"FORK_A", "REAP_A", "FORK_B",
+	static const char *const names[R_N] = {"FORK_A",  "REAP_A", "FORK_B",
 					       "HELLO_B", "EXIT_B", "REAP_B"};
 
 	for (int i = 0; i < R_N; i++)
@@ -272,11 +274,11 @@ static void reuse_run(const int *order)
 	CHECK_MSG(a && b, "pid reuse%s: A %p B %p", desc, (void *)a, (void *)b);
 	if (a && b) {
 		CHECK_MSG(a->parent && a->parent->pid == ROOT && a->spawn_ns == T0 + 10,
-		      "pid reuse%s: A's creator", desc);
+			  "pid reuse%s: A's creator", desc);
 		CHECK_MSG(b->parent && b->parent->pid == ROOT && b->spawn_ns == T0 + 20 &&
-			  b->start_ticks == 888,
-		      "pid reuse%s: B's creator %lld ticks %llu", desc, (long long)b->spawn_ns,
-		      (unsigned long long)b->start_ticks);
+				  b->start_ticks == 888,
+			  "pid reuse%s: B's creator %lld ticks %llu", desc, (long long)b->spawn_ns,
+			  (unsigned long long)b->start_ticks);
 		CHECK_MSG(a->out_pid != b->out_pid, "pid reuse%s: one trace pid", desc);
 	}
 	proc_tree_free(pt);
@@ -313,8 +315,18 @@ static void reuse_permute(int *facts, int k)
  * and the exec'd image second, each with its own chunks and module, even
  * when an image learnt late is put in front of those already known.
  */
-enum img_fact { I_FORK, I_F_HELLO, I_F_EVENTS, I_F_EXEC, I_X_HELLO, I_X_MODULE, I_X_EVENTS,
-		I_X_EXIT, I_WAIT, I_N };
+enum img_fact {
+	I_FORK,
+	I_F_HELLO,
+	I_F_EVENTS,
+	I_F_EXEC,
+	I_X_HELLO,
+	I_X_MODULE,
+	I_X_EVENTS,
+	I_X_EXIT,
+	I_WAIT,
+	I_N
+};
 
 static bool img_order_ok(const int *pos)
 {
@@ -331,9 +343,9 @@ static void img_run(const int *order)
 	proc_tree *pt = proc_tree_new(t);
 	proc_conn root_c, f_c, x_c;
 	const char *argv[] = {"root", NULL};
-	static const char *const names[I_N] = {"FORK", "F_HELLO", "F_EVENTS", "F_EXEC",
-					       "X_HELLO", "X_MODULE", "X_EVENTS", "X_EXIT",
-					       "WAIT"};
+	static const char *const names[I_N] = {"FORK",     "F_HELLO", "F_EVENTS",
+					       "F_EXEC",   "X_HELLO", "X_MODULE",
+					       "X_EVENTS", "X_EXIT",  "WAIT"};
 	char desc[160];
 	size_t len = 0;
 
@@ -366,7 +378,8 @@ static void img_run(const int *order)
 			m = msg(FT_MSG_EVENTS, order[i] == I_F_EVENTS ? T0 + 13 : T0 + 25, CHILD);
 			m.data.ptr = order[i] == I_F_EVENTS ? "F" : "X";
 			m.data.len = 1;
-			m.present |= (1ull << FT_K_SLOT) | (1ull << FT_K_OFFSET) | (1ull << FT_K_DATA);
+			m.present |= (1ull << FT_K_SLOT) | (1ull << FT_K_OFFSET) |
+				     (1ull << FT_K_DATA);
 			proc_apply(pt, order[i] == I_F_EVENTS ? &f_c : &x_c, &m, T0 + 100);
 			break;
 		case I_F_EXEC:
@@ -422,20 +435,21 @@ static void img_run(const int *order)
 	CHECK_MSG(ch && ch->nsegs == 2, "images%s: %zu images", desc, ch ? ch->nsegs : 0);
 	if (ch && ch->nsegs == 2) {
 		CHECK_MSG(ch->segs[0].instrumented && ch->segs[0].nmods == 0,
-		      "images%s: the fork image", desc);
+			  "images%s: the fork image", desc);
 		CHECK_MSG(ch->segs[1].exe && strcmp(ch->segs[1].exe, "/bin/x") == 0 &&
-			  ch->segs[1].nmods == 1,
-		      "images%s: the exec'd image has exe %s, %zu modules", desc,
-		      ch->segs[1].exe ? ch->segs[1].exe : "(null)", ch->segs[1].nmods);
+				  ch->segs[1].nmods == 1,
+			  "images%s: the exec'd image has exe %s, %zu modules", desc,
+			  ch->segs[1].exe ? ch->segs[1].exe : "(null)", ch->segs[1].nmods);
 		CHECK_MSG(ch->segs[1].start_ns == T0 + 14, "images%s: exec'd image starts at %lld",
-		      desc, (long long)ch->segs[1].start_ns);
+			  desc, (long long)ch->segs[1].start_ns);
 		CHECK_MSG(ch->exit_kind == MODEL_EXIT_CODE && ch->exit_value == 4 && ch->parent,
-		      "images%s: exit or parent", desc);
+			  "images%s: exit or parent", desc);
 		model_thread *th = model_find_thread(ch, CHILD);
 		int nchunks = 0;
 		for (model_chunk *c = th ? th->chunks : NULL; c; c = c->next, nchunks++)
 			CHECK_MSG(c->seg == (c->data[0] == 'F' ? 0u : 1u),
-			      "images%s: chunk %c recorded by image %u", desc, c->data[0], c->seg);
+				  "images%s: chunk %c recorded by image %u", desc, c->data[0],
+				  c->seg);
 		CHECK_MSG(nchunks == 2, "images%s: %d chunks", desc, nchunks);
 	}
 	proc_tree_free(pt);
@@ -468,18 +482,18 @@ int main(void)
 {
 	const int64_t self = getpid();
 	const struct scenario scs[] = {
-	    {"fork child, silent, waited", false, false, ROOT, 0, FT_SPAWN_FORK},
-	    {"fork child, silent, orphan", false, true, ROOT, 0, FT_SPAWN_FORK},
-	    {"fork child speaks, waited", true, false, ROOT, FT_HELLO_FORKED, FT_SPAWN_FORK},
-	    {"fork child speaks, orphan", true, true, ROOT, FT_HELLO_FORKED, FT_SPAWN_FORK},
-	    {"fork child execs, waited", true, false, ROOT, 0, FT_SPAWN_FORK},
-	    {"fork child execs, orphaned before", true, true, self, 0, FT_SPAWN_FORK},
-	    {"fork child execs, orphaned after", true, true, ROOT, 0, FT_SPAWN_FORK},
-	    {"vfork child execs, waited", true, false, ROOT, 0, FT_SPAWN_VFORK},
-	    {"vfork child execs, orphan", true, true, self, 0, FT_SPAWN_VFORK},
-	    {"spawn child, waited", true, false, ROOT, 0, FT_SPAWN_POSIX_SPAWN},
-	    {"spawn child, orphan", true, true, self, 0, FT_SPAWN_POSIX_SPAWN},
-	    {"spawn child, silent, orphan", false, true, ROOT, 0, FT_SPAWN_POSIX_SPAWN},
+		{"fork child, silent, waited", false, false, ROOT, 0, FT_SPAWN_FORK},
+		{"fork child, silent, orphan", false, true, ROOT, 0, FT_SPAWN_FORK},
+		{"fork child speaks, waited", true, false, ROOT, FT_HELLO_FORKED, FT_SPAWN_FORK},
+		{"fork child speaks, orphan", true, true, ROOT, FT_HELLO_FORKED, FT_SPAWN_FORK},
+		{"fork child execs, waited", true, false, ROOT, 0, FT_SPAWN_FORK},
+		{"fork child execs, orphaned before", true, true, self, 0, FT_SPAWN_FORK},
+		{"fork child execs, orphaned after", true, true, ROOT, 0, FT_SPAWN_FORK},
+		{"vfork child execs, waited", true, false, ROOT, 0, FT_SPAWN_VFORK},
+		{"vfork child execs, orphan", true, true, self, 0, FT_SPAWN_VFORK},
+		{"spawn child, waited", true, false, ROOT, 0, FT_SPAWN_POSIX_SPAWN},
+		{"spawn child, orphan", true, true, self, 0, FT_SPAWN_POSIX_SPAWN},
+		{"spawn child, silent, orphan", false, true, ROOT, 0, FT_SPAWN_POSIX_SPAWN},
 	};
 
 	for (size_t i = 0; i < sizeof(scs) / sizeof(scs[0]); i++) {

@@ -168,8 +168,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* About 3 ticks per ns, read at irregular times, one pair
 		 * closer than the thinning gap. */
 		static const model_clock fixed[] = {
-		    {3000000, 1000000}, {9000000, 3000000}, {9000300, 3000100},
-		    {15000000, 5000000}, {27000000, 9000000},
+			{3000000, 1000000},  {9000000, 3000000},  {9000300, 3000100},
+			{15000000, 5000000}, {27000000, 9000000},
 		};
 
 		for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)

@@ -78,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	memset(conns, 0, sizeof(conns));
 	msgpack_unpacked_init(&up);
-	proc_add_root(pt, 100, (const char *const[]){ "root", NULL }, "/bin/root", 0);
+	proc_add_root(pt, 100, (const char *const[]){"root", NULL}, "/bin/root", 0);
 	size_t i = 0;
 	while (i + 3 <= size) {
 		uint8_t op = data[i];

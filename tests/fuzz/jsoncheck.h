@@ -151,7 +151,8 @@ static long key_cp(const unsigned char **p)
 			long lo = 0;
 
 			for (int i = 8; i < 12; i++)
-				lo = lo * 16 + (q[i] <= '9' ? q[i] - '0' : (q[i] | 0x20) - 'a' + 10);
+				lo = lo * 16 +
+				     (q[i] <= '9' ? q[i] - '0' : (q[i] | 0x20) - 'a' + 10);
 			if (lo >= 0xdc00 && lo < 0xe000) {
 				c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
 				*p = q + 12;

@@ -31,8 +31,8 @@ static double now(void)
 
 int main(int argc, char **argv)
 {
-	static const char *const names[] = {"read_config", "compute", "wait", "write \"output\"",
-					    "parse", "io/flush"};
+	static const char *const names[] = {"read_config",      "compute", "wait",
+					    "write \"output\"", "parse",   "io/flush"};
 	bool h5 = argc > 1 && strcmp(argv[1], "h5") == 0;
 	uint64_t n = argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000;
 	int procs = argc > 3 ? atoi(argv[3]) : 8;

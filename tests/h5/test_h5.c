@@ -260,8 +260,8 @@ static uint64_t next_rand(void)
  */
 static void test_synthetic(const char *dir)
 {
-	static const char *const names[] = {"compute", "io/read", "%done", ".hidden", "",
-					    "caf\xc3\xa9", "step \"quoted\""};
+	static const char *const names[] = {"compute", "io/read",     "%done",          ".hidden",
+					    "",        "caf\xc3\xa9", "step \"quoted\""};
 	char pj[4096], ph[4096], prt[4096];
 	model_trace *meta = model_new();
 	sink_meta sm = {0};
@@ -289,8 +289,11 @@ static void test_synthetic(const char *dir)
 
 	for (int p = 0; p < SYN_PROCS; p++) {
 		char args[64];
-		sink_event e = {.ev = {.ph = 'M', .name = strview_c("process_name"),
-				       .pid = 5000 + p, .tid = 5000 + p, .ts_ns = JSONW_NO_TIME,
+		sink_event e = {.ev = {.ph = 'M',
+				       .name = strview_c("process_name"),
+				       .pid = 5000 + p,
+				       .tid = 5000 + p,
+				       .ts_ns = JSONW_NO_TIME,
 				       .dur_ns = JSONW_NO_TIME}};
 
 		snprintf(args, sizeof(args), "{\"name\":\"proc%d\"}", p);
@@ -302,8 +305,10 @@ static void test_synthetic(const char *dir)
 		int p = (int)(r % SYN_PROCS), th = (int)((r >> 8) & 1);
 		const char *name = names[(r >> 12) % 7];
 		char args[96];
-		sink_event e = {.ev = {.pid = 5000 + p, .tid = th ? 9000 + p : 5000 + p,
-				       .ts_ns = now, .dur_ns = JSONW_NO_TIME}};
+		sink_event e = {.ev = {.pid = 5000 + p,
+				       .tid = th ? 9000 + p : 5000 + p,
+				       .ts_ns = now,
+				       .dur_ns = JSONW_NO_TIME}};
 		jsonw w;
 
 		now += 1 + (int64_t)((r >> 20) % 1000);
@@ -381,8 +386,12 @@ static void test_synthetic(const char *dir)
 /* One M event with args text a into s. */
 static void meta_event(trace_sink *s, const char *name, int64_t pid, int64_t tid, const char *a)
 {
-	sink_event e = {.ev = {.ph = 'M', .name = strview_c(name), .pid = pid, .tid = tid,
-			       .ts_ns = JSONW_NO_TIME, .dur_ns = JSONW_NO_TIME,
+	sink_event e = {.ev = {.ph = 'M',
+			       .name = strview_c(name),
+			       .pid = pid,
+			       .tid = tid,
+			       .ts_ns = JSONW_NO_TIME,
+			       .dur_ns = JSONW_NO_TIME,
 			       .args = strview_c(a)}};
 
 	MUST(s->event(s, &e) == 0);
@@ -391,8 +400,13 @@ static void meta_event(trace_sink *s, const char *name, int64_t pid, int64_t tid
 /* One instant of pid 6 as read from a file: raw is its whole text. */
 static void raw_event(trace_sink *s, int64_t ts_us, const char *raw)
 {
-	sink_event e = {.ev = {.ph = 'i', .scope = 't', .name = strview_c("r"), .pid = 6,
-			       .tid = 6, .ts_ns = ts_us * 1000, .dur_ns = JSONW_NO_TIME},
+	sink_event e = {.ev = {.ph = 'i',
+			       .scope = 't',
+			       .name = strview_c("r"),
+			       .pid = 6,
+			       .tid = 6,
+			       .ts_ns = ts_us * 1000,
+			       .dur_ns = JSONW_NO_TIME},
 			.raw = strview_c(raw)};
 
 	MUST(s->event(s, &e) == 0);
@@ -406,9 +420,10 @@ static void raw_event(trace_sink *s, int64_t ts_us, const char *raw)
  */
 static void test_args(const char *dir)
 {
-	static const char *const malformed[] = {
-	    "{\"name\":\"a\",}", "{\"name\" \"a\"}", "{\"name\":\"a\"",   "{\"name\":\"\\x\"}",
-	    "{\"name\":\"a\",\"n\":01}", "{\"name\":\"a\"} x", "{\"name\":\"\\u12\"}", "[\"a\"]"};
+	static const char *const malformed[] = {"{\"name\":\"a\",}",         "{\"name\" \"a\"}",
+						"{\"name\":\"a\"",           "{\"name\":\"\\x\"}",
+						"{\"name\":\"a\",\"n\":01}", "{\"name\":\"a\"} x",
+						"{\"name\":\"\\u12\"}",      "[\"a\"]"};
 	char ph[4096], prt[4096], *deep;
 	model_trace *meta = model_new();
 	sink_meta sm = {0};
@@ -468,7 +483,8 @@ static void test_args(const char *dir)
 	raw_event(s, 2, "{\"ph\":\"i\",\"name\":\"r\",\"pid\":6,\"tid\":6,\"ts\":2,\"x\":1,}");
 	raw_event(s, 3, "{\"ph\":\"i\",\"name\":\"r\",\"pid\":6,\"tid\":6,\"ts\":3,\"x\":01}");
 	raw_event(s, 4, "{\"ph\":\"i\",\"name\":\"r\",\"pid\":6,\"tid\":6,\"ts\":4,\"x\":1} 2");
-	raw_event(s, 5, "{\"ph\":\"i\",\"name\":\"r\",\"pid\":6,\"tid\":6,\"ts\":5,\"x\":\"\x01\"}");
+	raw_event(s, 5,
+		  "{\"ph\":\"i\",\"name\":\"r\",\"pid\":6,\"tid\":6,\"ts\":5,\"x\":\"\x01\"}");
 	raw_event(s, 6, "{\"ph\":\"i\",\"name\":\"r\",\"pid\":6,\"tid\":6,\"ts\":6,\"x\":1");
 	/* Only columns: nothing extra. */
 	raw_event(s, 7, "{\"ph\":\"i\",\"name\":\"r\",\"pid\":6,\"tid\":6,\"ts\":7,\"s\":\"t\"}");

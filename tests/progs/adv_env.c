@@ -68,11 +68,11 @@ static int forged(void)
 {
 	char own[128], ownbig[128], ownslot0[128];
 	const char *values[] = {
-		own,	   /* ours, a slot past the table's end */
-		ownbig,	   /* ours, a slot index past 32 bits */
-		ownslot0,  /* ours, the root's slot (taken) */
-		"FORKTRACE_EXEC_TS=1:0:0:P1:5:/bin/true", /* someone else's */
-		"FORKTRACE_EXEC_TS=1:0:0:C1:5:/bin/true", /* someone else's child's */
+		own,                                         /* ours, a slot past the table's end */
+		ownbig,                                      /* ours, a slot index past 32 bits */
+		ownslot0,                                    /* ours, the root's slot (taken) */
+		"FORKTRACE_EXEC_TS=1:0:0:P1:5:/bin/true",    /* someone else's */
+		"FORKTRACE_EXEC_TS=1:0:0:C1:5:/bin/true",    /* someone else's child's */
 		"FORKTRACE_EXEC_TS=1:0:0:3999999:/bin/true", /* an old form */
 		"FORKTRACE_EXEC_TS=99999999999999999999999999:x", /* garbage */
 		"FORKTRACE_EXEC_TS=",
@@ -93,8 +93,7 @@ static int forged(void)
 
 			/* Every value claims to be for this very process: only
 			 * the checks of the slot can stop it. */
-			snprintf(own, sizeof(own), "FORKTRACE_EXEC_TS=1:0:0:P%d:4000000:",
-				 (int)me);
+			snprintf(own, sizeof(own), "FORKTRACE_EXEC_TS=1:0:0:P%d:4000000:", (int)me);
 			snprintf(ownbig, sizeof(ownbig),
 				 "FORKTRACE_EXEC_TS=1:0:0:P%d:99999999999:", (int)me);
 			snprintf(ownslot0, sizeof(ownslot0), "FORKTRACE_EXEC_TS=%llu:0:0:P%d:0:",
@@ -132,8 +131,8 @@ static int raw_child(void)
 }
 
 struct tp_clone_args {
-	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls,
-	    set_tid, set_tid_size, cgroup;
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
+		set_tid_size, cgroup;
 };
 
 static char vm_stack[256 * 1024] __attribute__((aligned(16)));

@@ -36,7 +36,8 @@ int main(int argc, char **argv)
 
 		if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 			tp_die("getrlimit");
-		max = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1048576 ? 1048576 : (long)rl.rlim_cur;
+		max = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1048576 ? 1048576
+									    : (long)rl.rlim_cur;
 		for (fd = 3; fd < max; fd++)
 			close((int)fd);
 	} else {

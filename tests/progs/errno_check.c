@@ -178,8 +178,8 @@ static void succeeding_calls(void)
 	SUCCEEDING("pthread_setname_np", ret, pthread_setname_np(pthread_self(), "errno-main"));
 	if (ret != 0)
 		tp_die("pthread_setname_np");
-	SUCCEEDING("prctl(PR_SET_NAME)", ret, prctl(PR_SET_NAME, (unsigned long)"errno-prctl", 0UL,
-						    0UL, 0UL));
+	SUCCEEDING("prctl(PR_SET_NAME)", ret,
+		   prctl(PR_SET_NAME, (unsigned long)"errno-prctl", 0UL, 0UL, 0UL));
 	if (ret != 0)
 		tp_die("prctl");
 }

@@ -1,6 +1,7 @@
 // C++ in ev_funcs: the trace must show the demangled name
 // evns::Widget::poke(int).
-namespace evns {
+namespace evns
+{
 struct Widget {
 	int v;
 	int poke(int x);

@@ -54,7 +54,8 @@ int main(int argc, char **argv)
 		}
 		mul = (int (*)(int, int))dlsym(h, "plugin_mul");
 		for (long i = 0; i < n; i++)
-			sum += c_leaf((int)i) + lib_add((int)i, 1) + mul((int)i, 2) + cpp_poke((int)i);
+			sum += c_leaf((int)i) + lib_add((int)i, 1) + mul((int)i, 2) +
+			       cpp_poke((int)i);
 		printf("sum %ld\n", sum);
 		dlclose(h);
 		return 0;

@@ -208,7 +208,8 @@ static int exitrun(long threads)
 		pthread_create(&th, NULL, exitrun_thread, &exitrun_done[i]);
 	usleep(100000);
 	for (long i = 0; i < threads && i < 16; i++)
-		printf("thread %ld done %ld\n", i, __atomic_load_n(&exitrun_done[i], __ATOMIC_ACQUIRE));
+		printf("thread %ld done %ld\n", i,
+		       __atomic_load_n(&exitrun_done[i], __ATOMIC_ACQUIRE));
 	fflush(stdout);
 	exit(0);
 }

@@ -15,8 +15,8 @@ int main(void)
 	struct rlimit rl = {0, 0};
 	pid_t pid;
 
-	if (geteuid() == 0 && (setresgid(65534, 65534, 65534) < 0 ||
-			       setresuid(65534, 65534, 65534) < 0))
+	if (geteuid() == 0 &&
+	    (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0))
 		tp_die("setresuid nobody");
 	if (setrlimit(RLIMIT_NPROC, &rl) < 0)
 		tp_die("setrlimit RLIMIT_NPROC");

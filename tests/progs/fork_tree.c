@@ -47,8 +47,9 @@ static int run_node(int depth, int index)
 		int want = node_code(depth + 1, index * 2 + i);
 
 		if (!WIFEXITED(st) || WEXITSTATUS(st) != want) {
-			fprintf(stderr, "fork_tree: child %d of (%d,%d): status 0x%x, expected %d\n",
-				i, depth, index, st, want);
+			fprintf(stderr,
+				"fork_tree: child %d of (%d,%d): status 0x%x, expected %d\n", i,
+				depth, index, st, want);
 			ok = 0;
 		}
 	}

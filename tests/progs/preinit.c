@@ -48,7 +48,7 @@ static void tp_preinit(int argc, char **argv, char **envp)
 }
 
 __attribute__((section(".preinit_array"), used)) static void (*tp_preinit_fn)(int, char **,
-									     char **) = tp_preinit;
+									      char **) = tp_preinit;
 
 int main(void)
 {

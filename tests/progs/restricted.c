@@ -153,21 +153,21 @@ static void install_sandbox(void)
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 6, 0),     /* to [11] */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_open, 7, 0),       /* to [13] */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 9, 0),     /* to [16] */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 6, 0), /* to [11] */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_open, 7, 0),   /* to [13] */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 9, 0), /* to [16] */
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_connect, 8, 0),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mkdir, 7, 0),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mkdirat, 6, 0),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		/* [11] openat: flags are the third argument */
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
-		BPF_JUMP(BPF_JMP | BPF_JA, 1, 0, 0),                      /* to [14] */
+		BPF_JUMP(BPF_JMP | BPF_JA, 1, 0, 0), /* to [14] */
 		/* [13] open: the second */
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
 		/* [14] */
 		BPF_STMT(BPF_ALU | BPF_AND | BPF_K, O_ACCMODE),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, O_RDONLY, 1, 0),      /* to [17] */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, O_RDONLY, 1, 0), /* to [17] */
 		/* [16] */
 		BPF_STMT(BPF_RET | BPF_K, deny),
 		/* [17] */
@@ -338,7 +338,8 @@ int main(int argc, char **argv)
 		return strict();
 	if (argc == 2 && !strcmp(argv[1], "nspid"))
 		return nspid();
-	fprintf(stderr, "usage: restricted drop UID | leaf | sandbox | libseccomp | killsock N | strict "
-			"| nspid\n");
+	fprintf(stderr,
+		"usage: restricted drop UID | leaf | sandbox | libseccomp | killsock N | strict "
+		"| nspid\n");
 	return 2;
 }

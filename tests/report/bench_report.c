@@ -25,8 +25,8 @@
 
 #include "sink.h"
 
-static int send(trace_sink *s, char ph, const char *name, const char *cat, int64_t pid,
-		int64_t tid, int64_t ts, int64_t dur, const char *args)
+static int send(trace_sink *s, char ph, const char *name, const char *cat, int64_t pid, int64_t tid,
+		int64_t ts, int64_t dur, const char *args)
 {
 	sink_event e = {.ev = {
 				.ph = ph,
@@ -99,7 +99,8 @@ static int expect(json_t *d, const char *name, int64_t calls, int64_t total, int
 		return 1;
 	}
 	if (v[0] != calls || v[1] != total || v[2] != self) {
-		fprintf(stderr, "FAIL: %s: calls %lld total %lld self %lld, expected %lld %lld %lld\n",
+		fprintf(stderr,
+			"FAIL: %s: calls %lld total %lld self %lld, expected %lld %lld %lld\n",
 			name, (long long)v[0], (long long)v[1], (long long)v[2], (long long)calls,
 			(long long)total, (long long)self);
 		return 1;
@@ -168,8 +169,9 @@ static int check(const char *out)
  */
 static int bench(const char *out, long nprocs, long nevents, bool as_json)
 {
-	static const char *fn[] = {"parse", "lex", "optimize", "emit", "read_input", "solve",
-				   "reduce", "write_output", "hash", "compress", "alloc", "sort"};
+	static const char *fn[] = {"parse",      "lex",      "optimize", "emit",
+				   "read_input", "solve",    "reduce",   "write_output",
+				   "hash",       "compress", "alloc",    "sort"};
 	static const char *progs[] = {"make", "sh", "cc1", "as", "ld", "python3", "solver"};
 	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), err;
 	model_trace mt = {.host = "bench", .origin = "bench_report", .start_ns = 0, .end_ns = -1};
@@ -190,13 +192,15 @@ static int bench(const char *out, long nprocs, long nevents, bool as_json)
 		int64_t ts = start + 1000;
 		long k = 6;
 
-		snprintf(args, sizeof(args),
-			 "{\"pid\":%lld,\"ppid\":%lld,\"parent\":%lld,\"name\":\"%s\",\"exe\":\"/usr/bin/%s\","
-			 "\"argv\":[\"%s\",\"-c\",\"file%ld.c\"],\"cwd\":\"/src\",\"start_ns\":%lld,"
-			 "\"end_ns\":%lld,\"exit\":{\"kind\":\"code\",\"code\":%d},\"instrumented\":true}",
-			 (long long)pid, (long long)parent, (long long)parent, prog, prog, prog, i,
-			 (long long)start, (long long)(start + life), i % 500 == 7 ? 1 : 0);
-		send(s, 'M', "forktrace_process", NULL, pid, pid, JSONW_NO_TIME, JSONW_NO_TIME, args);
+		snprintf(
+			args, sizeof(args),
+			"{\"pid\":%lld,\"ppid\":%lld,\"parent\":%lld,\"name\":\"%s\",\"exe\":\"/usr/bin/%s\","
+			"\"argv\":[\"%s\",\"-c\",\"file%ld.c\"],\"cwd\":\"/src\",\"start_ns\":%lld,"
+			"\"end_ns\":%lld,\"exit\":{\"kind\":\"code\",\"code\":%d},\"instrumented\":true}",
+			(long long)pid, (long long)parent, (long long)parent, prog, prog, prog, i,
+			(long long)start, (long long)(start + life), i % 500 == 7 ? 1 : 0);
+		send(s, 'M', "forktrace_process", NULL, pid, pid, JSONW_NO_TIME, JSONW_NO_TIME,
+		     args);
 		send(s, 'M', "thread_name", NULL, pid, pid, JSONW_NO_TIME, JSONW_NO_TIME,
 		     "{\"name\":\"main\"}");
 		send(s, 'X', prog, "process", pid, pid, start, life, "{\"image\":0}");
@@ -210,7 +214,8 @@ static int bench(const char *out, long nprocs, long nevents, bool as_json)
 			int64_t d = 1000 + (k * 37) % 5000;
 
 			for (int j = 0; j < 3; j++)
-				send(s, 'X', fn[(k + (long)j) % 12], "f", pid, pid, ts + j * (d + 10), d, NULL);
+				send(s, 'X', fn[(k + (long)j) % 12], "f", pid, pid,
+				     ts + j * (d + 10), d, NULL);
 			send(s, 'X', fn[k % 5], "f", pid, pid, ts, 3 * (d + 10), NULL);
 			ts += 3 * (d + 10) + 100;
 			k += 4;
@@ -221,8 +226,8 @@ static int bench(const char *out, long nprocs, long nevents, bool as_json)
 	}
 	err = s->end(s, &meta);
 	t = now_s() - t;
-	printf("bench: %ld processes, %ld events, %s %s written in %.2f s, %.2f MB\n", nprocs,
-	       sent, as_json ? "trace" : "report", out, t, (double)s->stats.bytes / 1e6);
+	printf("bench: %ld processes, %ld events, %s %s written in %.2f s, %.2f MB\n", nprocs, sent,
+	       as_json ? "trace" : "report", out, t, (double)s->stats.bytes / 1e6);
 	s->free(s);
 	close(fd);
 	return err < 0;

@@ -34,9 +34,8 @@ char *read_back(int fd, size_t *len)
 	return buf;
 }
 
-model_segment *add_seg(model_trace *t, model_process *p, const char *exe,
-			      const char *const *argv, size_t argc, const char *cwd, int64_t start,
-			      int64_t end, bool instrumented)
+model_segment *add_seg(model_trace *t, model_process *p, const char *exe, const char *const *argv,
+		       size_t argc, const char *cwd, int64_t start, int64_t end, bool instrumented)
 {
 	model_segment *s = model_add_segment(t, p);
 

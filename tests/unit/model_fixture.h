@@ -15,9 +15,8 @@
 /* Everything an ostream wrote to a memfd, NUL-terminated; caller frees. */
 char *read_back(int fd, size_t *len);
 /* A segment of p with these fields (strings copied into t). */
-model_segment *add_seg(model_trace *t, model_process *p, const char *exe,
-		       const char *const *argv, size_t argc, const char *cwd, int64_t start,
-		       int64_t end, bool instrumented);
+model_segment *add_seg(model_trace *t, model_process *p, const char *exe, const char *const *argv,
+		       size_t argc, const char *cwd, int64_t start, int64_t end, bool instrumented);
 /* The model check_events.py knows by heart (owned by the caller). */
 model_trace *build_model(void);
 /* events_write of t into a new file at path (level: gzip's, 0 for none). */

@@ -126,9 +126,27 @@ static void check_escape_cut(const char *in, size_t cap, const char *want)
 static void test_escape_random(void)
 {
 	static const char *const pieces[] = {
-		"a", " ", "~", "\x7f", "\"", "\\", "\n", "\x01", "\x1f", "[", "\xc3\xa9",
-		"\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xc3", "\xe2\x82", "\xf0\x9f\x98",
-		"\xed\xa0\x80", "\xc0\xaf", "\x80", "\xff", "\xf4\x90\x80\x80",
+		"a",
+		" ",
+		"~",
+		"\x7f",
+		"\"",
+		"\\",
+		"\n",
+		"\x01",
+		"\x1f",
+		"[",
+		"\xc3\xa9",
+		"\xe2\x82\xac",
+		"\xf0\x9f\x98\x80",
+		"\xc3",
+		"\xe2\x82",
+		"\xf0\x9f\x98",
+		"\xed\xa0\x80",
+		"\xc0\xaf",
+		"\x80",
+		"\xff",
+		"\xf4\x90\x80\x80",
 	};
 	static const char letters[] = "abcdefghijklmnopqrstuvwxyz";
 	static char filler[OSTREAM_BUF_SIZE];
@@ -139,7 +157,8 @@ static void test_escape_random(void)
 	CHECK(fd >= 0);
 	memset(filler, 'f', sizeof(filler));
 	for (int round = 0; round < 20000; round++) {
-		size_t n = 0, len = 0, wlen, pad = round % 8 == 1 ? OSTREAM_BUF_SIZE - round % 13 : 0;
+		size_t n = 0, len = 0, wlen,
+		       pad = round % 8 == 1 ? OSTREAM_BUF_SIZE - round % 13 : 0;
 		size_t want_n = (size_t)(round % 41);
 		ostream o;
 		char *got;
@@ -149,11 +168,12 @@ static void test_escape_random(void)
 
 			seed = seed * 1103515245u + 12345u;
 			/* Mostly plain bytes, so that long plain runs occur. */
-			p = (seed >> 16) % 4 ? &letters[(seed >> 8) % 26]
-					     : pieces[(seed >> 20) % (sizeof(pieces) / sizeof(pieces[0]))];
+			p = (seed >> 16) % 4
+				    ? &letters[(seed >> 8) % 26]
+				    : pieces[(seed >> 20) % (sizeof(pieces) / sizeof(pieces[0]))];
 			/* One byte of a plain letter; a whole piece otherwise. */
-			for (size_t k = 0; p[k] && n < sizeof(in) && (k == 0 || (seed >> 16) % 4 == 0);
-			     k++)
+			for (size_t k = 0;
+			     p[k] && n < sizeof(in) && (k == 0 || (seed >> 16) % 4 == 0); k++)
 				in[n++] = p[k];
 		}
 		wlen = jsonw_escape(want, sizeof(want), in, n);
@@ -183,18 +203,18 @@ static void test_escape(void)
 	ESC("\b\f\n\r\t", "\"\\b\\f\\n\\r\\t\"");
 	ESC("\x01\x1f\x7f", "\"\\u0001\\u001f\x7f\"");
 	ESC("nul\0in", "\"nul\\u0000in\"");
-	ESC("caf\xc3\xa9", "\"caf\xc3\xa9\"");		   /* valid 2-byte */
-	ESC("\xe2\x82\xac", "\"\xe2\x82\xac\"");	   /* valid 3-byte (euro) */
+	ESC("caf\xc3\xa9", "\"caf\xc3\xa9\"");             /* valid 2-byte */
+	ESC("\xe2\x82\xac", "\"\xe2\x82\xac\"");           /* valid 3-byte (euro) */
 	ESC("\xf0\x9f\x98\x80!", "\"\xf0\x9f\x98\x80!\""); /* valid 4-byte */
 	ESC("a\xff"
 	    "b",
-	    "\"a\\ufffdb\"");					     /* never valid */
-	ESC("\xc0\xaf", "\"\\ufffd\\ufffd\"");			     /* overlong '/' */
-	ESC("\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"");	     /* surrogate */
+	    "\"a\\ufffdb\"");                                        /* never valid */
+	ESC("\xc0\xaf", "\"\\ufffd\\ufffd\"");                       /* overlong '/' */
+	ESC("\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"");            /* surrogate */
 	ESC("\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""); /* > U+10FFFF */
-	ESC("\xe2\x82", "\"\\ufffd\\ufffd\"");			     /* cut at the end */
-	ESC("\xc3(", "\"\\ufffd(\"");				     /* bad continuation */
-	ESC("\x80\xbf", "\"\\ufffd\\ufffd\"");			     /* lone continuation */
+	ESC("\xe2\x82", "\"\\ufffd\\ufffd\"");                       /* cut at the end */
+	ESC("\xc3(", "\"\\ufffd(\"");                                /* bad continuation */
+	ESC("\x80\xbf", "\"\\ufffd\\ufffd\"");                       /* lone continuation */
 
 	check_escape_cut("abc", 1, "");
 	check_escape_cut("abc", 2, "\"\"");
@@ -203,7 +223,7 @@ static void test_escape(void)
 	check_escape_cut("a\nb", 4, "\"a\""); /* no half escape */
 	check_escape_cut("a\nb", 5, "\"a\\n\"");
 	check_escape_cut("\xc3\xa9x", 3, "\"\""); /* no half character */
-	check_escape_cut("\xffx", 7, "\"\"");	  /* no half \ufffd */
+	check_escape_cut("\xffx", 7, "\"\"");     /* no half \ufffd */
 	check_escape_cut("\xffx", 8, "\"\\ufffd\"");
 }
 
@@ -391,7 +411,8 @@ int main(int argc, char **argv)
 	CHECK_UINT(st.processes, ==, 5);
 	CHECK_UINT(st.threads, ==, 8); /* 100,101,102 200 300 200',201 400 */
 	CHECK(st.bytes > 0);
-	fprintf(stderr, "test_events: %" PRIu64 " events, %" PRIu64 " bytes\n", st.events, st.bytes);
+	fprintf(stderr, "test_events: %" PRIu64 " events, %" PRIu64 " bytes\n", st.events,
+		st.bytes);
 	CHECK(run_check(argv[1], argv[2], "model", path) == 0);
 
 	snprintf(path, sizeof(path), "%s/test_events.json.gz", argv[3]);

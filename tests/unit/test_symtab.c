@@ -132,19 +132,19 @@ static void prog_offsets(const char *prog, bool pie, struct fx_offs *o)
 		const char *name;
 		uint64_t *off;
 	} map[] = {
-	    {"symtab_fx_alpha", &o->alpha},
-	    {"symtab_fx_beta", &o->beta},
-	    {"symtab_fx_gamma", &o->gamma},
-	    {"symtab_fx_hidden", &o->hidden},
-	    {"symtab_fx_nosize", &o->nosize},
-	    {"symtab_fx_after", &o->after},
-	    {"symtab_fx_data", &o->data},
-	    {"_symtab_fx_sized", &o->sized},
-	    {"symtab_fx_outer", &o->outer},
-	    {"symtab_fx_inner", &o->inner},
-	    {"twice_i", &o->twice_i},
-	    {"twice_d", &o->twice_d},
-	    {"main", &o->main},
+		{"symtab_fx_alpha", &o->alpha},
+		{"symtab_fx_beta", &o->beta},
+		{"symtab_fx_gamma", &o->gamma},
+		{"symtab_fx_hidden", &o->hidden},
+		{"symtab_fx_nosize", &o->nosize},
+		{"symtab_fx_after", &o->after},
+		{"symtab_fx_data", &o->data},
+		{"_symtab_fx_sized", &o->sized},
+		{"symtab_fx_outer", &o->outer},
+		{"symtab_fx_inner", &o->inner},
+		{"twice_i", &o->twice_i},
+		{"twice_d", &o->twice_d},
+		{"main", &o->main},
 	};
 	size_t nmap = sizeof(map) / sizeof(map[0]), seen = 0;
 	uint64_t bias = UINT64_MAX;
@@ -228,7 +228,7 @@ static void check_full(symtab *s, const char *path, const struct fx_offs *o)
 	a1 = symtab_lookup(s, path, o->twice_i + 1);
 	a2 = symtab_lookup(s, path, o->twice_i + 2);
 	CHECK_MSG(a1 != NULL && a1 == a2 && a1 == symtab_lookup(s, path, o->twice_i + 1),
-	      "%s: one stable name per function", path);
+		  "%s: one stable name per function", path);
 }
 
 /* The library stripped to .dynsym: exported functions only. */
@@ -331,10 +331,10 @@ static double now_ns(void)
 static void bench(const char *lib, const char *prog, const struct fx_offs *lo,
 		  const struct fx_offs *po, long n)
 {
-	const uint64_t loffs[8] = {lo->alpha,	    lo->beta,	    lo->hidden + 4, lo->twice_i,
-				   lo->twice_d + 8, lo->nosize + 3, lo->after,	    lo->alpha + 2};
-	const uint64_t poffs[8] = {po->alpha,	    po->beta,	    po->hidden + 4, po->twice_i,
-				   po->twice_d + 8, po->nosize + 3, po->after,	    po->main};
+	const uint64_t loffs[8] = {lo->alpha,       lo->beta,       lo->hidden + 4, lo->twice_i,
+				   lo->twice_d + 8, lo->nosize + 3, lo->after,      lo->alpha + 2};
+	const uint64_t poffs[8] = {po->alpha,       po->beta,       po->hidden + 4, po->twice_i,
+				   po->twice_d + 8, po->nosize + 3, po->after,      po->main};
 	symtab *s = symtab_new();
 	size_t sum = 0;
 	double t0, t1, t2;

@@ -26,18 +26,18 @@ static ssize_t v_hello(unsigned char *b, size_t cap)
 {
 	static const char *const argv[] = {"printf", "%s\n", "h\xc3\xa9llo"};
 	struct enc_hello h = {
-	    .ts = T0,
-	    .realtime = 1700000000123456789ull,
-	    .start_ticks = 123456,
-	    .pid = 4242,
-	    .ppid = 1,
-	    .tid = 4242,
-	    .flags = FT_HELLO_ARGV_TRUNCATED,
-	    .exe = "/usr/bin/printf",
-	    .cwd = "/tmp/a directory name longer than 31 bytes",
-	    .name = "printf",
-	    .argv = argv,
-	    .argc = 3,
+		.ts = T0,
+		.realtime = 1700000000123456789ull,
+		.start_ticks = 123456,
+		.pid = 4242,
+		.ppid = 1,
+		.tid = 4242,
+		.flags = FT_HELLO_ARGV_TRUNCATED,
+		.exe = "/usr/bin/printf",
+		.cwd = "/tmp/a directory name longer than 31 bytes",
+		.name = "printf",
+		.argv = argv,
+		.argc = 3,
 	};
 
 	return enc_hello(b, cap, &h);
@@ -48,18 +48,18 @@ static ssize_t v_hello_exec_ts(unsigned char *b, size_t cap)
 {
 	static const char *const argv[] = {"true"};
 	struct enc_hello h = {
-	    .ts = T0 + 100,
-	    .exec_ts = T0 + 50,
-	    .realtime = 1700000000123556789ull,
-	    .start_ticks = 123460,
-	    .pid = 4250,
-	    .ppid = 4242,
-	    .tid = 4250,
-	    .exe = "/usr/bin/true",
-	    .cwd = "/",
-	    .name = "true",
-	    .argv = argv,
-	    .argc = 1,
+		.ts = T0 + 100,
+		.exec_ts = T0 + 50,
+		.realtime = 1700000000123556789ull,
+		.start_ticks = 123460,
+		.pid = 4250,
+		.ppid = 4242,
+		.tid = 4250,
+		.exe = "/usr/bin/true",
+		.cwd = "/",
+		.name = "true",
+		.argv = argv,
+		.argc = 1,
 	};
 
 	return enc_hello(b, cap, &h);
@@ -70,21 +70,21 @@ static ssize_t v_hello_resumed(unsigned char *b, size_t cap)
 {
 	static const char *const argv[] = {"true"};
 	struct enc_hello h = {
-	    .ts = T0 + 200,
-	    .exec_ts = T0 + 50,
-	    .realtime = 1700000000123656789ull,
-	    .start_ticks = 123460,
-	    .from_table = true,
-	    .table_slot = 17,
-	    .pid = 4250,
-	    .ppid = 4242,
-	    .tid = 4250,
-	    .flags = FT_HELLO_RESUMED,
-	    .exe = "/usr/bin/true",
-	    .cwd = "/",
-	    .name = "true",
-	    .argv = argv,
-	    .argc = 1,
+		.ts = T0 + 200,
+		.exec_ts = T0 + 50,
+		.realtime = 1700000000123656789ull,
+		.start_ticks = 123460,
+		.from_table = true,
+		.table_slot = 17,
+		.pid = 4250,
+		.ppid = 4242,
+		.tid = 4250,
+		.flags = FT_HELLO_RESUMED,
+		.exe = "/usr/bin/true",
+		.cwd = "/",
+		.name = "true",
+		.argv = argv,
+		.argc = 1,
 	};
 
 	return enc_hello(b, cap, &h);
@@ -96,20 +96,20 @@ static ssize_t v_hello_forked_resumed(unsigned char *b, size_t cap)
 {
 	static const char *const argv[] = {"true"};
 	struct enc_hello h = {
-	    .ts = T0 + 300,
-	    .realtime = 1700000000123756789ull,
-	    .start_ticks = 123470,
-	    .from_table = true,
-	    .table_slot = 18,
-	    .pid = 4251,
-	    .ppid = 4250,
-	    .tid = 4251,
-	    .flags = FT_HELLO_FORKED | FT_HELLO_RESUMED,
-	    .exe = "/usr/bin/true",
-	    .cwd = "/",
-	    .name = "true",
-	    .argv = argv,
-	    .argc = 1,
+		.ts = T0 + 300,
+		.realtime = 1700000000123756789ull,
+		.start_ticks = 123470,
+		.from_table = true,
+		.table_slot = 18,
+		.pid = 4251,
+		.ppid = 4250,
+		.tid = 4251,
+		.flags = FT_HELLO_FORKED | FT_HELLO_RESUMED,
+		.exe = "/usr/bin/true",
+		.cwd = "/",
+		.name = "true",
+		.argv = argv,
+		.argc = 1,
 	};
 
 	return enc_hello(b, cap, &h);
@@ -232,9 +232,28 @@ static ssize_t v_events(unsigned char *b, size_t cap)
 {
 	/* [TIME, TSC0], [REGION_BEGIN, 10, "step"], [REGION_END, 20] */
 	static const unsigned char records[] = {
-	    0x92, FT_EV_TIME, 0xcf, 0x00, 0x00, 0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc,
-	    0x93, FT_EV_REGION_BEGIN, 0x0a, 0xa4, 's', 't', 'e', 'p',
-	    0x92, FT_EV_REGION_END, 0x14,
+		0x92,
+		FT_EV_TIME,
+		0xcf,
+		0x00,
+		0x00,
+		0x12,
+		0x34,
+		0x56,
+		0x78,
+		0x9a,
+		0xbc,
+		0x93,
+		FT_EV_REGION_BEGIN,
+		0x0a,
+		0xa4,
+		's',
+		't',
+		'e',
+		'p',
+		0x92,
+		FT_EV_REGION_END,
+		0x14,
 	};
 	ssize_t n = enc_events_head(b, cap, T0 + 15000, 4242, 8, 4096, TSC0 + 5,
 				    (uint32_t)sizeof(records));
@@ -257,32 +276,32 @@ static const struct {
 	const char *name;
 	vec_fn fn;
 } vectors[] = {
-    {"hello", v_hello},
-    {"hello_exec_ts", v_hello_exec_ts},
-    {"hello_resumed", v_hello_resumed},
-    {"hello_forked_resumed", v_hello_forked_resumed},
-    {"fork", v_fork},
-    {"fork_failed", v_fork_failed},
-    {"vfork_exec", v_vfork_exec},
-    {"vfork_exec_fail", v_vfork_exec_fail},
-    {"exec", v_exec},
-    {"exec_fail", v_exec_fail},
-    {"spawn", v_spawn},
-    {"spawn_failed", v_spawn_failed},
-    {"wait", v_wait},
-    {"thread_start", v_thread_start},
-    {"thread_end", v_thread_end},
-    {"thread_name", v_thread_name},
-    {"exit", v_exit},
-    {"signal", v_signal},
-    {"shell_begin", v_shell_begin},
-    {"shell_end", v_shell_end},
-    {"shell_end_failed", v_shell_end_failed},
-    {"lost", v_lost},
-    {"continue", v_continue},
-    {"shm", v_shm},
-    {"events", v_events},
-    {"module", v_module},
+	{"hello", v_hello},
+	{"hello_exec_ts", v_hello_exec_ts},
+	{"hello_resumed", v_hello_resumed},
+	{"hello_forked_resumed", v_hello_forked_resumed},
+	{"fork", v_fork},
+	{"fork_failed", v_fork_failed},
+	{"vfork_exec", v_vfork_exec},
+	{"vfork_exec_fail", v_vfork_exec_fail},
+	{"exec", v_exec},
+	{"exec_fail", v_exec_fail},
+	{"spawn", v_spawn},
+	{"spawn_failed", v_spawn_failed},
+	{"wait", v_wait},
+	{"thread_start", v_thread_start},
+	{"thread_end", v_thread_end},
+	{"thread_name", v_thread_name},
+	{"exit", v_exit},
+	{"signal", v_signal},
+	{"shell_begin", v_shell_begin},
+	{"shell_end", v_shell_end},
+	{"shell_end_failed", v_shell_end_failed},
+	{"lost", v_lost},
+	{"continue", v_continue},
+	{"shm", v_shm},
+	{"events", v_events},
+	{"module", v_module},
 };
 
 static void check(const char *dir, const char *name, vec_fn fn)
@@ -305,9 +324,10 @@ static void check(const char *dir, const char *name, vec_fn fn)
 	if (n != m || memcmp(got, want, (size_t)n) != 0) {
 		for (i = 0; n > 0 && i < (size_t)n && i < (size_t)m && got[i] == want[i]; i++)
 			;
-		check_fail_at(__FILE__, __LINE__,
-			      "%s: encoder gives %zd bytes, vector has %zd; first difference at byte %zu",
-			      path, n, m, i);
+		check_fail_at(
+			__FILE__, __LINE__,
+			"%s: encoder gives %zd bytes, vector has %zd; first difference at byte %zu",
+			path, n, m, i);
 		return;
 	}
 	CHECK_MSG(fn(got, (size_t)n - 1) == -ENOBUFS,

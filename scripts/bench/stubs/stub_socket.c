@@ -10,8 +10,9 @@ static char msg[100];
 __attribute__((constructor)) static void init(void)
 {
 	const char *p = getenv("STUB_SOCK"), *mode = getenv("STUB_MODE");
-	if (!p) return;
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	if (!p)
+		return;
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	strcpy(a.sun_path, p);
 	int dgram = mode && mode[0] == 'd';
 	int fd = socket(AF_UNIX, (dgram ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);

@@ -1,6 +1,7 @@
 // Known C++ functions for test_symtab: one name in a namespace, overloaded,
 // so that only the demangled signature tells them apart.
-namespace symtab_ns {
+namespace symtab_ns
+{
 
 int twice(int x)
 {
