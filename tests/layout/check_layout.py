@@ -32,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 
+from agent_layers import symbols
+
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 FT_NAME = re.compile(r'\b(?:ft|FT)_[A-Za-z0-9_]+')
 # Headers of combine/include/ that only combine/'s folders (and their
@@ -116,22 +118,6 @@ def include(header, expect, cmd):
     return 0
 
 
-def nm_symbols(nm, obj):
-    """(defined, undefined) global symbols of an object file."""
-    out = subprocess.run([nm, "-P", obj], check=True, stdout=subprocess.PIPE,
-                         universal_newlines=True).stdout
-    defined, undefined = set(), set()
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) < 2:
-            continue
-        if f[1] in ("U", "w", "v"):
-            undefined.add(f[0])
-        elif f[1].isupper():
-            defined.add(f[0])
-    return defined, undefined
-
-
 def objects(nm, lower, upper):
     lower = [o for o in lower.split(":") if o]
     upper = [o for o in upper.split(":") if o]
@@ -140,11 +126,11 @@ def objects(nm, lower, upper):
         return 2
     defined_by = {}
     for obj in upper:
-        for name in nm_symbols(nm, obj)[0]:
+        for name in symbols(nm, obj)[0]:
             defined_by[name] = os.path.basename(obj)
     bad = []
     for obj in lower:
-        for name in sorted(nm_symbols(nm, obj)[1] & defined_by.keys()):
+        for name in sorted(symbols(nm, obj)[1] & defined_by.keys()):
             bad.append(f"{os.path.basename(obj)} uses {name}, defined by {defined_by[name]}")
     for b in bad:
         print(b)
