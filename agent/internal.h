@@ -4,7 +4,7 @@
  * Module map. The files form layers, lowest first (agent_layers in
  * agent/CMakeLists.txt): a file calls into its own layer and the ones below
  * it, never above, and the files' calls form no cycle. The sections of this
- * header follow the layers; unit.agent_layers checks all three on the
+ * header follow the layers; layout.agent_layers checks all three on the
  * object files. Where a lower layer must reach a higher one, the higher one
  * registers a function with it (agent_g.fork_child_reset).
  *

@@ -161,6 +161,15 @@ def load_json(path):
         raise TraceFormatError(f"{path}: not valid JSON: {e}")
 
 
+def report_meta(path):
+    """The run header data ("meta") an HTML report embeds."""
+    with open(path, encoding="utf-8") as f:
+        html = f.read()
+    m = re.search(r'<script type="application/json" id="ft-data">(.*?)</script>', html, re.S)
+    check(m, f"{path}: no embedded data")
+    return json.loads(m.group(1))["meta"]
+
+
 class Proc:
     """One process of the trace, from its forktrace_process record."""
 

@@ -508,23 +508,12 @@ def test_one_output_fails(t):
             with open(report_path, "rb") as f:
                 check(f.read().rstrip().endswith(b"</html>"), f"{report_path} is cut short")
             doc = ft.load_json(trace_path)
-            meta = report_meta(report_path)
+            meta = ft.report_meta(report_path)
             procs = sum(1 for e in doc["traceEvents"] if e.get("name") == "forktrace_process")
             check(meta["processes"] == procs == doc["otherData"]["forktrace"]["processes"] and
                   meta["events"] == len(doc["traceEvents"]),
                   f"{failing} fails: the report has {meta['processes']} processes and "
                   f"{meta['events']} events, the trace {procs} and {len(doc['traceEvents'])}")
-
-
-def report_meta(path):
-    """The run metadata a report embeds."""
-    import json
-    import re
-    with open(path, encoding="utf-8") as f:
-        html = f.read()
-    m = re.search(r'<script type="application/json" id="ft-data">(.*?)</script>', html, re.S)
-    check(m, f"{path}: no embedded data")
-    return json.loads(m.group(1))["meta"]
 
 
 @test

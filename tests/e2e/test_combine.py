@@ -408,22 +408,13 @@ def test_cli(t):
     same_events(ft.load_json(t.path("o.json.gz"))["traceEvents"], in_events([f]), "gzip output")
 
 
-def page_meta(path):
-    """The run header data ("meta") embedded in an HTML report."""
-    with open(path, encoding="utf-8") as f:
-        html = f.read()
-    m = re.search(r'<script type="application/json" id="ft-data">(.*?)</script>', html, re.S)
-    check(m, f"{path}: no embedded data")
-    return json.loads(m.group(1))["meta"]
-
-
 @test
 def test_report_header(t):
     """`forktrace report t.json` shows the header `forktrace run --report` showed."""
     t.run(["sh", "-c", "exit 3"], opts=["--report", "a.html"], out="t.json", expect_rc=3)
     res = t.forktrace(["report", "t.json", "-o", "b.html"])
     check(res.rc == 0, f"report exit {res.rc}\n  {res.describe()}")
-    a, b = page_meta(t.path("a.html")), page_meta(t.path("b.html"))
+    a, b = ft.report_meta(t.path("a.html")), ft.report_meta(t.path("b.html"))
     check(a["exit_status"] == 3 and a["command"] == ["sh", "-c", "exit 3"] and a["host"],
           f"run --report header: {a}")
     # All but what says how the page was made (origin, the input files).
@@ -441,7 +432,7 @@ def test_run_report_one_walk(t):
     the report counts the processes, threads and events the trace holds."""
     run = t.run([prog("fork_tree")], opts=["--report", "a.html"], out="t.json")
     doc = ft.load_json(t.path("t.json"))
-    meta = page_meta(t.path("a.html"))
+    meta = ft.report_meta(t.path("a.html"))
     events = doc["traceEvents"]
     procs = sum(1 for e in events if e.get("name") == "forktrace_process")
     threads = {(e["pid"], e["tid"]) for e in events if e.get("name") == "thread_name"}
@@ -483,7 +474,7 @@ def test_run_metadata(t):
           [(want["host"], 3), ("elsewhere", 0)], f"per input: {meta['inputs']}")
     res = t.forktrace(["report", "run.json", "other.json", "-o", "mixed.html"])
     check(res.rc == 0, f"report exit {res.rc}\n  {res.describe()}")
-    m = page_meta(t.path("mixed.html"))
+    m = ft.report_meta(t.path("mixed.html"))
     check(m["host"] is None and m["exit_status"] is None, f"mixed report header: {m}")
     # An input without run metadata (VizTracer) leaves it open too.
     viz = glob.glob(os.path.join(data("v1.1.1_event_kinds"), "*.json.gz"))[0]
