@@ -23,7 +23,10 @@ enum model_exit_kind {
 	MODEL_EXIT_UNKNOWN = 0, /* nobody saw it end (e.g. --wait-timeout) */
 	MODEL_EXIT_CODE,        /* exited; exit_value is the code */
 	MODEL_EXIT_SIGNAL,      /* killed; exit_value is the signal number */
-	MODEL_EXIT_RUNNING      /* still running when the trace was written */
+	MODEL_EXIT_RUNNING,     /* still running when the trace was written */
+	MODEL_EXIT_HOST_LOST    /* its host's part of the run stopped coming
+				 * (connection dropped, host died); end_ns is
+				 * when, on that host's clock */
 };
 
 /* A loaded object of an image, to name function addresses. */
@@ -114,6 +117,15 @@ typedef struct model_process {
 
 	uint64_t lost_events;
 
+	/* The rank a launcher gave the process, read by the agent from its
+	 * environment when it started (OMPI_COMM_WORLD_RANK, PMIX_RANK,
+	 * PMI_RANK, SLURM_PROCID, RANK): -1 when none. rank_var names the
+	 * variable (in the arena), NULL when none. local_rank likewise
+	 * (LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID), -1: none. */
+	int64_t rank;
+	int64_t local_rank;
+	const char *rank_var;
+
 	model_segment *segs;
 	size_t nsegs, segs_cap;
 	model_thread *threads;
@@ -124,10 +136,69 @@ typedef struct model_process {
 
 typedef struct model_arena_block model_arena_block;
 
+/*
+ * One measurement of a node's CLOCK_MONOTONIC against the head's, NTP
+ * style (the best of a burst of round trips): at node time node_ns the
+ * head's clock read node_ns + offset_ns, within +-err_ns (half the round
+ * trip).
+ */
+typedef struct model_clock_sample {
+	int64_t node_ns;
+	int64_t offset_ns;
+	int64_t err_ns;
+} model_clock_sample;
+
+/*
+ * How a node's clock maps onto the trace's (the head's): trace_ns = ns +
+ * offset_ns + drift * (ns - ref_ns), within +-err_ns. method says how it
+ * was found: "measured" (clock samples over the connection), "realtime
+ * anchor" (parts combined offline without samples), "none".
+ */
+typedef struct model_clock_map {
+	const char *method; /* static string */
+	int64_t offset_ns;
+	int64_t ref_ns;
+	double drift;
+	int64_t err_ns;  /* -1: unknown */
+	size_t nsamples; /* samples the fit used */
+} model_clock_map;
+
+/*
+ * What a trace knows when it is one host's part of a multi-host run (a
+ * node collector's model, or the head's copy of it). is_node false: a
+ * trace of one host, or the head's own part.
+ */
+typedef struct model_node_part {
+	bool is_node;
+	const char *run_id;    /* the run this part belongs to (arena) */
+	const char *head_host; /* the head's host name (arena) */
+	/* The process on the head whose exec of ssh/rsh started this node
+	 * (pid on the head's host), -1 for a node that joined by itself
+	 * (--join). The node's root process is its child in the trace. */
+	int64_t launcher_pid;
+	const char *launched_as; /* the destination as the launcher named it */
+	model_clock_sample *samples;
+	size_t nsamples, samples_cap;
+	/* When the part stopped coming (the head's clock mapped back onto
+	 * the node's), -1: it ended normally. */
+	int64_t lost_ns;
+} model_node_part;
+
+/* A host of a multi-host run whose part is not in this trace (in the
+ * head's model): forktrace missing there, a node that never joined, a
+ * part that went to a node-output file instead. Strings in the arena. */
+typedef struct model_missing_host {
+	const char *host;     /* as the launcher named it, or the node's name */
+	int64_t launcher_pid; /* on the head; -1: none */
+	const char *why;      /* "no node collector joined", "connection lost" */
+	const char *where;    /* where its part went ("node2:/tmp/x.ftnode"), or NULL */
+} model_missing_host;
+
 typedef struct model_trace {
 	const char *host;
 	const char **command;   /* NULL-terminated argv of the traced command */
 	const char *origin;     /* "forktrace run", "combine", ... */
+	model_node_part node;   /* one host's part of a multi-host run */
 	int64_t anchor_mono_ns; /* one (monotonic, realtime) pair taken */
 	int64_t anchor_real_ns; /* together, to align traces across hosts */
 	int64_t start_ns;
@@ -138,6 +209,10 @@ typedef struct model_trace {
 
 	model_process **procs;
 	size_t nprocs, procs_cap;
+
+	/* Hosts of a multi-host run whose part is missing (the head's). */
+	model_missing_host *missing;
+	size_t nmissing, missing_cap;
 
 	/* Clock pairs of the host, to convert event records' ticks. */
 	model_clock *clocks;
@@ -224,6 +299,23 @@ int model_add_module(model_trace *t, model_segment *s, const char *path, size_t 
 
 /* Adds a clock pair. Returns 0 or -ENOMEM. */
 int model_add_clock(model_trace *t, uint64_t tsc, int64_t ns);
+
+/* Adds a missing host (strings copied). Returns 0 or -ENOMEM. */
+int model_add_missing_host(model_trace *t, const char *host, int64_t launcher_pid, const char *why,
+			   const char *where);
+
+/* Adds a clock sample to t->node. Returns 0 or -ENOMEM. */
+int model_add_clock_sample(model_trace *t, int64_t node_ns, int64_t offset_ns, int64_t err_ns);
+
+/*
+ * Fits t's clock samples: offset and drift by least squares over the
+ * samples weighted by their error, err_ns the largest error of a sample
+ * the fit used, plus the fit's residual. Without samples: method "realtime
+ * anchor" when t has an anchor (offset = the realtime difference is for
+ * the merge to compute; here offset 0), else "none". Returns the map in
+ * *out; never fails.
+ */
+void model_clock_fit(const model_trace *t, model_clock_map *out);
 
 /* The thread with this tid, or NULL. */
 model_thread *model_find_thread(model_process *p, int64_t tid);

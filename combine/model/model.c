@@ -40,6 +40,8 @@ model_trace *model_new(void)
 	t->start_ns = -1;
 	t->end_ns = -1;
 	t->spill_fd = -1;
+	t->node.launcher_pid = -1;
+	t->node.lost_ns = -1;
 	return t;
 }
 
@@ -148,6 +150,8 @@ void model_free(model_trace *t)
 		process_free(t->procs[i]);
 	free(t->procs);
 	free(t->clocks);
+	free(t->node.samples);
+	free(t->missing);
 	for (b = t->arena; b != NULL; b = next) {
 		next = b->next;
 		if (b->maplen)
@@ -271,6 +275,8 @@ model_process *model_add_process(model_trace *t, int64_t pid)
 	p->spawn_ns = -1;
 	p->spawn_tid = -1;
 	p->exit_kind = MODEL_EXIT_UNKNOWN;
+	p->rank = -1;
+	p->local_rank = -1;
 	t->procs[t->nprocs++] = p;
 	return p;
 }
@@ -374,6 +380,100 @@ int model_add_clock(model_trace *t, uint64_t tsc, int64_t ns)
 	t->clocks[t->nclocks].ns = ns;
 	t->nclocks++;
 	return 0;
+}
+
+int model_add_missing_host(model_trace *t, const char *host, int64_t launcher_pid, const char *why,
+			   const char *where)
+{
+	model_missing_host *m;
+
+	if (vec_grow(&t->missing, &t->missing_cap, t->nmissing + 1, sizeof(*t->missing), 4) < 0)
+		return -ENOMEM;
+	m = &t->missing[t->nmissing];
+	*m = (model_missing_host){model_strdup(t, host), launcher_pid, model_strdup(t, why),
+				  model_strdup(t, where)};
+	if ((host != NULL && m->host == NULL) || (why != NULL && m->why == NULL) ||
+	    (where != NULL && m->where == NULL))
+		return -ENOMEM;
+	t->nmissing++;
+	return 0;
+}
+
+int model_add_clock_sample(model_trace *t, int64_t node_ns, int64_t offset_ns, int64_t err_ns)
+{
+	model_node_part *n = &t->node;
+
+	if (vec_grow(&n->samples, &n->samples_cap, n->nsamples + 1, sizeof(*n->samples), 8) < 0)
+		return -ENOMEM;
+	n->samples[n->nsamples++] = (model_clock_sample){node_ns, offset_ns, err_ns};
+	return 0;
+}
+
+/* Samples closer together than this give the drift no footing: their
+ * errors (tens of us) would dominate the slope. */
+#define MODEL_DRIFT_MIN_SPAN_NS 1000000000LL
+
+void model_clock_fit(const model_trace *t, model_clock_map *out)
+{
+	const model_node_part *n = &t->node;
+	const model_clock_sample *best = NULL;
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+
+	*out = (model_clock_map){.method = "none", .err_ns = -1};
+	for (size_t i = 0; i < n->nsamples; i++) {
+		const model_clock_sample *s = &n->samples[i];
+		if (s->err_ns < 0)
+			continue;
+		if (best == NULL || s->err_ns < best->err_ns)
+			best = s;
+		lo = s->node_ns < lo ? s->node_ns : lo;
+		hi = s->node_ns > hi ? s->node_ns : hi;
+	}
+	if (best == NULL) {
+		if (t->anchor_real_ns > 0)
+			out->method = "realtime anchor";
+		return;
+	}
+	out->method = "measured";
+	out->offset_ns = best->offset_ns;
+	out->ref_ns = best->node_ns;
+	out->err_ns = best->err_ns;
+	out->nsamples = 1;
+	if (hi - lo < MODEL_DRIFT_MIN_SPAN_NS)
+		return;
+	/* Weighted least squares, weight 1/err^2 (a sample twice as sure
+	 * counts four times), around the weighted mean time so that the
+	 * sums stay small. */
+	double sw = 0, sx = 0, sy = 0;
+	size_t used = 0;
+	for (size_t i = 0; i < n->nsamples; i++) {
+		const model_clock_sample *s = &n->samples[i];
+		if (s->err_ns < 0)
+			continue;
+		double e = s->err_ns > 0 ? (double)s->err_ns : 1.0;
+		double w = 1.0 / (e * e);
+		sw += w;
+		sx += w * (double)(s->node_ns - best->node_ns);
+		sy += w * (double)(s->offset_ns - best->offset_ns);
+		used++;
+	}
+	double mx = sx / sw, my = sy / sw, sxx = 0, sxy = 0;
+	for (size_t i = 0; i < n->nsamples; i++) {
+		const model_clock_sample *s = &n->samples[i];
+		if (s->err_ns < 0)
+			continue;
+		double e = s->err_ns > 0 ? (double)s->err_ns : 1.0;
+		double w = 1.0 / (e * e);
+		double dx = (double)(s->node_ns - best->node_ns) - mx;
+		sxx += w * dx * dx;
+		sxy += w * dx * ((double)(s->offset_ns - best->offset_ns) - my);
+	}
+	if (sxx <= 0)
+		return;
+	out->drift = sxy / sxx;
+	out->ref_ns = best->node_ns + (int64_t)mx;
+	out->offset_ns = best->offset_ns + (int64_t)my;
+	out->nsamples = used;
 }
 
 model_thread *model_find_thread(model_process *p, int64_t tid)
