@@ -94,20 +94,24 @@ def _run(argv, what, **kw):
     return r
 
 
-def _keygen(path, comment):
-    """An ed25519 key at path (and path.pub), made once: written under a
-    temporary name and renamed, so that tests starting together share it."""
-    if os.path.exists(path) and os.path.exists(path + ".pub"):
-        return
-    d = os.path.dirname(path)
-    tmp = tempfile.mkdtemp(prefix=".keygen-", dir=d)
-    try:
-        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment,
-              "-f", os.path.join(tmp, "k")], "ssh-keygen")
-        os.rename(os.path.join(tmp, "k.pub"), path + ".pub")
-        os.rename(os.path.join(tmp, "k"), path)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+def _keygen(keys_dir, name):
+    """The ed25519 key keys_dir/name/key (and key.pub), made once: a pair
+    is made in a directory of its own and renamed into place whole, so
+    tests that start together in a fresh build directory all use the pair
+    that won, never one's private key with another's public key."""
+    final = os.path.join(keys_dir, name)
+    if not os.path.exists(os.path.join(final, "key.pub")):
+        tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=keys_dir)
+        try:
+            _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"forktrace-cluster-{name}",
+                  "-f", os.path.join(tmp, "key")], "ssh-keygen")
+            os.rename(tmp, final)
+        except OSError as e:
+            if e.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return os.path.join(final, "key")
 
 
 def _ns_inodes(pid):
@@ -306,9 +310,8 @@ class Cluster:
         self.start_seconds = time.monotonic() - t0
 
     def _make_keys(self):
-        _keygen(os.path.join(self.keys_dir, "id_ed25519"), "forktrace-cluster-user")
-        for name in self.hosts:
-            _keygen(os.path.join(self.keys_dir, f"host_{name}"), f"forktrace-cluster-{name}")
+        self.user_key = _keygen(self.keys_dir, "user")
+        self.host_keys = {name: _keygen(self.keys_dir, f"host_{name}") for name in self.hosts}
 
     def _write_files(self):
         hosts = ["127.0.0.1 localhost", "::1 localhost ip6-localhost ip6-loopback"]
@@ -317,14 +320,13 @@ class Cluster:
             f.write("\n".join(hosts) + "\n")
         ssh = os.path.join(self.home, ".ssh")
         os.makedirs(ssh, mode=0o700, exist_ok=True)
-        for name in ("id_ed25519", "id_ed25519.pub"):
-            shutil.copyfile(os.path.join(self.keys_dir, name), os.path.join(ssh, name))
+        shutil.copyfile(self.user_key, os.path.join(ssh, "id_ed25519"))
+        shutil.copyfile(self.user_key + ".pub", os.path.join(ssh, "id_ed25519.pub"))
         os.chmod(os.path.join(ssh, "id_ed25519"), 0o600)
-        shutil.copyfile(os.path.join(self.keys_dir, "id_ed25519.pub"),
-                        os.path.join(ssh, "authorized_keys"))
+        shutil.copyfile(self.user_key + ".pub", os.path.join(ssh, "authorized_keys"))
         with open(os.path.join(ssh, "known_hosts"), "w") as f:
             for h in self.hosts.values():
-                with open(os.path.join(self.keys_dir, f"host_{h.name}.pub")) as k:
+                with open(self.host_keys[h.name] + ".pub") as k:
                     typ, blob = k.read().split()[:2]
                 f.write(f"{h.name},{h.addr} {typ} {blob}\n")
         # The client config a cluster's users have: keys, no questions.
@@ -343,7 +345,7 @@ class Cluster:
             with open(os.path.join(self.etc, f"sshd_{h.name}.conf"), "w") as f:
                 f.write(f"ListenAddress {h.addr}\n"
                         "Port 22\n"
-                        f"HostKey {self.keys_dir}/host_{h.name}\n"
+                        f"HostKey {self.host_keys[h.name]}\n"
                         "PidFile none\n"
                         "UsePAM no\n"
                         "PermitRootLogin prohibit-password\n"
