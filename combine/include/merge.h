@@ -25,6 +25,16 @@
  * rewritten into a namespace of its own (reader.h, READER_ID_SHIFT), so
  * that arrows and async slices of two files never pair up.
  *
+ * A multi-host run: a model input whose node.is_node is set is a node's
+ * part. Its times go onto the clock of the reference input - the first
+ * that is no node's part (the head's) - through its clock map
+ * (model_clock_fit; without samples, its realtime anchor against the
+ * reference's), its root process (its first, when parentless) becomes a
+ * child of its launcher (node.launcher_pid, a pid of the reference
+ * input) with a "remote" arrow, and the parts are read after the other
+ * inputs. The output lists the hosts (sink_meta.hosts): the head, each
+ * part and the hosts the head's model says are missing.
+ *
  * Top-level keys other than traceEvents are kept (sink_meta.extra): each
  * with the first input's value, and the differing values of the others
  * in their entry of otherData.forktrace.inputs (docs/TRACE_FORMAT.md).
@@ -53,11 +63,13 @@ typedef struct merge_opts {
 	/* Read size for the readers; 0: the default (1 MiB). For tests. */
 	size_t chunk;
 	/*
-	 * The one input is a model and the output is its own trace, as
+	 * The first input is a model and the output is its own trace, as
 	 * `forktrace run` writes it: the model's run metadata is the
 	 * output's (origin, host, command, exit status; no list of inputs)
 	 * and its events go to the sink as they are, without the pid map
-	 * (one input has nobody to collide with) or a copy of their text.
+	 * (its pids are taken first: nobody collides with it) or a copy of
+	 * their text. The other inputs, if any, must be models of its
+	 * nodes' parts (node.is_node): a multi-host run's head.
 	 */
 	bool model_as_trace;
 } merge_opts;
@@ -137,7 +149,8 @@ typedef struct merge_result {
  * cannot be read whole is reported in res (what was read of it is kept)
  * and the others are still combined. Returns 0, or a negative errno when
  * the output failed (the sink's error, -ENOMEM), -EINVAL when
- * o->model_as_trace is set and src is not one model.
+ * o->model_as_trace is set and src is not one model followed by node
+ * parts.
  */
 int merge_inputs(const merge_source *src, size_t n, const merge_opts *o, trace_sink *sink,
 		 merge_result *res);

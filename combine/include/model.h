@@ -309,13 +309,22 @@ int model_add_clock_sample(model_trace *t, int64_t node_ns, int64_t offset_ns, i
 
 /*
  * Fits t's clock samples: offset and drift by least squares over the
- * samples weighted by their error, err_ns the largest error of a sample
- * the fit used, plus the fit's residual. Without samples: method "realtime
- * anchor" when t has an anchor (offset = the realtime difference is for
- * the merge to compute; here offset 0), else "none". Returns the map in
- * *out; never fails.
+ * samples weighted by 1/err^2, once they span more than a second (else
+ * the offset of the best sample, drift 0). Samples with an error above
+ * four times the best one's are left out. err_ns bounds the map's error
+ * at every sample it used: the largest of a sample's error plus its
+ * distance from the fitted line (the best sample's error without a
+ * drift). A drift beyond 1000 ppm is taken for noise (the best sample's
+ * offset instead). Without samples: method "realtime anchor" when t has
+ * an anchor (the offset against another trace's anchor is for the merge
+ * to compute; here offset 0), else "none". Returns the map in *out;
+ * never fails.
  */
 void model_clock_fit(const model_trace *t, model_clock_map *out);
+
+/* ns of the mapped clock through m (NULL: as it is); negative times
+ * (-1: unknown) stay as they are. */
+int64_t model_clock_apply(const model_clock_map *m, int64_t ns);
 
 /* The thread with this tid, or NULL. */
 model_thread *model_find_thread(model_process *p, int64_t tid);

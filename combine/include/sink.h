@@ -76,6 +76,31 @@ typedef struct sink_extra {
 	void *ctx;
 } sink_extra;
 
+/*
+ * One host of a multi-host trace (otherData.forktrace.hosts,
+ * docs/TRACE_FORMAT.md): how its clock was put on the trace's, and
+ * whether its part is whole. Strings borrowed (static or the merge's).
+ */
+typedef struct sink_host {
+	const char *name;
+	const char *role;  /* "head" or "node" */
+	const char *state; /* "complete", "lost" (lost_ns says when), "missing"
+			    * (why, where) */
+	uint64_t processes;
+	/* model_clock_map: "reference" (the head: the trace's clock),
+	 * "measured", "realtime anchor", "none"; err_ns -1: unknown. */
+	const char *clock;
+	int64_t offset_ns;
+	int64_t ref_ns;
+	double drift; /* a ratio: 50e-6 is 50 ppm */
+	int64_t err_ns;
+	uint64_t samples;
+	int64_t lost_ns;         /* trace clock, -1: not lost */
+	const char *why, *where; /* a missing host's, else NULL */
+	int64_t launcher;        /* trace pid of the process that launched it, -1 */
+	const char *launched_as; /* the destination as the launcher named it */
+} sink_host;
+
 /* What a sink knows about the whole trace. */
 typedef struct sink_meta {
 	/* Run metadata (host, command, anchors, exit status, lost events,
@@ -99,6 +124,11 @@ typedef struct sink_meta {
 	/* The inputs' other top-level keys, or NULL. Borrowed; the same at
 	 * begin and end. */
 	const sink_extra *extra;
+	/* The hosts of a multi-host trace, the head first; none (NULL, 0)
+	 * for a trace of one host. Complete at end; at begin, those of the
+	 * models among the inputs. Borrowed. */
+	const sink_host *hosts;
+	size_t nhosts;
 } sink_meta;
 
 typedef struct trace_sink trace_sink;
@@ -171,5 +201,20 @@ trace_sink *events_sink_for(enum trace_format fmt, int fd, const events_opts *op
  * calls. Returns 0 or the first negative errno of the sink.
  */
 int events_emit(const model_trace *t, trace_sink *s);
+
+/* How events_emit_with writes a model that is one part of a trace. */
+typedef struct events_emit_opts {
+	/* Every time of the model goes through it onto the trace's clock
+	 * (a node's part of a multi-host run); NULL: as they are. */
+	const model_clock_map *clock;
+	/* process_labels name the process's host: the trace holds several. */
+	bool label_host;
+	/* Added to every process_sort_index: the part's processes sort after
+	 * those of the parts before it. */
+	uint64_t sort_base;
+} events_emit_opts;
+
+/* events_emit, as o says (NULL: as events_emit). */
+int events_emit_with(const model_trace *t, trace_sink *s, const events_emit_opts *o);
 
 #endif /* FT_COMBINE_SINK_H */

@@ -38,15 +38,24 @@ static const char *const spawn_names[] = {
 typedef struct events_ctx {
 	const model_trace *t;
 	trace_sink *sink;
-	ostream aos;      /* args text of the event being built */
-	jsonw w;          /* writes into aos */
-	jsonw_event meta; /* the metadata event meta_begin started */
-	rec_ctx *rec;     /* in-process event records */
+	const events_emit_opts *o; /* never NULL */
+	ostream aos;               /* args text of the event being built */
+	jsonw w;                   /* writes into aos */
+	jsonw_event meta;          /* the metadata event meta_begin started */
+	rec_ctx *rec;              /* in-process event records */
 	uint64_t threads;
 	int err; /* first error of the sink or of aos */
 } events_ctx;
 
-/* Sends one event to the sink; after an error, nothing more. */
+/* A time of the model on the trace's clock (events_emit_opts.clock). */
+static int64_t trace_ns(const events_ctx *c, int64_t ns)
+{
+	return c->o->clock != NULL ? model_clock_apply(c->o->clock, ns) : ns;
+}
+
+/* Sends one event to the sink; after an error, nothing more. Its times
+ * go onto the trace's clock here, where every event passes: both ends of
+ * a slice, so that a drift stretches it as it stretched the clock. */
 static void emit(events_ctx *c, const jsonw_event *ev)
 {
 	sink_event se = {.ev = *ev};
@@ -54,6 +63,12 @@ static void emit(events_ctx *c, const jsonw_event *ev)
 
 	if (c->err != 0)
 		return;
+	if (c->o->clock != NULL && ev->ts_ns != JSONW_NO_TIME) {
+		se.ev.ts_ns = model_clock_apply(c->o->clock, ev->ts_ns);
+		if (ev->dur_ns != JSONW_NO_TIME && ev->dur_ns > 0)
+			se.ev.dur_ns = model_clock_apply(c->o->clock, ev->ts_ns + ev->dur_ns) -
+				       se.ev.ts_ns;
+	}
 	err = c->sink->event(c->sink, &se);
 	if (err < 0)
 		c->err = err;
@@ -270,6 +285,10 @@ static void write_exit(jsonw *w, const model_process *p)
 	case MODEL_EXIT_RUNNING:
 		jsonw_kv_cstr(w, "kind", "running");
 		break;
+	case MODEL_EXIT_HOST_LOST:
+		/* When is end_ns: when its host's part stopped coming. */
+		jsonw_kv_cstr(w, "kind", "host_lost");
+		break;
 	case MODEL_EXIT_UNKNOWN:
 	default:
 		jsonw_kv_cstr(w, "kind", "unknown");
@@ -288,6 +307,33 @@ static bool any_instrumented(const model_process *p)
 	return false;
 }
 
+/* The host a process ran on: its own, else the trace's. */
+static const char *process_host(const model_trace *t, const model_process *p)
+{
+	return p->host != NULL ? p->host : t->host;
+}
+
+/* Room for the labels before the command line: "rank N, " and a host
+ * name (at most 255 bytes) and its ", ". */
+#define LABEL_PREFIX_BYTES 320
+
+/*
+ * process_labels: the command line, after the process's rank ("rank 3")
+ * and, in a trace of several hosts, its host, as Chrome's comma-separated
+ * labels, so that a viewer shows which rank and host a track is.
+ */
+static size_t make_labels(events_ctx *c, const model_process *p, const char *name, char *buf)
+{
+	const char *host = process_host(c->t, p);
+	size_t n = 0;
+
+	if (p->rank >= 0)
+		n += (size_t)snprintf(buf, 32, "rank %lld, ", (long long)p->rank);
+	if (c->o->label_host && host != NULL)
+		n += (size_t)snprintf(buf + n, LABEL_PREFIX_BYTES - n, "%.255s, ", host);
+	return n + make_label(p, name, buf + n);
+}
+
 /* The four process-level metadata events. */
 static void write_process_meta(events_ctx *c, const model_process *p, const char *name,
 			       uint64_t sort_index)
@@ -295,21 +341,21 @@ static void write_process_meta(events_ctx *c, const model_process *p, const char
 	const model_process *parent = parent_of(c->t, p);
 	const model_segment *last = last_segment(p);
 	jsonw *w = &c->w;
-	char lbuf[LABEL_BYTES];
+	char lbuf[LABEL_PREFIX_BYTES + LABEL_BYTES];
 	size_t llen;
 
 	meta_begin(c, "process_name", p->out_pid, p->out_pid);
 	jsonw_kv_cstr(w, "name", name);
 	meta_end(c);
 
-	llen = make_label(p, name, lbuf);
+	llen = make_labels(c, p, name, lbuf);
 	meta_begin(c, "process_labels", p->out_pid, p->out_pid);
 	jsonw_key(w, "labels");
 	jsonw_str(w, (strview){lbuf, llen});
 	meta_end(c);
 
 	meta_begin(c, "process_sort_index", p->out_pid, p->out_pid);
-	jsonw_kv_u64(w, "sort_index", sort_index);
+	jsonw_kv_u64(w, "sort_index", c->o->sort_base + sort_index);
 	meta_end(c);
 
 	meta_begin(c, "forktrace_process", p->out_pid, p->out_pid);
@@ -322,14 +368,21 @@ static void write_process_meta(events_ctx *c, const model_process *p, const char
 	jsonw_key(w, "argv");
 	jsonw_strv(w, last != NULL ? last->argv : NULL);
 	jsonw_kv_cstr(w, "cwd", last != NULL ? last->cwd : NULL);
-	jsonw_kv_i64(w, "start_ns", p->start_ns);
-	jsonw_kv_i64(w, "end_ns", p->end_ns);
+	jsonw_kv_i64(w, "start_ns", trace_ns(c, p->start_ns));
+	jsonw_kv_i64(w, "end_ns", trace_ns(c, p->end_ns));
 	jsonw_kv_cstr(w, "spawn", p->spawn_ns >= 0 ? spawn_name(p->spawn_kind) : NULL);
 	jsonw_key(w, "exit");
 	write_exit(w, p);
 	jsonw_kv_bool(w, "instrumented", any_instrumented(p));
 	jsonw_kv_u64(w, "images", p->nsegs);
 	jsonw_kv_u64(w, "lost_events", p->lost_events);
+	jsonw_kv_cstr(w, "host", process_host(c->t, p));
+	if (p->rank >= 0) {
+		jsonw_kv_i64(w, "rank", p->rank);
+		jsonw_kv_cstr(w, "rank_var", p->rank_var);
+	}
+	if (p->local_rank >= 0)
+		jsonw_kv_i64(w, "local_rank", p->local_rank);
 	meta_end(c);
 }
 
@@ -712,8 +765,14 @@ out:
 
 int events_emit(const model_trace *t, trace_sink *s)
 {
+	return events_emit_with(t, s, NULL);
+}
+
+int events_emit_with(const model_trace *t, trace_sink *s, const events_emit_opts *o)
+{
+	static const events_emit_opts defaults;
 	uint32_t *order;
-	events_ctx c = {.t = t, .sink = s};
+	events_ctx c = {.t = t, .sink = s, .o = o != NULL ? o : &defaults};
 	int err;
 
 	order = malloc((t->nprocs > 0 ? t->nprocs : 1) * sizeof(*order));

@@ -412,22 +412,45 @@ int model_add_clock_sample(model_trace *t, int64_t node_ns, int64_t offset_ns, i
 /* Samples closer together than this give the drift no footing: their
  * errors (tens of us) would dominate the slope. */
 #define MODEL_DRIFT_MIN_SPAN_NS 1000000000LL
+/* A sample whose error is more than this many times the best one's (a
+ * burst whose every round trip was slow: a busy host, a full link) is
+ * left out of the fit: it would only widen the bound. */
+#define MODEL_FIT_ERR_FACTOR 4
+/* Drifts beyond this (1000 ppm) are no clock's: a fit that finds one
+ * fitted noise, and falls back to the best sample's offset. */
+#define MODEL_DRIFT_MAX 1e-3
+
+/* Whether sample s takes part in a fit whose best error is best_err. */
+static bool sample_used(const model_clock_sample *s, int64_t best_err)
+{
+	if (s->err_ns < 0)
+		return false;
+	return s->err_ns <= (best_err > 0 ? best_err : 1) * MODEL_FIT_ERR_FACTOR;
+}
+
+/* The weight of a sample: 1/err^2, so that a sample twice as sure counts
+ * four times. */
+static double sample_weight(const model_clock_sample *s)
+{
+	double e = s->err_ns > 0 ? (double)s->err_ns : 1.0;
+
+	return 1.0 / (e * e);
+}
 
 void model_clock_fit(const model_trace *t, model_clock_map *out)
 {
 	const model_node_part *n = &t->node;
 	const model_clock_sample *best = NULL;
 	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, mx, my, drift;
+	size_t used = 0;
 
 	*out = (model_clock_map){.method = "none", .err_ns = -1};
 	for (size_t i = 0; i < n->nsamples; i++) {
 		const model_clock_sample *s = &n->samples[i];
-		if (s->err_ns < 0)
-			continue;
-		if (best == NULL || s->err_ns < best->err_ns)
+
+		if (s->err_ns >= 0 && (best == NULL || s->err_ns < best->err_ns))
 			best = s;
-		lo = s->node_ns < lo ? s->node_ns : lo;
-		hi = s->node_ns > hi ? s->node_ns : hi;
 	}
 	if (best == NULL) {
 		if (t->anchor_real_ns > 0)
@@ -439,41 +462,76 @@ void model_clock_fit(const model_trace *t, model_clock_map *out)
 	out->ref_ns = best->node_ns;
 	out->err_ns = best->err_ns;
 	out->nsamples = 1;
-	if (hi - lo < MODEL_DRIFT_MIN_SPAN_NS)
-		return;
-	/* Weighted least squares, weight 1/err^2 (a sample twice as sure
-	 * counts four times), around the weighted mean time so that the
-	 * sums stay small. */
-	double sw = 0, sx = 0, sy = 0;
-	size_t used = 0;
 	for (size_t i = 0; i < n->nsamples; i++) {
 		const model_clock_sample *s = &n->samples[i];
-		if (s->err_ns < 0)
+
+		if (!sample_used(s, best->err_ns))
 			continue;
-		double e = s->err_ns > 0 ? (double)s->err_ns : 1.0;
-		double w = 1.0 / (e * e);
+		lo = s->node_ns < lo ? s->node_ns : lo;
+		hi = s->node_ns > hi ? s->node_ns : hi;
+	}
+	if (hi - lo < MODEL_DRIFT_MIN_SPAN_NS)
+		return;
+	/* Weighted least squares around the weighted mean time, relative to
+	 * the best sample so that the sums stay small. */
+	for (size_t i = 0; i < n->nsamples; i++) {
+		const model_clock_sample *s = &n->samples[i];
+		double w = sample_weight(s);
+
+		if (!sample_used(s, best->err_ns))
+			continue;
 		sw += w;
 		sx += w * (double)(s->node_ns - best->node_ns);
 		sy += w * (double)(s->offset_ns - best->offset_ns);
 		used++;
 	}
-	double mx = sx / sw, my = sy / sw, sxx = 0, sxy = 0;
+	mx = sx / sw;
+	my = sy / sw;
 	for (size_t i = 0; i < n->nsamples; i++) {
 		const model_clock_sample *s = &n->samples[i];
-		if (s->err_ns < 0)
+		double w = sample_weight(s), dx;
+
+		if (!sample_used(s, best->err_ns))
 			continue;
-		double e = s->err_ns > 0 ? (double)s->err_ns : 1.0;
-		double w = 1.0 / (e * e);
-		double dx = (double)(s->node_ns - best->node_ns) - mx;
+		dx = (double)(s->node_ns - best->node_ns) - mx;
 		sxx += w * dx * dx;
 		sxy += w * dx * ((double)(s->offset_ns - best->offset_ns) - my);
 	}
 	if (sxx <= 0)
 		return;
-	out->drift = sxy / sxx;
+	drift = sxy / sxx;
+	if (drift > MODEL_DRIFT_MAX || drift < -MODEL_DRIFT_MAX)
+		return;
+	out->drift = drift;
 	out->ref_ns = best->node_ns + (int64_t)mx;
 	out->offset_ns = best->offset_ns + (int64_t)my;
 	out->nsamples = used;
+	/* The bound holds at every sample the fit used: the sample says the
+	 * true offset is within its error of what it measured, and the line
+	 * is that far from what it measured. Between samples, with the
+	 * drift constant, it holds too. */
+	out->err_ns = 0;
+	for (size_t i = 0; i < n->nsamples; i++) {
+		const model_clock_sample *s = &n->samples[i];
+		int64_t r;
+
+		if (!sample_used(s, best->err_ns))
+			continue;
+		r = s->node_ns + s->offset_ns - model_clock_apply(out, s->node_ns);
+		r = (r < 0 ? -r : r) + s->err_ns;
+		if (r > out->err_ns)
+			out->err_ns = r;
+	}
+}
+
+int64_t model_clock_apply(const model_clock_map *m, int64_t ns)
+{
+	double d;
+
+	if (m == NULL || ns < 0)
+		return ns;
+	d = m->drift * (double)(ns - m->ref_ns);
+	return ns + m->offset_ns + (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
 }
 
 model_thread *model_find_thread(model_process *p, int64_t tid)

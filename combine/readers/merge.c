@@ -638,6 +638,8 @@ typedef struct cmb {
 	size_t index;
 	pidmap claimed;       /* out pid -> input index */
 	pidmap file;          /* this input's pid -> out pid */
+	pidmap ref_pids;      /* the reference input's, kept for its launchers */
+	pidmap *pids;         /* the current input's: file or ref_pids */
 	int64_t next_k;       /* next remap candidate: MERGE_REMAP_BASE + k */
 	ostream aos;          /* args text of synthesized events */
 	model_trace *model;   /* the output's run metadata; its arena holds runs' strings */
@@ -657,6 +659,17 @@ typedef struct cmb {
 	/* What the inputs say about the whole trace. */
 	int64_t start, end;
 	uint64_t lost;
+	/* A multi-host run: its parts (model inputs with node.is_node) go
+	 * onto the clock of the reference input (the head's: the first input
+	 * that is no node's part), which is read before them (order). */
+	size_t ref;              /* SIZE_MAX: none */
+	size_t *order;           /* the inputs in the order they are read */
+	model_clock_map *clocks; /* per input: a part's clock map */
+	bool multi_host;         /* some input is a node's part */
+	uint64_t sort_base;      /* processes of the models written so far */
+	sink_host *hosts;        /* meta.hosts, in the order found */
+	int64_t *host_launcher;  /* per host: the launcher's pid on the head */
+	size_t nhosts, hosts_cap;
 } cmb;
 
 /* A pid nobody has: the next free one from MERGE_REMAP_BASE. */
@@ -744,7 +757,7 @@ static int64_t map_pid(void *ctx, int64_t pid, const char *name)
 	cmb *c = ctx;
 	int64_t out, owner;
 
-	if (name == NULL && pm_get(&c->file, pid, &out))
+	if (name == NULL && pm_get(c->pids, pid, &out))
 		return out;
 	if (name == NULL && !pm_get(&c->claimed, pid, &owner)) {
 		out = pid;
@@ -755,7 +768,7 @@ static int64_t map_pid(void *ctx, int64_t pid, const char *name)
 		emit_origin(c, out, pid, name);
 	}
 	if (pm_put(&c->claimed, out, (int64_t)c->index) < 0 ||
-	    (name == NULL && pm_put(&c->file, pid, out) < 0))
+	    (name == NULL && pm_put(c->pids, pid, out) < 0))
 		c->err = -ENOMEM;
 	c->in->pids++;
 	return out;
@@ -781,6 +794,72 @@ static int keep_run(cmb *c, const char *host, const char *origin, const char *co
 	    (origin == NULL || strcmp(origin, "forktrace combine") != 0 || run->command != NULL)) {
 		run->has_exit_status = true;
 		run->exit_status = (int)st;
+	}
+	return 0;
+}
+
+static sink_host *add_host(cmb *c, const char *name, const char *role, int64_t launcher_pid);
+
+/* A string member of o copied into the output model's arena; dflt
+ * (static) when o has none. *err gets -ENOMEM. */
+static const char *host_str(cmb *c, const json_t *o, const char *key, const char *dflt, int *err)
+{
+	const char *v = json_string_value(json_object_get(o, key)), *d;
+
+	if (v == NULL)
+		return dflt;
+	d = model_strdup(c->model, v);
+	if (d == NULL)
+		*err = -ENOMEM;
+	return d;
+}
+
+static int64_t host_i64(const json_t *o, const char *key, int64_t dflt)
+{
+	const json_t *v = json_object_get(o, key);
+
+	return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+/* The hosts a multi-host trace file lists (otherData.forktrace.hosts):
+ * kept as they are, their launchers' trace pids following the pid map.
+ * Returns 0 or -ENOMEM. */
+static int keep_hosts(cmb *c, const json_t *hosts)
+{
+	const json_t *o;
+	size_t i;
+	int err = 0;
+
+	json_array_foreach(hosts, i, o)
+	{
+		sink_host *h;
+		int64_t launcher;
+
+		if (!json_is_object(o))
+			continue;
+		h = add_host(c, NULL, NULL, -1);
+		if (h == NULL)
+			return -ENOMEM;
+		h->name = host_str(c, o, "name", "?", &err);
+		h->role = host_str(c, o, "role", "node", &err);
+		h->state = host_str(c, o, "state", "complete", &err);
+		h->clock = host_str(c, o, "clock", "none", &err);
+		h->why = host_str(c, o, "why", NULL, &err);
+		h->where = host_str(c, o, "where", NULL, &err);
+		h->launched_as = host_str(c, o, "launched_as", NULL, &err);
+		h->processes = (uint64_t)host_i64(o, "processes", 0);
+		h->offset_ns = host_i64(o, "offset_ns", 0);
+		h->ref_ns = host_i64(o, "ref_ns", 0);
+		h->err_ns = host_i64(o, "err_ns", -1);
+		h->samples = (uint64_t)host_i64(o, "samples", 0);
+		h->lost_ns = host_i64(o, "lost_ns", -1);
+		h->drift = json_number_value(json_object_get(o, "drift_ppm")) * 1e-6;
+		launcher = host_i64(o, "launcher", -1);
+		if (launcher > 0 && !pm_get(c->pids, launcher, &h->launcher))
+			h->launcher = -1;
+		h->lost_ns += h->lost_ns >= 0 ? c->in->shift_ns : 0;
+		if (err < 0)
+			return err;
 	}
 	return 0;
 }
@@ -822,6 +901,8 @@ static void on_run_meta(void *ctx, strview forktrace)
 	err = keep_run(c, json_string_value(json_object_get(o, "host")),
 		       json_string_value(json_object_get(o, "origin")), argv, argc,
 		       json_is_integer(st), json_is_integer(st) ? json_integer_value(st) : 0);
+	if (err == 0)
+		err = keep_hosts(c, json_object_get(o, "hosts"));
 	if (err < 0)
 		c->err = err;
 	free(argv);
@@ -907,16 +988,29 @@ typedef struct model_feed {
 	ostream args; /* args with the parent remapped */
 	char *pad;    /* args, padded for jsonr_find_key */
 	size_t pad_cap;
+	/* A node's part: its root process (pid in the part's events), which
+	 * becomes a child of its launcher on the head (launcher: trace pid,
+	 * -1: none; launcher_pid: the launcher's pid on the head), with an
+	 * arrow (flow id root_flow) from the launcher at root_ts. */
+	int64_t root;
+	int64_t launcher, launcher_pid;
+	int64_t root_ts;
+	uint64_t root_flow;
 } model_feed;
 
-/* forktrace_process names its parent by trace pid: it follows the map.
- * Returns 0 or a negative errno. */
-static int feed_parent(model_feed *f, jsonw_event *ev)
+/*
+ * Replaces the values of the integer members keys[0..n) of ev's args
+ * (forktrace_process's) with vals[0..n), where they are; a member that
+ * is not there stays missing. ev->args then points into f->args.
+ * Returns 0 or a negative errno.
+ */
+static int feed_set_ints(model_feed *f, jsonw_event *ev, const char *const *keys,
+			 const int64_t *vals, size_t n)
 {
 	char num[OSTREAM_NUM_MAX];
-	int64_t parent, mapped;
-	const char *end;
-	strview pv;
+	strview at[4];
+	const char *from, *end;
+	size_t order[4], k = 0;
 
 	if (f->pad_cap < ev->args.n + JSONR_PAD) {
 		char *np = realloc(f->pad, ev->args.n + JSONR_PAD);
@@ -929,18 +1023,102 @@ static int feed_parent(model_feed *f, jsonw_event *ev)
 	memcpy(f->pad, ev->args.p, ev->args.n);
 	memset(f->pad + ev->args.n, 0, JSONR_PAD);
 	end = f->pad + ev->args.n;
-	pv = jsonr_find_key((strview){f->pad, ev->args.n}, "parent");
-	if (!jsonr_parse_int(pv, &parent) || parent <= 0 ||
-	    (mapped = map_pid(f->c, parent, NULL)) == parent)
+	for (size_t i = 0; i < n && i < 4; i++) {
+		at[i] = jsonr_find_key((strview){f->pad, ev->args.n}, keys[i]);
+		if (at[i].p == NULL)
+			continue;
+		/* By position in the text, for one pass over it. */
+		size_t j = k++;
+		while (j > 0 && at[order[j - 1]].p > at[i].p) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+	}
+	if (k == 0)
 		return 0;
 	ostream_mem_reset(&f->args);
-	ostream_write(&f->args, f->pad, (size_t)(pv.p - f->pad));
-	ostream_write(&f->args, num, ostream_fmt_i64(num, mapped));
-	ostream_write(&f->args, pv.p + pv.n, (size_t)(end - (pv.p + pv.n)));
+	from = f->pad;
+	for (size_t j = 0; j < k; j++) {
+		strview v = at[order[j]];
+
+		ostream_write(&f->args, from, (size_t)(v.p - from));
+		ostream_write(&f->args, num, ostream_fmt_i64(num, vals[order[j]]));
+		from = v.p + v.n;
+	}
+	ostream_write(&f->args, from, (size_t)(end - from));
 	if (ostream_error(&f->args) != 0)
 		return ostream_error(&f->args);
 	ev->args = (strview){f->args.buf, f->args.len};
 	return 0;
+}
+
+/* forktrace_process names its parent by trace pid: it follows the map;
+ * a node's root names its launcher on the head (parent and ppid).
+ * Returns 0 or a negative errno. */
+static int feed_parent(model_feed *f, jsonw_event *ev, int64_t pid)
+{
+	static const char *const parent_keys[] = {"parent", "ppid"};
+	int64_t parent, mapped, vals[2];
+	strview pv;
+
+	if (pid == f->root && f->launcher >= 0) {
+		vals[0] = f->launcher;
+		vals[1] = f->launcher_pid;
+		return feed_set_ints(f, ev, parent_keys, vals, 2);
+	}
+	/* jsonr_find_key needs the padding feed_set_ints makes: look at the
+	 * value in a padded copy first. */
+	if (f->pad_cap < ev->args.n + JSONR_PAD) {
+		char *np = realloc(f->pad, ev->args.n + JSONR_PAD);
+
+		if (np == NULL)
+			return -ENOMEM;
+		f->pad = np;
+		f->pad_cap = ev->args.n + JSONR_PAD;
+	}
+	memcpy(f->pad, ev->args.p, ev->args.n);
+	memset(f->pad + ev->args.n, 0, JSONR_PAD);
+	pv = jsonr_find_key((strview){f->pad, ev->args.n}, "parent");
+	if (!jsonr_parse_int(pv, &parent) || parent <= 0 ||
+	    (mapped = map_pid(f->c, parent, NULL)) == parent)
+		return 0;
+	return feed_set_ints(f, ev, parent_keys, &mapped, 1);
+}
+
+/*
+ * The arrow from a node's launcher on the head (its main thread) to the
+ * node's root process (out: its trace pid), as write_flow draws a fork's:
+ * named "remote", the flow id one the part's own arrows do not use.
+ */
+static void feed_remote_flow(model_feed *f, int64_t out)
+{
+	cmb *c = f->c;
+	sink_event se = {
+		.ev =
+			{
+				.ph = 's',
+				.cat = strview_c("fork"),
+				.name = strview_c("remote"),
+				.pid = f->launcher,
+				.tid = f->launcher,
+				.ts_ns = f->root_ts,
+				.dur_ns = JSONW_NO_TIME,
+				.has_id = true,
+				.id = f->root_flow,
+			},
+	};
+	int err = c->sink->event(c->sink, &se);
+
+	if (err == 0) {
+		se.ev.ph = 'f';
+		se.ev.bind_enclosing = true;
+		se.ev.pid = out;
+		se.ev.tid = out;
+		err = c->sink->event(c->sink, &se);
+	}
+	if (err < 0 && c->err == 0)
+		c->err = err;
 }
 
 static int feed_event(trace_sink *s, const sink_event *e)
@@ -952,6 +1130,8 @@ static int feed_event(trace_sink *s, const sink_event *e)
 	int64_t pid = ev->pid, out;
 	jsonw w;
 	int err;
+
+	bool remote_flow = false;
 
 	if (f->send) {
 		if (f->remap_ids && ev->has_id && reader_pairs_by_id(ev->ph) &&
@@ -966,9 +1146,10 @@ static int feed_event(trace_sink *s, const sink_event *e)
 		}
 		if (ev->ph == 'M' && ev->args.n > 0 && ev->args.p[0] == '{' && ev->name.n == 17 &&
 		    memcmp(ev->name.p, "forktrace_process", 17) == 0) {
-			err = feed_parent(f, ev);
+			err = feed_parent(f, ev, pid);
 			if (err < 0)
 				return err;
+			remote_flow = pid == f->root && f->launcher >= 0;
 		}
 	}
 	if (ev->ts_ns != JSONW_NO_TIME) {
@@ -998,7 +1179,12 @@ static int feed_event(trace_sink *s, const sink_event *e)
 	f->inf->bytes += se.raw.n;
 	if (c->err != 0)
 		return c->err;
-	return c->sink->event(c->sink, &se);
+	err = c->sink->event(c->sink, &se);
+	if (err == 0 && remote_flow) {
+		feed_remote_flow(f, ev->pid);
+		err = c->err;
+	}
+	return err;
 }
 
 /* The length of a NULL-terminated argv (NULL: 0). */
@@ -1031,13 +1217,94 @@ void reader_info_of_model(const model_trace *m, reader_info *inf)
 		inf->lost_events = (int64_t)m->lost_events;
 }
 
+/* Whether input i is a node's part of a multi-host run. */
+static bool is_part(const cmb *c, size_t i)
+{
+	return c->models[i] != NULL && c->models[i]->node.is_node;
+}
+
+/* A node part's root process: the first the node collector added (the
+ * command it started), when nobody is its parent in the part. */
+static const model_process *part_root(const model_trace *m)
+{
+	if (m->nprocs == 0 || m->procs[0]->parent != NULL)
+		return NULL;
+	return m->procs[0];
+}
+
+/*
+ * The trace pid of the process pid of the head (the reference input) that
+ * launched a node, -1 when it is not in the trace. Of the processes the
+ * head had with that pid (pid reuse), the last one started by at (trace
+ * clock; -1: any).
+ */
+static int64_t launcher_out(cmb *c, int64_t pid, int64_t at)
+{
+	const model_trace *ref;
+	const model_process *best = NULL;
+	int64_t out;
+
+	if (pid <= 0 || c->ref == SIZE_MAX)
+		return -1;
+	ref = c->models[c->ref];
+	if (ref == NULL)
+		return pm_get(&c->ref_pids, pid, &out) ? out : -1;
+	for (size_t k = 0; k < ref->nprocs; k++) {
+		const model_process *p = ref->procs[k];
+
+		if (p->pid != pid)
+			continue;
+		if (best == NULL || (p->start_ns > best->start_ns && (at < 0 || p->start_ns <= at)))
+			best = p;
+	}
+	if (best == NULL)
+		return -1;
+	/* The head written as its own trace keeps its pids. */
+	if (c->o->model_as_trace && c->ref == 0)
+		return best->out_pid;
+	return pm_get(&c->ref_pids, best->out_pid, &out) ? out : -1;
+}
+
+/* Sets up f for the root of node part i (m): its launcher on the head,
+ * the time of its start on the trace's clock, the id of its arrow. */
+static void feed_part_root(cmb *c, size_t i, const model_trace *m, model_feed *f)
+{
+	const model_process *root = part_root(m);
+	int64_t start;
+
+	if (root == NULL)
+		return;
+	start = root->nsegs > 0 && root->segs[0].start_ns >= 0 ? root->segs[0].start_ns
+							       : root->start_ns;
+	start = model_clock_apply(&c->clocks[i], start);
+	f->root = root->out_pid;
+	f->launcher_pid = m->node.launcher_pid;
+	f->launcher = launcher_out(c, m->node.launcher_pid, start);
+	f->root_ts = start >= 0 ? start + f->shift_ns : JSONW_NO_TIME;
+	f->root_flow = ((uint64_t)root->index + 1) ^ (i << READER_ID_SHIFT);
+	if (f->root_ts == JSONW_NO_TIME)
+		f->launcher = -1;
+}
+
+/* The head written as its own trace among node parts: its pids are taken
+ * before theirs, as they are. */
+static int claim_own_pids(cmb *c, const model_trace *m)
+{
+	for (size_t k = 0; k < m->nprocs; k++)
+		if (pm_put(&c->claimed, m->procs[k]->out_pid, 0) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
 /*
  * Reads model input i as reader_read reads a file: inf is filled as for
  * a file of the model (events_write puts its run metadata in
  * otherData.forktrace, and displayTimeUnit), and the model's events go to
  * c->sink through the model feed (send false: --align's first pass: only
- * inf). With model_as_trace, the events go to the sink as they are.
- * Returns 0 or the first negative errno of the sink or of the feed.
+ * inf). With model_as_trace, the first model's events go to the sink as
+ * they are. A node's part goes onto the head's clock, its root under its
+ * launcher. Returns 0 or the first negative errno of the sink or of the
+ * feed.
  */
 static int read_model(cmb *c, size_t i, bool send, reader_info *inf)
 {
@@ -1050,12 +1317,27 @@ static int read_model(cmb *c, size_t i, bool send, reader_info *inf)
 		.remap_ids = c->res->ninputs > 1,
 		.id_input = i,
 		.shift_ns = send ? c->res->inputs[i].shift_ns : 0,
+		.root = INT64_MIN,
+		.launcher = -1,
+	};
+	events_emit_opts eo = {
+		.clock = is_part(c, i) ? &c->clocks[i] : NULL,
+		.label_host = c->multi_host,
+		.sort_base = c->sort_base,
 	};
 	int err;
 
 	reader_info_of_model(m, inf);
-	if (c->o->model_as_trace)
-		return events_emit(m, c->sink);
+	if (send)
+		c->sort_base += m->nprocs;
+	if (c->o->model_as_trace && i == 0) {
+		err = c->res->ninputs > 1 ? claim_own_pids(c, m) : 0;
+		if (err == 0)
+			err = events_emit_with(m, c->sink, &eo);
+		return err;
+	}
+	if (send && is_part(c, i))
+		feed_part_root(c, i, m, &f);
 	if (send) {
 		err = on_top_key(&c->tl, (strview){"displayTimeUnit", 15}, false,
 				 (strview){"\"ms\"", 4});
@@ -1070,13 +1352,211 @@ static int read_model(cmb *c, size_t i, bool send, reader_info *inf)
 	if (err == 0)
 		err = ostream_open_mem(&f.args);
 	if (err == 0)
-		err = events_emit(m, &f.base);
+		err = events_emit_with(m, &f.base, &eo);
 	if (send)
 		c->res->inputs[i].corrupt_chunks = f.base.stats.corrupt_chunks;
 	ostream_finish(&f.text);
 	ostream_finish(&f.args);
 	free(f.pad);
 	return err;
+}
+
+/* ---- the hosts of a multi-host run ---------------------------------------- */
+
+/* Appends a host (zeroed but for the unknowns); NULL on ENOMEM. */
+static sink_host *add_host(cmb *c, const char *name, const char *role, int64_t launcher_pid)
+{
+	sink_host *h;
+	int64_t *hl;
+
+	if (vec_grow(&c->hosts, &c->hosts_cap, c->nhosts + 1, sizeof(*c->hosts), 4) < 0)
+		return NULL;
+	/* host_launcher grows with hosts: the same capacity. */
+	hl = realloc(c->host_launcher, c->hosts_cap * sizeof(*hl));
+	if (hl == NULL)
+		return NULL;
+	c->host_launcher = hl;
+	hl[c->nhosts] = launcher_pid;
+	h = &c->hosts[c->nhosts++];
+	*h = (sink_host){.name = name,
+			 .role = role,
+			 .state = "complete",
+			 .clock = "none",
+			 .err_ns = -1,
+			 .lost_ns = -1,
+			 .launcher = -1};
+	return h;
+}
+
+/*
+ * The reference clock's realtime anchor (the head's): the offset
+ * realtime - monotonic, for the parts that have no clock samples. A file
+ * says it after its events: it is read once more for it (not a stream).
+ * Returns whether there is one.
+ */
+static bool ref_anchor(cmb *c, int64_t *off)
+{
+	reader_info inf;
+	size_t r = c->ref;
+
+	if (r == SIZE_MAX)
+		return false;
+	if (c->models[r] != NULL) {
+		reader_info_of_model(c->models[r], &inf);
+	} else {
+		reader_opts ro = {.chunk = c->o->chunk,
+				  .regular_only = c->pv.in_dir[r],
+				  .use_fd = c->spool[r] >= 0,
+				  .fd = c->spool[r]};
+
+		memset(&inf, 0, sizeof(inf));
+		if (c->spool_err[r] < 0 || (c->spool[r] < 0 && reader_is_stream(c->inputs[r])) ||
+		    reader_read(c->inputs[r], &ro, NULL, &inf) < 0)
+			return false;
+	}
+	if (!inf.has_anchor)
+		return false;
+	*off = inf.anchor_real_ns - inf.anchor_mono_ns;
+	return true;
+}
+
+/*
+ * Each node part's clock map (model_clock_fit: measured; else by the
+ * realtime anchors, as --align lines up traces), the reference input,
+ * and the hosts of the model inputs: the head, each part, and the hosts
+ * the head's model says are missing. Returns 0 or -ENOMEM.
+ */
+static int plan_hosts(cmb *c)
+{
+	size_t n = c->res->ninputs, k = 0;
+	bool have_anchor = false, anchor_read = false;
+	int64_t ref_off = 0;
+
+	c->ref = SIZE_MAX;
+	for (size_t i = 0; i < n; i++) {
+		c->multi_host = c->multi_host || is_part(c, i);
+		if (c->ref == SIZE_MAX && !is_part(c, i))
+			c->ref = i;
+	}
+	/* The reference first, then the rest, the parts last: a part's
+	 * root needs its launcher's trace pid. */
+	if (c->ref != SIZE_MAX)
+		c->order[k++] = c->ref;
+	for (int parts = 0; parts < 2; parts++)
+		for (size_t i = 0; i < n; i++)
+			if (i != c->ref && is_part(c, i) == (parts == 1))
+				c->order[k++] = i;
+	for (size_t i = 0; i < n; i++) {
+		const model_trace *m = c->models[i];
+		model_clock_map *map = &c->clocks[i];
+		sink_host *h;
+
+		if (m == NULL)
+			continue;
+		if (m->node.is_node) {
+			model_clock_fit(m, map);
+			if (strcmp(map->method, "realtime anchor") == 0) {
+				if (!anchor_read) {
+					have_anchor = ref_anchor(c, &ref_off);
+					anchor_read = true;
+				}
+				if (have_anchor)
+					map->offset_ns = (m->anchor_real_ns - m->anchor_mono_ns) -
+							 ref_off;
+				else
+					map->method = "none";
+			}
+			h = add_host(c, m->host != NULL ? m->host : "?", "node",
+				     m->node.launcher_pid);
+			if (h == NULL)
+				return -ENOMEM;
+			h->processes = m->nprocs;
+			h->clock = map->method;
+			h->offset_ns = map->offset_ns;
+			h->ref_ns = map->ref_ns;
+			h->drift = map->drift;
+			h->err_ns = map->err_ns;
+			h->samples = map->nsamples;
+			h->launched_as = m->node.launched_as;
+			if (m->node.lost_ns >= 0) {
+				h->state = "lost";
+				h->lost_ns = model_clock_apply(map, m->node.lost_ns);
+			}
+			continue;
+		}
+		if (!c->multi_host && m->nmissing == 0)
+			continue;
+		h = add_host(c, m->host != NULL ? m->host : "?", "head", -1);
+		if (h == NULL)
+			return -ENOMEM;
+		h->processes = m->nprocs;
+		h->clock = "reference";
+		h->err_ns = 0;
+		for (size_t j = 0; j < m->nmissing; j++) {
+			const model_missing_host *mh = &m->missing[j];
+
+			h = add_host(c, mh->host != NULL ? mh->host : "?", "node",
+				     mh->launcher_pid);
+			if (h == NULL)
+				return -ENOMEM;
+			h->state = "missing";
+			h->why = mh->why;
+			h->where = mh->where;
+			h->launched_as = mh->host;
+		}
+	}
+	c->meta.hosts = c->hosts;
+	c->meta.nhosts = c->nhosts;
+	return 0;
+}
+
+/* Whether host a is listed before b: the head first, then by name. */
+static bool host_before(const sink_host *a, const sink_host *b)
+{
+	bool ha = strcmp(a->role, "head") == 0, hb = strcmp(b->role, "head") == 0;
+
+	if (ha != hb)
+		return ha;
+	return strverscmp(a->name, b->name) < 0;
+}
+
+/* The hosts as the output says them: each launcher's trace pid, the head
+ * first (a file's hosts come in its run metadata, after its events). */
+static int finish_hosts(cmb *c)
+{
+	size_t k;
+
+	bool head = false;
+
+	for (size_t i = 0; i < c->nhosts; i++) {
+		if (c->hosts[i].launcher < 0 && c->host_launcher[i] > 0)
+			c->hosts[i].launcher = launcher_out(c, c->host_launcher[i], -1);
+		head = head || strcmp(c->hosts[i].role, "head") == 0;
+	}
+	/* Parts combined with the head's trace file: the file is the head. */
+	if (!head && c->multi_host && c->ref != SIZE_MAX) {
+		const char *name = c->runs[c->ref].host;
+		sink_host *h = add_host(c, name != NULL ? name : "?", "head", -1);
+
+		if (h == NULL)
+			return -ENOMEM;
+		h->processes = c->res->inputs[c->ref].pids;
+		h->clock = "reference";
+		h->err_ns = 0;
+	}
+	if (c->nhosts == 0)
+		return 0;
+	/* Insertion sort (a few hosts, stable): heads, then by name. */
+	for (size_t i = 1; i < c->nhosts; i++) {
+		sink_host h = c->hosts[i];
+
+		for (k = i; k > 0 && host_before(&h, &c->hosts[k - 1]); k--)
+			c->hosts[k] = c->hosts[k - 1];
+		c->hosts[k] = h;
+	}
+	c->meta.hosts = c->hosts;
+	c->meta.nhosts = c->nhosts;
+	return 0;
 }
 
 /* ---- the merge, step by step -------------------------------------------- */
@@ -1207,8 +1687,11 @@ static int open_inputs(cmb *c, const merge_source *src, size_t n)
 	c->shifts = calloc(ni + 1, sizeof(*c->shifts));
 	c->model = model_new();
 	c->runs = calloc(ni + 1, sizeof(*c->runs));
+	c->order = calloc(ni + 1, sizeof(*c->order));
+	c->clocks = calloc(ni + 1, sizeof(*c->clocks));
 	if (res->inputs == NULL || c->inputs == NULL || c->methods == NULL || c->shifts == NULL ||
-	    c->model == NULL || c->runs == NULL || (c->tl.io = malloc(TL_IO)) == NULL)
+	    c->model == NULL || c->runs == NULL || c->order == NULL || c->clocks == NULL ||
+	    (c->tl.io = malloc(TL_IO)) == NULL)
 		return -ENOMEM;
 	res->ninputs = ni;
 	for (size_t i = 0; i < ni; i++) {
@@ -1243,8 +1726,15 @@ static int align_inputs(cmb *c)
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < c->res->ninputs; i++) {
-		c->methods[i] = c->res->inputs[i].align;
-		c->shifts[i] = c->res->inputs[i].shift_ns;
+		merge_input *in = &c->res->inputs[i];
+
+		/* A node's part is on its head's clock: it moves with it. */
+		if (is_part(c, i) && c->ref != SIZE_MAX) {
+			in->align = c->clocks[i].method;
+			in->shift_ns = c->res->inputs[c->ref].shift_ns;
+		}
+		c->methods[i] = in->align;
+		c->shifts[i] = in->shift_ns;
 	}
 	return 0;
 }
@@ -1258,7 +1748,11 @@ static int begin_output(cmb *c)
 
 	if (c->o->model_as_trace) {
 		meta->model = c->models[0];
-		meta->processes = c->models[0]->nprocs;
+		/* With node parts: as many as the models have, until the end
+		 * says how many were written. */
+		meta->processes = 0;
+		for (size_t i = 0; i < c->res->ninputs; i++)
+			meta->processes += c->models[i]->nprocs;
 		return c->sink->begin(c->sink, meta);
 	}
 	model->origin = model_strdup(model, "forktrace combine");
@@ -1309,6 +1803,7 @@ static int merge_one(cmb *c, size_t i)
 	c->index = i;
 	c->tl.cur = i;
 	pm_clear(&c->file);
+	c->pids = i == c->ref ? &c->ref_pids : &c->file;
 	if (c->models[i] != NULL) {
 		err = read_model(c, i, true, &inf);
 	} else if (c->spool_err[i] < 0) {
@@ -1354,8 +1849,12 @@ static int end_output(cmb *c)
 	model_trace *model = c->model;
 	int err;
 
+	err = finish_hosts(c);
+	if (err < 0)
+		return err;
 	if (c->o->model_as_trace) {
-		res->processes = c->models[0]->nprocs;
+		res->processes = res->ninputs > 1 ? pm_count(&c->claimed) : c->models[0]->nprocs;
+		c->meta.processes = res->processes;
 	} else {
 		res->processes = pm_count(&c->claimed);
 		if (c->start <= c->end) {
@@ -1390,8 +1889,25 @@ static void close_inputs(cmb *c)
 	free(c->spool_err);
 	pathv_free(&c->pv);
 	free(c->models);
+	free(c->order);
+	free(c->clocks);
+	free(c->hosts);
+	free(c->host_launcher);
 	pm_free(&c->claimed);
 	pm_free(&c->file);
+	pm_free(&c->ref_pids);
+}
+
+/* model_as_trace takes one model, or the head's model of a multi-host run
+ * followed by its nodes' parts. */
+static bool own_trace_sources(const merge_source *src, size_t n)
+{
+	if (n == 0 || src[0].model == NULL || src[0].model->node.is_node)
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (src[i].model == NULL || !src[i].model->node.is_node)
+			return false;
+	return true;
 }
 
 int merge_inputs(const merge_source *src, size_t n, const merge_opts *o, trace_sink *sink,
@@ -1403,15 +1919,18 @@ int merge_inputs(const merge_source *src, size_t n, const merge_opts *o, trace_s
 
 	memset(res, 0, sizeof(*res));
 	c.o = o != NULL ? o : &defaults;
-	if (c.o->model_as_trace && (n != 1 || src[0].model == NULL))
+	c.pids = &c.file;
+	if (c.o->model_as_trace && !own_trace_sources(src, n))
 		return -EINVAL;
 	err = open_inputs(&c, src, n);
+	if (err == 0)
+		err = plan_hosts(&c);
 	if (err == 0 && c.o->align)
 		err = align_inputs(&c);
 	if (err == 0)
 		err = begin_output(&c);
-	for (size_t i = 0; i < res->ninputs && err == 0; i++)
-		err = merge_one(&c, i);
+	for (size_t k = 0; k < res->ninputs && err == 0; k++)
+		err = merge_one(&c, c.order[k]);
 	if (err == 0)
 		err = end_output(&c);
 	res->spool_error = c.tl.spool_err;

@@ -55,6 +55,40 @@ static void write_input_run(jsonw *w, const sink_input_run *run)
 		jsonw_kv_i64(w, "exit_status", run->exit_status);
 }
 
+/* otherData.forktrace.hosts (docs/TRACE_FORMAT.md, "Multi-host runs"). */
+static void write_hosts(jsonw *w, const sink_meta *meta)
+{
+	jsonw_key(w, "hosts");
+	jsonw_arr_begin(w);
+	for (size_t i = 0; i < meta->nhosts; i++) {
+		const sink_host *h = &meta->hosts[i];
+
+		jsonw_obj_begin(w);
+		jsonw_kv_cstr(w, "name", h->name);
+		jsonw_kv_cstr(w, "role", h->role);
+		jsonw_kv_cstr(w, "state", h->state);
+		jsonw_kv_u64(w, "processes", h->processes);
+		jsonw_kv_cstr(w, "clock", h->clock);
+		jsonw_kv_i64(w, "offset_ns", h->offset_ns);
+		jsonw_kv_i64(w, "ref_ns", h->ref_ns);
+		jsonw_key(w, "drift_ppm");
+		jsonw_f64(w, h->drift * 1e6);
+		jsonw_kv_i64(w, "err_ns", h->err_ns);
+		jsonw_kv_u64(w, "samples", h->samples);
+		if (h->lost_ns >= 0)
+			jsonw_kv_i64(w, "lost_ns", h->lost_ns);
+		if (h->why != NULL)
+			jsonw_kv_cstr(w, "why", h->why);
+		if (h->where != NULL)
+			jsonw_kv_cstr(w, "where", h->where);
+		jsonw_kv_i64(w, "launcher", h->launcher);
+		if (h->launched_as != NULL)
+			jsonw_kv_cstr(w, "launched_as", h->launched_as);
+		jsonw_obj_end(w);
+	}
+	jsonw_arr_end(w);
+}
+
 static void write_other_data(jsonw *w, const sink_meta *meta)
 {
 	const model_trace *t = meta->model;
@@ -78,6 +112,8 @@ static void write_other_data(jsonw *w, const sink_meta *meta)
 	jsonw_kv_i64(w, "exit_status", t->exit_status);
 	jsonw_kv_u64(w, "processes", meta->processes);
 	jsonw_kv_u64(w, "lost_events", t->lost_events);
+	if (meta->nhosts > 0)
+		write_hosts(w, meta);
 	if (meta->inputs != NULL) {
 		jsonw_key(w, "inputs");
 		jsonw_arr_begin(w);

@@ -101,31 +101,31 @@ def check_model(text, doc):
         "exe": "/usr/bin/make", "argv": ["make", "-j4"], "cwd": "/src",
         "start_ns": 1000000000, "end_ns": 5000000000, "spawn": None,
         "exit": {"kind": "code", "code": 0}, "instrumented": True, "images": 2,
-        "lost_events": 0})
+        "lost_events": 0, "host": "testhost"})
     eq("forktrace_process 200", fp[200], {
         "pid": 200, "ppid": 100, "parent": 100, "start_ticks": 0, "name": "make",
         "exe": "/usr/bin/make", "argv": ["make", "-j4"], "cwd": "/src",
         "start_ns": 2000000500, "end_ns": 3000000000, "spawn": "fork",
         "exit": {"kind": "signal", "signal": 9, "name": "SIGKILL"},
-        "instrumented": True, "images": 1, "lost_events": 3})
+        "instrumented": True, "images": 1, "lost_events": 3, "host": "testhost"})
     eq("forktrace_process 300", fp[300], {
         "pid": 300, "ppid": 200, "parent": 200, "start_ticks": 0, "name": "as",
         "exe": "/usr/bin/as", "argv": ["as", "-o", "x.o"], "cwd": "/src",
         "start_ns": 2100000000, "end_ns": 2500000000, "spawn": "posix_spawn",
         "exit": {"kind": "code", "code": 1}, "instrumented": True, "images": 2,
-        "lost_events": 0})
+        "lost_events": 0, "host": "testhost"})
     eq("forktrace_process reused", fp[R], {
         "pid": 200, "ppid": 100, "parent": 100, "start_ticks": 0, "name": "odd\"na\\me",
         "exe": None, "argv": odd_argv, "cwd": None,
         "start_ns": 3500000000, "end_ns": -1, "spawn": "vfork",
         "exit": {"kind": "running"}, "instrumented": True, "images": 1,
-        "lost_events": 0})
+        "lost_events": 0, "host": "testhost"})
     eq("forktrace_process 400", fp[400], {
         "pid": 400, "ppid": 1, "parent": -1, "start_ticks": 0, "name": "?",
         "exe": None, "argv": None, "cwd": None,
         "start_ns": 500000000, "end_ns": 600000000, "spawn": None,
         "exit": {"kind": "unknown"}, "instrumented": False, "images": 0,
-        "lost_events": 0})
+        "lost_events": 0, "host": "testhost"})
 
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in evs
                if e["ph"] == "M" and e["name"] == "thread_name"}

@@ -169,6 +169,136 @@ model_trace *build_model(void)
 	return t;
 }
 
+#define S_NS 1000000000LL
+/* The head's realtime anchor. */
+#define HEAD_REAL (1700000000LL * S_NS)
+
+/* A process of the multi-host fixture: one image of argv, its lifetime,
+ * its exit code. */
+static model_process *mh_proc(model_trace *t, int64_t pid, model_process *parent,
+			      const char *const *argv, size_t argc, int64_t start, int64_t end,
+			      int code)
+{
+	model_process *p = model_add_process(t, pid);
+
+	MUST(p);
+	p->ppid = parent != NULL ? parent->pid : 1;
+	p->parent = parent;
+	p->start_ns = start;
+	p->end_ns = end;
+	if (parent != NULL) {
+		p->spawn_ns = start;
+		p->spawn_tid = parent->pid;
+		p->spawn_kind = 0; /* FT_SPAWN_FORK */
+	}
+	p->exit_kind = MODEL_EXIT_CODE;
+	p->exit_value = code;
+	add_seg(t, p, argv[0], argv, argc, "/home/u", start, end, true);
+	return p;
+}
+
+model_trace *build_head_model(void)
+{
+	static const char *const cmd[] = {"bash", "job.sh", NULL};
+	static const char *const ssh2[] = {"/usr/bin/ssh", "node2", "./app", NULL};
+	static const char *const ssh3[] = {"/usr/bin/ssh", "node3", "./app", NULL};
+	static const char *const ssh4[] = {"/usr/bin/ssh", "node4", "./app", NULL};
+	model_trace *t = model_new();
+	model_process *root;
+
+	MUST(t);
+	t->host = model_strdup(t, "head");
+	t->command = model_strvdup(t, cmd, 2);
+	t->origin = model_strdup(t, "forktrace run");
+	t->anchor_mono_ns = 2000 * S_NS;
+	t->anchor_real_ns = HEAD_REAL;
+	t->start_ns = 2000 * S_NS;
+	t->end_ns = 2030 * S_NS;
+	root = mh_proc(t, 100, NULL, cmd, 2, 2000 * S_NS, 2030 * S_NS, 0);
+	mh_proc(t, 200, root, ssh2, 3, 2001 * S_NS, 2025 * S_NS, 0);
+	mh_proc(t, 300, root, ssh3, 3, 2001 * S_NS + 1000, 2026 * S_NS, 255);
+	mh_proc(t, 400, root, ssh4, 3, 2001 * S_NS + 2000, 2002 * S_NS, 0);
+	MUST(model_add_missing_host(t, "node4", 400, "no node collector joined",
+				    "node4:/shared/out/node4-77.ftnode") == 0);
+	return t;
+}
+
+/* A node's part: its host, run and launcher. */
+static model_trace *mh_part(const char *host, int64_t launcher)
+{
+	model_trace *t = model_new();
+
+	MUST(t);
+	t->host = model_strdup(t, host);
+	t->origin = model_strdup(t, "forktrace run");
+	t->node.is_node = true;
+	t->node.run_id = model_strdup(t, "0123456789abcdef");
+	t->node.head_host = model_strdup(t, "head");
+	t->node.launcher_pid = launcher;
+	t->node.launched_as = model_strdup(t, host);
+	return t;
+}
+
+model_trace *build_node2_part(void)
+{
+	static const char *const sh[] = {"/bin/sh", "-c", "./app", NULL};
+	static const char *const app[] = {"./app", NULL};
+	model_trace *t = mh_part("node2", 200);
+	model_process *root, *p;
+	model_mark *m;
+
+	/* head = node + 1000 s + 50 ppm * (node - 1002 s), measured every
+	 * 2 s to within 30 us. */
+	for (int k = 0; k <= 10; k++) {
+		int64_t node = (1002 + 2 * k) * S_NS;
+
+		MUST(model_add_clock_sample(t, node, 1000 * S_NS + (node - 1002 * S_NS) / 20000,
+					    30000) == 0);
+	}
+	t->anchor_mono_ns = 1002 * S_NS;
+	t->anchor_real_ns = HEAD_REAL + 2 * S_NS;
+	t->start_ns = 1002 * S_NS;
+	t->end_ns = 1024 * S_NS;
+	root = mh_proc(t, 100, NULL, sh, 3, 1002 * S_NS + 500000000, 1024 * S_NS, 0);
+	p = mh_proc(t, 200, root, app, 1, 1003 * S_NS, 1020 * S_NS, 0);
+	p->rank = 0;
+	p->local_rank = 0;
+	p->rank_var = model_strdup(t, "OMPI_COMM_WORLD_RANK");
+	MUST(m = model_add_mark(t, p));
+	m->ts_ns = 1010 * S_NS;
+	m->dur_ns = 4 * S_NS;
+	m->tid = 200;
+	m->name = model_strdup(t, "system");
+	m->cat = model_strdup(t, "shell");
+	p = mh_proc(t, 201, root, app, 1, 1003 * S_NS, 1021 * S_NS, 0);
+	p->rank = 1;
+	p->local_rank = 1;
+	p->rank_var = model_strdup(t, "OMPI_COMM_WORLD_RANK");
+	return t;
+}
+
+model_trace *build_node3_part(void)
+{
+	static const char *const sh[] = {"/bin/sh", "-c", "./app", NULL};
+	static const char *const app[] = {"./app", NULL};
+	model_trace *t = mh_part("node3", 300);
+	model_process *root, *p;
+
+	t->anchor_mono_ns = 500 * S_NS;
+	t->anchor_real_ns = HEAD_REAL;
+	t->start_ns = 502 * S_NS;
+	t->end_ns = 515 * S_NS;
+	t->node.lost_ns = 515 * S_NS;
+	root = mh_proc(t, 100, NULL, sh, 3, 502 * S_NS, 515 * S_NS, 0);
+	root->exit_kind = MODEL_EXIT_HOST_LOST;
+	p = mh_proc(t, 150, root, app, 1, 503 * S_NS, 515 * S_NS, 0);
+	p->exit_kind = MODEL_EXIT_HOST_LOST;
+	p->rank = 2;
+	p->local_rank = 0;
+	p->rank_var = model_strdup(t, "PMIX_RANK");
+	return t;
+}
+
 int write_file(const model_trace *t, const char *path, int level, events_stats *st)
 {
 	events_opts opts = {.gzip_level = level};

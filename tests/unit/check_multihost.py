@@ -1,0 +1,176 @@
+#!/usr/bin/python3
+"""Checks the traces test_multihost writes of the multi-host fixture
+(tests/unit/model_fixture.c: build_head_model, build_node2_part,
+build_node3_part) against docs/TRACE_FORMAT.md, "Multi-host runs".
+
+Usage: check_multihost.py run|again|offline FILE
+
+run: the head's model and both parts, as `forktrace run` writes them.
+again: that trace combined again (its hosts, ranks, parents kept).
+offline: node3's part combined with the head's trace file (no samples:
+realtime anchors). Exits non-zero with a message on the first mismatch.
+"""
+import collections
+import json
+import sys
+
+S = 1_000_000_000
+REMAP = 4194304
+
+
+def eq(what, got, want):
+    if got != want:
+        raise AssertionError(f"{what}: got {got!r}, want {want!r}")
+
+
+def near(what, got_ns, want_ns, tol_ns=1000):
+    if abs(got_ns - want_ns) > tol_ns:
+        raise AssertionError(f"{what}: {got_ns} ns, want {want_ns} ns within {tol_ns} ns "
+                             f"(off by {got_ns - want_ns})")
+
+
+def ns(us):
+    return round(us * 1000)
+
+
+def meta(doc, name):
+    out = {}
+    for ev in doc["traceEvents"]:
+        if ev["ph"] == "M" and ev["name"] == name:
+            out[ev["pid"]] = ev["args"]
+    return out
+
+
+def check_flows(doc):
+    """Every flow start has one end with its id, and the remote ones."""
+    starts = collections.Counter(e["id"] for e in doc["traceEvents"] if e["ph"] == "s")
+    ends = collections.Counter(e["id"] for e in doc["traceEvents"] if e["ph"] == "f")
+    eq("flow ids", starts, ends)
+    assert all(n == 1 for n in starts.values()), f"a flow id twice: {starts}"
+    return {(e["pid"], e["ph"]): e for e in doc["traceEvents"]
+            if e["ph"] in "sf" and e["name"] == "remote"}
+
+
+def check_run(doc, combined):
+    fp = meta(doc, "forktrace_process")
+    n2root, n2r0, n3root = REMAP, REMAP + 1, REMAP + 2
+    # Equal pids on three hosts: three processes, each on its host.
+    eq("pids", sorted(fp), [100, 150, 200, 201, 300, 400, n2root, n2r0, n3root])
+    eq("hosts of the processes", {p: a["host"] for p, a in fp.items()},
+       {100: "head", 200: "head", 300: "head", 400: "head", n2root: "node2", n2r0: "node2",
+        201: "node2", n3root: "node3", 150: "node3"})
+    eq("host pids", {p: a["pid"] for p, a in fp.items()},
+       {100: 100, 200: 200, 300: 300, 400: 400, n2root: 100, n2r0: 200, 201: 201,
+        n3root: 100, 150: 150})
+    # A node's root is a child of its launcher, the ssh on the head.
+    eq("parents", {p: a["parent"] for p, a in fp.items()},
+       {100: -1, 200: 100, 300: 100, 400: 100, n2root: 200, n2r0: n2root, 201: n2root,
+        n3root: 300, 150: n3root})
+    eq("ppid of node2's root", fp[n2root]["ppid"], 200)
+    eq("ppid of node3's root", fp[n3root]["ppid"], 300)
+    # Ranks.
+    eq("ranks", {p: (a.get("rank"), a.get("local_rank"), a.get("rank_var"))
+                 for p, a in fp.items() if "rank" in a},
+       {n2r0: (0, 0, "OMPI_COMM_WORLD_RANK"), 201: (1, 1, "OMPI_COMM_WORLD_RANK"),
+        150: (2, 0, "PMIX_RANK")})
+    labels = meta(doc, "process_labels")
+    eq("label of rank 0", labels[n2r0]["labels"], "rank 0, node2, ./app")
+    eq("label of the head's root", labels[100]["labels"], "head, bash job.sh")
+    # node2's clock: head = node + 1000 s + 50 ppm * (node - 1002 s).
+    near("node2 root start_ns", fp[n2root]["start_ns"], 2002 * S + S // 2 + 25000)
+    near("node2 rank 0 end_ns", fp[n2r0]["end_ns"], 2020 * S + 900000)
+    # node3's clock by its anchor: 1500 s behind.
+    eq("node3 root start_ns", fp[n3root]["start_ns"], 2002 * S)
+    # Host lost, at the time the part stopped.
+    for p in (n3root, 150):
+        eq(f"exit of {p}", fp[p]["exit"], {"kind": "host_lost"})
+        eq(f"end of {p}", fp[p]["end_ns"], 2015 * S)
+    eq("exit of node2's rank 0", fp[n2r0]["exit"], {"kind": "code", "code": 0})
+    # Every event of a part is on the head's clock, both ends of a slice.
+    marks = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["name"] == "system"]
+    eq("marks", len(marks), 1)
+    near("mark start", ns(marks[0]["ts"]), 2010 * S + 400000)
+    near("mark end", ns(marks[0]["ts"] + marks[0]["dur"]), 2014 * S + 600000)
+    image = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == n2root]
+    near("node2 root image", ns(image[0]["ts"]), 2002 * S + S // 2 + 25000)
+    # The arrows from each launcher to its node's root.
+    remote = check_flows(doc)
+    eq("remote arrows", sorted(remote), [(200, "s"), (300, "s"), (n2root, "f"), (n3root, "f")])
+    eq("node2 arrow ids", remote[(200, "s")]["id"], remote[(n2root, "f")]["id"])
+    near("node2 arrow start", ns(remote[(200, "s")]["ts"]), 2002 * S + S // 2 + 25000)
+    eq("node2 arrow tid", remote[(200, "s")]["tid"], 200)
+    # Sort indexes: each part's after the head's.
+    sort = meta(doc, "process_sort_index")
+    eq("sort indexes distinct", len({a["sort_index"] for a in sort.values()}), len(sort))
+    assert sort[100]["sort_index"] < sort[n2root]["sort_index"] < sort[n3root]["sort_index"]
+
+    ft = doc["otherData"]["forktrace"]
+    eq("origin", ft["origin"], "forktrace combine" if combined else "forktrace run")
+    eq("processes", ft["processes"], 9)
+    hosts = ft["hosts"]
+    eq("host names", [h["name"] for h in hosts], ["head", "node2", "node3", "node4"])
+    h = {x["name"]: x for x in hosts}
+    eq("head", h["head"], {"name": "head", "role": "head", "state": "complete",
+                           "processes": 4, "clock": "reference", "offset_ns": 0, "ref_ns": 0,
+                           "drift_ppm": 0, "err_ns": 0, "samples": 0, "launcher": -1})
+    n2 = dict(h["node2"])
+    drift = n2.pop("drift_ppm")
+    assert abs(drift - 50) < 1e-3, f"node2 drift {drift} ppm"
+    near("node2 offset at its ref", n2.pop("offset_ns"),
+         1000 * S + (n2.pop("ref_ns") - 1002 * S) // 20000)
+    # The samples' error (30 us) and the rounding of the line's.
+    near("node2 error bound", n2.pop("err_ns"), 30000, 2)
+    eq("node2", n2, {"name": "node2", "role": "node", "state": "complete", "processes": 3,
+                     "clock": "measured", "samples": 11, "launcher": 200,
+                     "launched_as": "node2"})
+    eq("node3", h["node3"], {"name": "node3", "role": "node", "state": "lost", "processes": 2,
+                             "clock": "realtime anchor", "offset_ns": 1500 * S, "ref_ns": 0,
+                             "drift_ppm": 0, "err_ns": -1, "samples": 0,
+                             "lost_ns": 2015 * S, "launcher": 300, "launched_as": "node3"})
+    eq("node4", h["node4"], {"name": "node4", "role": "node", "state": "missing",
+                             "processes": 0, "clock": "none", "offset_ns": 0, "ref_ns": 0,
+                             "drift_ppm": 0, "err_ns": -1, "samples": 0,
+                             "why": "no node collector joined",
+                             "where": "node4:/shared/out/node4-77.ftnode", "launcher": 400,
+                             "launched_as": "node4"})
+    return doc
+
+
+def check_offline(doc):
+    fp = meta(doc, "forktrace_process")
+    root = REMAP
+    eq("pids", sorted(fp), [100, 150, 200, 300, 400, root])
+    eq("node3 root's parent", fp[root]["parent"], 300)
+    eq("node3 root's host", fp[root]["host"], "node3")
+    eq("node3 root start_ns", fp[root]["start_ns"], 2002 * S)
+    eq("node3 worker's exit", fp[150]["exit"], {"kind": "host_lost"})
+    remote = check_flows(doc)
+    eq("remote arrows", sorted(remote), [(300, "s"), (root, "f")])
+    hosts = doc["otherData"]["forktrace"]["hosts"]
+    eq("host names", [h["name"] for h in hosts], ["head", "node3"])
+    eq("head's processes", hosts[0]["processes"], 4)
+    eq("node3's clock", (hosts[1]["clock"], hosts[1]["offset_ns"], hosts[1]["launcher"]),
+       ("realtime anchor", 1500 * S, 300))
+
+
+def main():
+    mode, path = sys.argv[1], sys.argv[2]
+    with open(path, "rb") as f:
+        doc = json.loads(f.read().decode("utf-8"))
+    if mode == "run":
+        check_run(doc, False)
+    elif mode == "again":
+        check_run(doc, True)
+        with open(path.replace("_again", "_run"), "rb") as f:
+            run = json.load(f)
+        eq("hosts kept", doc["otherData"]["forktrace"]["hosts"],
+           run["otherData"]["forktrace"]["hosts"])
+    elif mode == "offline":
+        check_offline(doc)
+    else:
+        raise SystemExit(f"unknown mode {mode}")
+    print(f"check_multihost.py {mode}: ok")
+
+
+if __name__ == "__main__":
+    main()
