@@ -65,7 +65,8 @@ static void print_phases(const info_report *r)
 	printf("%s\n", first ? "" : ")");
 }
 
-static void print_process(const info_process *p, unsigned depth)
+/* hosts: the trace is of several hosts: each process says its own. */
+static void print_process(const info_process *p, unsigned depth, bool hosts)
 {
 	unsigned ind = depth < MAX_INDENT ? depth : MAX_INDENT;
 
@@ -73,6 +74,10 @@ static void print_process(const info_process *p, unsigned depth)
 	if (p->host_pid != p->pid)
 		printf(" (host pid %" PRId64 ")", p->host_pid);
 	printf(" %s", p->name != NULL ? say_esc(p->name) : "?");
+	if (hosts && p->host != NULL)
+		printf(" on %s", say_esc(p->host));
+	if (p->rank >= 0)
+		printf(" rank %" PRId64, p->rank);
 	if (p->has_record)
 		printf(" [%s]", p->exit != NULL ? say_esc(p->exit) : "exit unknown");
 	printf(", %" PRIu64 " events", p->events);
@@ -139,7 +144,7 @@ static int print_tree(const info_report *r)
 			size_t q = stack[--top];
 			unsigned d = depth[top];
 
-			print_process(&r->procs[q], d);
+			print_process(&r->procs[q], d, r->nhosts > 0);
 			for (size_t j = n; j-- > 0;)
 				if (!seen[j] && r->procs[j].parent == r->procs[q].pid) {
 					seen[j] = true;
@@ -152,6 +157,48 @@ static int print_tree(const info_report *r)
 	free(depth);
 	free(seen);
 	return 0;
+}
+
+/*
+ * The hosts of a multi-host trace, one line each: its processes, how its
+ * clock was put on the trace's (offset, drift, error bound, samples),
+ * and whether its part is whole (lost: when; missing: why and where its
+ * part went).
+ */
+static void print_hosts(const info_report *r)
+{
+	printf("  hosts:      %zu\n", r->nhosts);
+	for (size_t i = 0; i < r->nhosts; i++) {
+		const info_host *h = &r->hosts[i];
+		const char *state = h->state != NULL ? h->state : "?";
+
+		printf("    %s%s: ", h->name != NULL ? say_esc(h->name) : "?",
+		       h->role != NULL && !strcmp(h->role, "head") ? " (head)" : "");
+		if (!strcmp(state, "missing")) {
+			printf("missing, %s", h->why != NULL ? say_esc(h->why) : "no part");
+			if (h->where != NULL)
+				printf("; its part went to %s", say_esc(h->where));
+			printf("\n");
+			continue;
+		}
+		printf("%" PRIu64 " process%s, clock %s", h->processes,
+		       h->processes == 1 ? "" : "es", h->clock != NULL ? say_esc(h->clock) : "?");
+		if (h->clock != NULL && strcmp(h->clock, "reference") != 0 &&
+		    strcmp(h->clock, "none") != 0)
+			printf(" (offset %+.6f s, drift %+.3f ppm", (double)h->offset_ns / 1e9,
+			       h->drift_ppm);
+		if (h->clock != NULL && !strcmp(h->clock, "measured"))
+			printf(", error bound %.1f us, %" PRIu64 " sample%s)",
+			       (double)h->err_ns / 1e3, h->samples, h->samples == 1 ? "" : "s");
+		else if (h->clock != NULL && strcmp(h->clock, "reference") != 0 &&
+			 strcmp(h->clock, "none") != 0)
+			printf(", error bound unknown)");
+		if (!strcmp(state, "lost"))
+			print_ms(", lost at ", h->lost_ns);
+		else
+			printf(", %s", say_esc(state));
+		printf("\n");
+	}
 }
 
 /* What path holds; name is what to call it; in_dir as info_read's. */
@@ -202,6 +249,8 @@ static int show(const char *path, bool in_dir, const model_trace *m, const char 
 		printf("  lost:       VizTracer's buffer overflowed: the earliest events are lost\n");
 	else
 		printf("  lost:       not recorded by this tool\n");
+	if (r.nhosts > 0)
+		print_hosts(&r);
 	if (r.skipped_keys > 0)
 		printf("  not read:   %" PRIu64 " top-level key%s (%s)\n", r.skipped_keys,
 		       r.skipped_keys == 1 ? "" : "s", say_esc(r.skipped));
@@ -219,7 +268,7 @@ static int show(const char *path, bool in_dir, const model_trace *m, const char 
 		print_tree(&r);
 	else
 		for (size_t i = 0; i < r.nprocs; i++)
-			print_process(&r.procs[i], 0);
+			print_process(&r.procs[i], 0, r.nhosts > 0);
 	if (r.error != NULL)
 		fprintf(stderr, "forktrace: %s: %s\n", say_esc(name), say_esc(r.error));
 	err = r.error != NULL || r.utf8_fixed > 0 || r.dup_fixed > 0;

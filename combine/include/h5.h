@@ -17,7 +17,7 @@
 
 /* Value of the root attribute "format" and the version of the layout. */
 #define H5_LAYOUT_NAME "forktrace-hdf5"
-#define H5_LAYOUT_VERSION 1
+#define H5_LAYOUT_VERSION 2
 
 /* Loads the HDF5 module now, so that a run can fail before its command
  * starts: 0, or -ELIBACC (the reason said on stderr). */
@@ -70,5 +70,13 @@ int reader_h5_meta(const char *path, model_trace *meta, uint64_t *processes);
  * sink, or the errors of reader_h5_meta.
  */
 int reader_h5_read(const char *path, trace_sink *sink, model_trace *meta);
+
+/*
+ * The hosts of a multi-host HDF5 trace (its /hosts table): *hosts (n of
+ * them; free() it) with their strings in arena's arena; none (NULL, 0)
+ * for a trace of one host or of layout 1. Returns 0 or the errors of
+ * reader_h5_meta.
+ */
+int reader_h5_hosts(const char *path, model_trace *arena, sink_host **hosts, size_t *n);
 
 #endif /* FT_COMBINE_H5_H */

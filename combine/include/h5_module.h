@@ -32,6 +32,7 @@ struct h5_module_api {
 	size_t (*buffered)(const trace_sink *s);
 	int (*meta)(const char *path, model_trace *meta, uint64_t *processes);
 	int (*read)(const char *path, trace_sink *sink, model_trace *meta);
+	int (*hosts)(const char *path, model_trace *arena, sink_host **hosts, size_t *n);
 };
 
 /* In the module (sink_h5.c, reader_h5.c): h5.h's functions. */
@@ -41,5 +42,6 @@ void h5w_set_budget(trace_sink *s, size_t bytes);
 size_t h5w_buffered(const trace_sink *s);
 int h5r_meta(const char *path, model_trace *meta, uint64_t *processes);
 int h5r_read(const char *path, trace_sink *sink, model_trace *meta);
+int h5r_hosts(const char *path, model_trace *arena, sink_host **hosts, size_t *n);
 
 #endif /* FT_COMBINE_H5_MODULE_H */

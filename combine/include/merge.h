@@ -195,7 +195,18 @@ typedef struct info_process {
 	int64_t *tids;       /* owned, nthreads */
 	char **thread_names; /* owned, nthreads (entries may be NULL) */
 	char *origin;        /* forktrace_origin of a remapped pid, or NULL */
+	char *host;          /* forktrace_process.host, or NULL; owned */
+	int64_t rank;        /* forktrace_process.rank, -1: none */
 } info_process;
+
+/* One host of a multi-host trace (otherData.forktrace.hosts; sink.h,
+ * sink_host). Strings owned, NULL when the trace does not say. */
+typedef struct info_host {
+	char *name, *role, *state, *clock, *why, *where;
+	uint64_t processes, samples;
+	int64_t offset_ns, err_ns, lost_ns;
+	double drift_ppm;
+} info_host;
 
 typedef struct info_report {
 	char *path; /* owned */
@@ -214,6 +225,8 @@ typedef struct info_report {
 	uint64_t dup_fixed;
 	info_process *procs; /* owned, sorted by pid */
 	size_t nprocs;
+	info_host *hosts; /* owned, as the trace lists them; none: one host */
+	size_t nhosts;
 	char *error; /* owned, NULL if read to the end */
 	bool truncated;
 } info_report;

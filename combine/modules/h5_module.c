@@ -28,4 +28,5 @@ __attribute__((visibility("default"))) const struct h5_module_api forktrace_h5_a
 	.buffered = h5w_buffered,
 	.meta = h5r_meta,
 	.read = h5r_read,
+	.hosts = h5r_hosts,
 };

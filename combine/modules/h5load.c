@@ -117,6 +117,16 @@ int reader_h5_meta(const char *path, model_trace *meta, uint64_t *processes)
 	return api ? api->meta(path, meta, processes) : err;
 }
 
+int reader_h5_hosts(const char *path, model_trace *arena, sink_host **hosts, size_t *n)
+{
+	int err = 0;
+	const struct h5_module_api *api = h5_for_reading(path, &err);
+
+	*hosts = NULL;
+	*n = 0;
+	return api ? api->hosts(path, arena, hosts, n) : err;
+}
+
 int reader_h5_read(const char *path, trace_sink *sink, model_trace *meta)
 {
 	int err = 0;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,7 @@ static info_process *proc_of(info_sink *s, int64_t pid)
 	p->pid = pid;
 	p->host_pid = pid;
 	p->parent = -1;
+	p->rank = -1;
 	s->last = lo;
 	return p;
 }
@@ -128,6 +130,12 @@ static char *exit_text(info_sink *s, strview args)
 		return NULL;
 	if (!strcmp(kind, "code") && jsonr_parse_int(jsonr_find_key(ex, "code"), &v)) {
 		if (asprintf(&out, "exit %lld", (long long)v) < 0)
+			out = NULL;
+	} else if (!strcmp(kind, "host_lost")) {
+		/* end_ns: when its host's part stopped coming. */
+		if (!jsonr_parse_int(jsonr_find_key(args, "end_ns"), &v) || v < 0)
+			out = strdup("host lost");
+		else if (asprintf(&out, "host lost at %.3f ms", (double)v / 1e6) < 0)
 			out = NULL;
 	} else if (!strcmp(kind, "signal") && jsonr_parse_int(jsonr_find_key(ex, "signal"), &v)) {
 		name = str_dup(s, ex, "name");
@@ -216,6 +224,10 @@ static int info_event(trace_sink *base, const sink_event *e)
 		p->exit = exit_text(s, args);
 		if (p->name == NULL)
 			p->name = str_dup(s, args, "name");
+		free(p->host);
+		p->host = str_dup(s, args, "host");
+		if (jsonr_parse_int(jsonr_find_key(args, "rank"), &v) && v >= 0)
+			p->rank = v;
 	} else if (sv_eq(ev->name, "forktrace_origin")) {
 		strview pid = jsonr_find_key(args, "pid");
 		char *in = str_dup(s, args, "input");
@@ -229,10 +241,111 @@ static int info_event(trace_sink *base, const sink_event *e)
 	return s->err;
 }
 
+/* A copy of a string (NULL in, NULL out); *err gets -ENOMEM. */
+static char *dup_or_null(const char *v, int *err)
+{
+	char *d;
+
+	if (v == NULL)
+		return NULL;
+	d = strdup(v);
+	if (d == NULL)
+		*err = -ENOMEM;
+	return d;
+}
+
+/* Adds a host to rep; returns it (zeroed) or NULL on ENOMEM. */
+static info_host *add_host(info_report *rep)
+{
+	info_host *h = realloc(rep->hosts, (rep->nhosts + 1) * sizeof(*h));
+
+	if (h == NULL)
+		return NULL;
+	rep->hosts = h;
+	h = &rep->hosts[rep->nhosts++];
+	memset(h, 0, sizeof(*h));
+	h->err_ns = -1;
+	h->lost_ns = -1;
+	return h;
+}
+
+static int64_t obj_i64(const json_t *o, const char *key, int64_t dflt)
+{
+	const json_t *v = json_object_get(o, key);
+
+	return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+/* reader_opts.run_meta: the hosts otherData.forktrace lists. */
+static void info_run_meta(void *ctx, strview forktrace)
+{
+	info_sink *s = ctx;
+	json_t *o = json_loadb(forktrace.p, forktrace.n, JSON_ALLOW_NUL, NULL);
+	const json_t *hosts = json_object_get(o, "hosts"), *ho;
+	size_t i;
+	int err = 0;
+
+	json_array_foreach(hosts, i, ho)
+	{
+		info_host *h;
+
+		if (!json_is_object(ho))
+			continue;
+		h = add_host(s->rep);
+		if (h == NULL) {
+			err = -ENOMEM;
+			break;
+		}
+		h->name = dup_or_null(json_string_value(json_object_get(ho, "name")), &err);
+		h->role = dup_or_null(json_string_value(json_object_get(ho, "role")), &err);
+		h->state = dup_or_null(json_string_value(json_object_get(ho, "state")), &err);
+		h->clock = dup_or_null(json_string_value(json_object_get(ho, "clock")), &err);
+		h->why = dup_or_null(json_string_value(json_object_get(ho, "why")), &err);
+		h->where = dup_or_null(json_string_value(json_object_get(ho, "where")), &err);
+		h->processes = (uint64_t)obj_i64(ho, "processes", 0);
+		h->samples = (uint64_t)obj_i64(ho, "samples", 0);
+		h->offset_ns = obj_i64(ho, "offset_ns", 0);
+		h->err_ns = obj_i64(ho, "err_ns", -1);
+		h->lost_ns = obj_i64(ho, "lost_ns", -1);
+		h->drift_ppm = json_number_value(json_object_get(ho, "drift_ppm"));
+	}
+	if (err < 0)
+		s->err = err;
+	json_decref(o);
+}
+
+/* The info sink's end for a model: the hosts the merge found. */
+static int info_model_end(trace_sink *base, const sink_meta *meta)
+{
+	info_sink *s = (info_sink *)base;
+	int err = 0;
+
+	for (size_t i = 0; i < meta->nhosts && err == 0; i++) {
+		const sink_host *mh = &meta->hosts[i];
+		info_host *h = add_host(s->rep);
+
+		if (h == NULL)
+			return -ENOMEM;
+		h->name = dup_or_null(mh->name, &err);
+		h->role = dup_or_null(mh->role, &err);
+		h->state = dup_or_null(mh->state, &err);
+		h->clock = dup_or_null(mh->clock, &err);
+		h->why = dup_or_null(mh->why, &err);
+		h->where = dup_or_null(mh->where, &err);
+		h->processes = mh->processes;
+		h->samples = mh->samples;
+		h->offset_ns = mh->offset_ns;
+		h->err_ns = mh->err_ns;
+		h->lost_ns = mh->lost_ns;
+		h->drift_ppm = mh->drift * 1e6;
+	}
+	return err;
+}
+
 int info_read(const char *path, bool in_dir, info_report *rep)
 {
 	info_sink s = {.base = {.event = info_event}, .rep = rep};
-	reader_opts ro = {.regular_only = in_dir};
+	reader_opts ro = {.regular_only = in_dir, .run_meta = info_run_meta, .run_meta_ctx = &s};
 	reader_info inf;
 	int err;
 
@@ -243,6 +356,8 @@ int info_read(const char *path, bool in_dir, info_report *rep)
 	err = reader_read(path, &ro, &s.base, &inf);
 	free(s.tmp);
 	free(s.pad);
+	if (err == 0 && s.err < 0)
+		err = s.err;
 	if (err < 0)
 		return err;
 	rep->events = inf.events;
@@ -286,7 +401,7 @@ static int info_nop_begin(trace_sink *s, const sink_meta *meta)
 int info_read_model(const model_trace *m, const char *name, info_report *rep)
 {
 	info_sink s = {
-		.base = {.begin = info_nop_begin, .event = info_event, .end = info_nop_begin},
+		.base = {.begin = info_nop_begin, .event = info_event, .end = info_model_end},
 		.rep = rep,
 		.min_ts = INT64_MAX,
 		.max_ts = INT64_MIN,
@@ -344,12 +459,24 @@ void info_free(info_report *rep)
 		free(p->name);
 		free(p->exit);
 		free(p->origin);
+		free(p->host);
 		for (size_t j = 0; j < p->nthreads; j++)
 			free(p->thread_names[j]);
 		free(p->thread_names);
 		free(p->tids);
 	}
 	free(rep->procs);
+	for (size_t i = 0; i < rep->nhosts; i++) {
+		info_host *h = &rep->hosts[i];
+
+		free(h->name);
+		free(h->role);
+		free(h->state);
+		free(h->clock);
+		free(h->why);
+		free(h->where);
+	}
+	free(rep->hosts);
 	free(rep->error);
 	free(rep->path);
 	memset(rep, 0, sizeof(*rep));

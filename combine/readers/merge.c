@@ -1902,7 +1902,10 @@ static void close_inputs(cmb *c)
  * followed by its nodes' parts. */
 static bool own_trace_sources(const merge_source *src, size_t n)
 {
-	if (n == 0 || src[0].model == NULL || src[0].model->node.is_node)
+	if (n == 0 || src[0].model == NULL)
+		return false;
+	/* A node's part alone (a node-output file) is its own trace too. */
+	if (n > 1 && src[0].model->node.is_node)
 		return false;
 	for (size_t i = 1; i < n; i++)
 		if (src[i].model == NULL || !src[i].model->node.is_node)

@@ -1538,6 +1538,8 @@ static int h5_as_json(const char *path)
 	model_trace *meta = model_new();
 	uint64_t processes = 0;
 	trace_sink *js = NULL;
+	sink_host *hosts = NULL;
+	size_t nhosts = 0;
 	int fd, err;
 
 	if (meta == NULL)
@@ -1548,12 +1550,14 @@ static int h5_as_json(const char *path)
 		goto fail_meta;
 	}
 	err = reader_h5_meta(path, meta, &processes);
+	if (err == 0)
+		err = reader_h5_hosts(path, meta, &hosts, &nhosts);
 	if (err < 0)
 		goto fail_fd;
 	js = sink_json_new(fd, -1, &err);
 	if (js == NULL)
 		goto fail_fd;
-	sink_meta sm = {.model = meta, .processes = processes};
+	sink_meta sm = {.model = meta, .processes = processes, .hosts = hosts, .nhosts = nhosts};
 	err = js->begin(js, &sm);
 	if (err == 0)
 		err = reader_h5_read(path, js, NULL);
@@ -1566,11 +1570,13 @@ static int h5_as_json(const char *path)
 		err = -errno;
 		goto fail_fd;
 	}
+	free(hosts);
 	model_free(meta);
 	return fd;
 
 fail_fd:
 	close(fd);
+	free(hosts);
 fail_meta:
 	model_free(meta);
 	return err;

@@ -558,6 +558,135 @@ int h5r_meta(const char *path, model_trace *meta, uint64_t *processes)
 	return err;
 }
 
+/* A /hosts row as the reader takes it (the writer's fields, by name). */
+typedef struct h5r_hrow {
+	char *name, *role, *state, *clock;
+	uint64_t processes;
+	int64_t offset_ns, ref_ns;
+	double drift_ppm;
+	int64_t err_ns;
+	uint64_t samples;
+	int64_t lost_ns;
+	char *why, *where;
+	int64_t launcher;
+	char *launched_as;
+} h5r_hrow;
+
+static hid_t h5r_hosts_type(hid_t str)
+{
+	hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(h5r_hrow));
+
+	if (t < 0)
+		return t;
+#define M(field, type) H5Tinsert(t, #field, HOFFSET(h5r_hrow, field), type)
+	M(name, str);
+	M(role, str);
+	M(state, str);
+	M(clock, str);
+	M(processes, H5T_NATIVE_UINT64);
+	M(offset_ns, H5T_NATIVE_INT64);
+	M(ref_ns, H5T_NATIVE_INT64);
+	M(drift_ppm, H5T_NATIVE_DOUBLE);
+	M(err_ns, H5T_NATIVE_INT64);
+	M(samples, H5T_NATIVE_UINT64);
+	M(lost_ns, H5T_NATIVE_INT64);
+	M(why, str);
+	M(where, str);
+	M(launcher, H5T_NATIVE_INT64);
+	M(launched_as, str);
+#undef M
+	return t;
+}
+
+/* A string of a /hosts row in arena's arena: "" is none where none is
+ * NULL. Sets *err to -ENOMEM. */
+static const char *host_str(model_trace *arena, const char *s, bool empty_is_null, int *err)
+{
+	const char *d;
+
+	if (s == NULL || (empty_is_null && s[0] == '\0'))
+		return NULL;
+	d = model_strdup(arena, s);
+	if (d == NULL)
+		*err = -ENOMEM;
+	return d;
+}
+
+int h5r_hosts(const char *path, model_trace *arena, sink_host **hosts, size_t *n)
+{
+	h5r r = {0};
+	h5r_hrow *rows = NULL;
+	hid_t d = H5I_INVALID_HID, space = H5I_INVALID_HID, mtype = H5I_INVALID_HID;
+	hssize_t count;
+	int err = h5r_open(&r, path);
+
+	*hosts = NULL;
+	*n = 0;
+	if (err == 0)
+		err = read_meta(&r, NULL, NULL);
+	/* Layout 1, or a trace of one host: no table. */
+	if (err < 0 || H5Lexists(r.file, "hosts", H5P_DEFAULT) <= 0)
+		goto close;
+	err = -EIO;
+	d = H5Dopen2(r.file, "hosts", H5P_DEFAULT);
+	space = d >= 0 ? H5Dget_space(d) : H5I_INVALID_HID;
+	count = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+	mtype = h5r_hosts_type(r.vlen_str);
+	if (count < 0 || mtype < 0)
+		goto close;
+	err = 0;
+	if (count == 0)
+		goto close;
+	rows = calloc((size_t)count, sizeof(*rows));
+	*hosts = calloc((size_t)count, sizeof(**hosts));
+	if (rows == NULL || *hosts == NULL) {
+		err = -ENOMEM;
+		goto close;
+	}
+	if (H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0) {
+		err = -EIO;
+		goto close;
+	}
+	for (hssize_t i = 0; i < count; i++) {
+		const h5r_hrow *row = &rows[i];
+
+		(*hosts)[i] = (sink_host){
+			.name = host_str(arena, row->name, false, &err),
+			.role = host_str(arena, row->role, false, &err),
+			.state = host_str(arena, row->state, false, &err),
+			.clock = host_str(arena, row->clock, false, &err),
+			.processes = row->processes,
+			.offset_ns = row->offset_ns,
+			.ref_ns = row->ref_ns,
+			.drift = row->drift_ppm * 1e-6,
+			.err_ns = row->err_ns,
+			.samples = row->samples,
+			.lost_ns = row->lost_ns,
+			.why = host_str(arena, row->why, true, &err),
+			.where = host_str(arena, row->where, true, &err),
+			.launcher = row->launcher,
+			.launched_as = host_str(arena, row->launched_as, true, &err),
+		};
+	}
+	H5Dvlen_reclaim(mtype, space, H5P_DEFAULT, rows);
+	if (err == 0)
+		*n = (size_t)count;
+close:
+	if (err < 0 || *n == 0) {
+		free(*hosts);
+		*hosts = NULL;
+	}
+	free(rows);
+	if (mtype >= 0)
+		H5Tclose(mtype);
+	if (space >= 0)
+		H5Sclose(space);
+	if (d >= 0)
+		H5Dclose(d);
+	h5r_close(&r);
+	return err;
+}
+
 int h5r_read(const char *path, trace_sink *sink, model_trace *meta)
 {
 	h5r r = {.sink = sink};

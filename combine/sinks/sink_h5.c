@@ -213,6 +213,8 @@ typedef struct h5w_proc {
 	int64_t host_pid, ppid, parent;
 	uint64_t start_ticks;
 	char *name, *argv, *exe, *cwd, *spawn, *exit_kind, *labels;
+	char *host, *rank_var;
+	int64_t rank, local_rank; /* -1: none */
 	int32_t exit_code, exit_signal;
 	bool instrumented;
 	uint64_t images, lost_events;
@@ -570,6 +572,8 @@ static h5w_proc *proc_get(h5_sink *hs, int64_t pid)
 	p->start_ns = -1;
 	p->end_ns = -1;
 	p->sort_index = -1;
+	p->rank = -1;
+	p->local_rank = -1;
 	p->exit_code = -1;
 	p->seen_min = INT64_MAX;
 	p->seen_max = INT64_MIN;
@@ -606,6 +610,8 @@ static void proc_free(h5w_proc *p)
 	free(p->spawn);
 	free(p->exit_kind);
 	free(p->labels);
+	free(p->host);
+	free(p->rank_var);
 	free(p);
 }
 
@@ -1252,6 +1258,10 @@ static void read_process_record(h5w_proc *p, const json_t *a)
 	set_str(&p->cwd, get_str(a, "cwd"));
 	set_str(&p->spawn, get_str(a, "spawn"));
 	set_str(&p->argv, join_argv(json_object_get(a, "argv")));
+	set_str(&p->host, get_str(a, "host"));
+	set_str(&p->rank_var, get_str(a, "rank_var"));
+	get_i64(a, "rank", &p->rank);
+	get_i64(a, "local_rank", &p->local_rank);
 	ex = json_object_get(a, "exit");
 	if (json_is_object(ex)) {
 		set_str(&p->exit_kind, get_str(ex, "kind"));
@@ -1454,7 +1464,23 @@ typedef struct h5w_prow {
 	uint8_t instrumented;
 	uint64_t images, lost_events, events;
 	int64_t sort_index;
+	const char *host, *rank_var;
+	int64_t rank, local_rank;
 } h5w_prow;
+
+/* One row of /hosts (sink_host). */
+typedef struct h5w_hrow {
+	const char *name, *role, *state, *clock;
+	uint64_t processes;
+	int64_t offset_ns, ref_ns;
+	double drift_ppm;
+	int64_t err_ns;
+	uint64_t samples;
+	int64_t lost_ns;
+	const char *why, *where;
+	int64_t launcher;
+	const char *launched_as;
+} h5w_hrow;
 
 typedef struct h5w_trow {
 	int64_t pid, tid;
@@ -1497,6 +1523,36 @@ static hid_t processes_type(h5_sink *hs)
 	M(lost_events, H5T_NATIVE_UINT64);
 	M(events, H5T_NATIVE_UINT64);
 	M(sort_index, H5T_NATIVE_INT64);
+	M(host, hs->vlen_str);
+	M(rank, H5T_NATIVE_INT64);
+	M(local_rank, H5T_NATIVE_INT64);
+	M(rank_var, hs->vlen_str);
+#undef M
+	return t;
+}
+
+static hid_t hosts_type(h5_sink *hs)
+{
+	hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(h5w_hrow));
+
+	if (t < 0)
+		return t;
+#define M(field, type) H5Tinsert(t, #field, HOFFSET(h5w_hrow, field), type)
+	M(name, hs->vlen_str);
+	M(role, hs->vlen_str);
+	M(state, hs->vlen_str);
+	M(clock, hs->vlen_str);
+	M(processes, H5T_NATIVE_UINT64);
+	M(offset_ns, H5T_NATIVE_INT64);
+	M(ref_ns, H5T_NATIVE_INT64);
+	M(drift_ppm, H5T_NATIVE_DOUBLE);
+	M(err_ns, H5T_NATIVE_INT64);
+	M(samples, H5T_NATIVE_UINT64);
+	M(lost_ns, H5T_NATIVE_INT64);
+	M(why, hs->vlen_str);
+	M(where, hs->vlen_str);
+	M(launcher, H5T_NATIVE_INT64);
+	M(launched_as, hs->vlen_str);
 #undef M
 	return t;
 }
@@ -1554,6 +1610,10 @@ static void fill_prow(h5w_prow *row, const h5w_proc *p)
 		.lost_events = p->lost_events,
 		.events = p->rows_written + p->n,
 		.sort_index = p->sort_index,
+		.host = or_empty(p->host),
+		.rank = p->rank,
+		.local_rank = p->local_rank,
+		.rank_var = or_empty(p->rank_var),
 	};
 	/* A process without a forktrace record (VizTracer): its span is
 	 * what its events cover. */
@@ -1588,6 +1648,55 @@ static int write_processes(h5_sink *hs)
 		err = append_to(d, mtype, done, k, rows);
 		done += k;
 	}
+	if (H5Dclose(d) < 0 && err == 0)
+		err = -EIO;
+close_type:
+	H5Tclose(mtype);
+free_rows:
+	free(rows);
+	return err;
+}
+
+/* /hosts: the hosts of a multi-host trace (none: no table). */
+static int write_hosts(h5_sink *hs, const sink_meta *meta)
+{
+	h5w_hrow *rows;
+	hid_t mtype, d;
+	int err = -EIO;
+
+	if (meta == NULL || meta->nhosts == 0)
+		return 0;
+	rows = calloc(meta->nhosts, sizeof(*rows));
+	if (rows == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < meta->nhosts; i++) {
+		const sink_host *h = &meta->hosts[i];
+
+		rows[i] = (h5w_hrow){
+			.name = or_empty(h->name),
+			.role = or_empty(h->role),
+			.state = or_empty(h->state),
+			.clock = or_empty(h->clock),
+			.processes = h->processes,
+			.offset_ns = h->offset_ns,
+			.ref_ns = h->ref_ns,
+			.drift_ppm = h->drift * 1e6,
+			.err_ns = h->err_ns,
+			.samples = h->samples,
+			.lost_ns = h->lost_ns,
+			.why = or_empty(h->why),
+			.where = or_empty(h->where),
+			.launcher = h->launcher,
+			.launched_as = or_empty(h->launched_as),
+		};
+	}
+	mtype = hosts_type(hs);
+	if (mtype < 0)
+		goto free_rows;
+	d = make_table(hs, "hosts", mtype, 64);
+	if (d < 0)
+		goto close_type;
+	err = append_to(d, mtype, 0, meta->nhosts, rows);
 	if (H5Dclose(d) < 0 && err == 0)
 		err = -EIO;
 close_type:
@@ -1735,6 +1844,8 @@ static int h5w_end(trace_sink *s, const sink_meta *meta)
 		err = write_processes(hs);
 	if (err == 0)
 		err = write_threads(hs);
+	if (err == 0)
+		err = write_hosts(hs, meta);
 	if (err == 0)
 		err = write_root_attrs(hs, meta);
 	if (err == 0 && H5Fflush(hs->file, H5F_SCOPE_GLOBAL) < 0)

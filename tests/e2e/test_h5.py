@@ -81,7 +81,7 @@ def test_h5_output(t):
 
     f = h5py.File(path, "r")
     a = f.attrs
-    check(a["format"] == "forktrace-hdf5" and a["format_version"] == 1, f"format attrs {dict(a)}")
+    check(a["format"] == "forktrace-hdf5" and a["format_version"] == 2, f"format attrs {dict(a)}")
     meta = ref.trace.meta
     for key in ("origin", "host", "exit_status", "processes", "lost_events"):
         check(a[key] == meta[key], f"root attribute {key}: {a[key]!r}, JSON says {meta[key]!r}")

@@ -3,7 +3,11 @@
 (tests/unit/model_fixture.c: build_head_model, build_node2_part,
 build_node3_part) against docs/TRACE_FORMAT.md, "Multi-host runs".
 
-Usage: check_multihost.py run|again|offline FILE
+Usage: check_multihost.py run|again|offline|tools FILE
+
+tools (FT_BIN: the forktrace binary): FILE, the run's trace, as HDF5
+(`forktrace combine -o .h5`, read with h5py), that file read back
+(`forktrace combine` of it to JSON) and `forktrace info` of both.
 
 run: the head's model and both parts, as `forktrace run` writes them.
 again: that trace combined again (its hosts, ranks, parents kept).
@@ -12,6 +16,8 @@ realtime anchors). Exits non-zero with a message on the first mismatch.
 """
 import collections
 import json
+import os
+import subprocess
 import sys
 
 S = 1_000_000_000
@@ -153,6 +159,78 @@ def check_offline(doc):
        ("realtime anchor", 1500 * S, 300))
 
 
+def forktrace(*args):
+    res = subprocess.run([os.environ["FT_BIN"], *args], capture_output=True, text=True,
+                         timeout=60)
+    if res.returncode != 0:
+        raise AssertionError(f"forktrace {' '.join(args)}: exit {res.returncode}: {res.stderr}")
+    return res.stdout
+
+
+def check_h5(path, run):
+    import h5py  # Debian's python3-h5py (scripts/setup-deps)
+
+    with h5py.File(path, "r") as f:
+        eq("format_version", int(f.attrs["format_version"]), 2)
+        procs = {int(r["pid"]): r for r in f["processes"][:]}
+        fp = meta(run, "forktrace_process")
+        eq("processes", sorted(procs), sorted(fp))
+        for pid, a in fp.items():
+            r = procs[pid]
+            eq(f"host of {pid}", r["host"].decode(), a["host"])
+            eq(f"rank of {pid}", (int(r["rank"]), int(r["local_rank"]), r["rank_var"].decode()),
+               (a.get("rank", -1), a.get("local_rank", -1), a.get("rank_var") or ""))
+            eq(f"exit kind of {pid}", r["exit_kind"].decode(), a["exit"]["kind"])
+            eq(f"end of {pid}", int(r["end_ns"]), a["end_ns"])
+            eq(f"parent of {pid}", int(r["parent"]), a["parent"])
+        rows = f["hosts"][:]
+        want = run["otherData"]["forktrace"]["hosts"]
+        eq("hosts rows", len(rows), len(want))
+        for r, h in zip(rows, want):
+            got = {k: (r[k].decode() if isinstance(r[k], bytes) else r[k].item())
+                   for k in r.dtype.names}
+            for k in ("why", "where", "launched_as"):
+                if got[k] == "":
+                    del got[k]
+            if got["lost_ns"] == -1:
+                del got["lost_ns"]
+            # The JSON holds the drift to six digits, the table whole.
+            h = dict(h)
+            assert abs(got.pop("drift_ppm") - h.pop("drift_ppm")) < 1e-4, f"drift of {h}"
+            eq(f"hosts row {h['name']}", got, h)
+
+
+def check_tools(path):
+    """The run's trace through HDF5 and back, and forktrace info."""
+    with open(path, "rb") as f:
+        run = json.load(f)
+    h5 = path.replace(".json", ".h5")
+    back = path.replace(".json", "_from_h5.json")
+    forktrace("combine", path, "-o", h5)
+    check_h5(h5, run)
+    forktrace("combine", h5, "-o", back)
+    with open(back, "rb") as f:
+        doc = json.load(f)
+    eq("hosts after HDF5", doc["otherData"]["forktrace"]["hosts"],
+       run["otherData"]["forktrace"]["hosts"])
+    check_run(doc, True)
+    for src in (path, h5):
+        out = forktrace("info", src)
+        for line in ("    head (head): 4 processes, clock reference, complete",
+                     "    node2: 3 processes, clock measured (offset +1000.000500 s, "
+                     "drift +50.000 ppm, error bound 30.0 us, 11 samples), complete",
+                     "    node3: 2 processes, clock realtime anchor (offset +1500.000000 s, "
+                     "drift +0.000 ppm, error bound unknown), lost at 2015000.000 ms",
+                     "    node4: missing, no node collector joined; its part went to "
+                     "node4:/shared/out/node4-77.ftnode",
+                     "        4194305 (host pid 200) app on node2 rank 0 [exit 0], 11 events, "
+                     "1 thread: app (was pid 200 in node2)",
+                     "        150 app on node3 rank 2 [host lost at 2015000.000 ms], 8 events, "
+                     "1 thread: app"):
+            if line.rstrip() not in out.splitlines():
+                raise AssertionError(f"forktrace info {src}: no line {line!r} in:\n{out}")
+
+
 def main():
     mode, path = sys.argv[1], sys.argv[2]
     with open(path, "rb") as f:
@@ -167,6 +245,8 @@ def main():
            run["otherData"]["forktrace"]["hosts"])
     elif mode == "offline":
         check_offline(doc)
+    elif mode == "tools":
+        check_tools(path)
     else:
         raise SystemExit(f"unknown mode {mode}")
     print(f"check_multihost.py {mode}: ok")

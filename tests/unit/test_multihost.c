@@ -5,7 +5,8 @@
  * combined again as a file, and a part combined offline with the head's
  * trace file; check_multihost.py reads each output with Python's json.
  *
- * Usage: test_multihost PYTHON CHECK_MULTIHOST_PY WORKDIR
+ * Usage: test_multihost PYTHON CHECK_MULTIHOST_PY WORKDIR FORKTRACE
+ * (FORKTRACE: the binary, for the trace through HDF5 and `info`)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -160,10 +161,11 @@ int main(int argc, char **argv)
 	merge_result res;
 	char run[4096], again[4096], headf[4096], offline[4096];
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s PYTHON CHECK_MULTIHOST_PY WORKDIR\n", argv[0]);
+	if (argc != 5) {
+		fprintf(stderr, "usage: %s PYTHON CHECK_MULTIHOST_PY WORKDIR FORKTRACE\n", argv[0]);
 		return 2;
 	}
+	MUST(setenv("FT_BIN", argv[4], 1) == 0);
 	test_clock_fit();
 
 	head = build_head_model();
@@ -187,6 +189,7 @@ int main(int argc, char **argv)
 		CHECK_UINT(res.processes, ==, 9);
 		merge_result_free(&res);
 		CHECK(run_check(argv[1], argv[2], "run", run) == 0);
+		CHECK(run_check(argv[1], argv[2], "tools", run) == 0);
 		CHECK(merge_to(parts_first, 2, &own, again, &res) == -EINVAL);
 		merge_result_free(&res);
 	}
