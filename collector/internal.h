@@ -22,6 +22,9 @@
  *                         model (jsonargs.h)
  *   spill_  spill.c       the agents' spill files, as inputs of the run
  *                         and of `forktrace combine` (spill.h)
+ *   link_   link.c        the TCP link of a multi-host run: key files,
+ *                         the authenticated handshake, the node's model
+ *                         stream, clock bursts (link.h)
  * Shared by the live run and the command lines:
  *   out_    outfile.c     the output file of every subcommand, put in
  *                         place only when complete

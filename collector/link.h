@@ -26,6 +26,19 @@
 #define LINK_KEY_LEN 32
 #define LINK_RUN_ID_LEN 16 /* hex characters */
 
+/* The node's send queue (link_node_queued): above the high-water mark the
+ * caller stops syncing; cb->writable fires when it drops under the low. */
+#define LINK_HIGH_WATER (8u * 1024u * 1024u)
+#define LINK_LOW_WATER (2u * 1024u * 1024u)
+/* Deadlines (link_*_set_timeouts changes them, for tests). A peer has
+ * LINK_AUTH_MS to connect and prove the key; an authenticated peer silent
+ * for LINK_IDLE_MS is gone (the node sends a heartbeat every fifth of it,
+ * and the head answers each). */
+#define LINK_AUTH_MS 5000u
+#define LINK_IDLE_MS 10000u
+/* Round trips per clock burst; the fastest gives the sample. */
+#define LINK_BURST 16
+
 /* ---- the run's key ------------------------------------------------------ */
 
 /*
@@ -39,13 +52,12 @@ int link_key_dir(char *buf, size_t cap);
  * in a 0700 directory of this user, created when missing). path gets the
  * file's path (the caller removes it at the end). Returns 0 or a negative
  * errno. */
-int link_key_create(const char *dir, char run_id[LINK_RUN_ID_LEN + 1],
-		    uint8_t key[LINK_KEY_LEN], char *path, size_t cap);
+int link_key_create(const char *dir, char run_id[LINK_RUN_ID_LEN + 1], uint8_t key[LINK_KEY_LEN],
+		    char *path, size_t cap);
 /* Reads DIR/RUNID.key: a regular file of this user that no one else may
  * read or write (refused otherwise, -EPERM). Returns 0 or a negative
  * errno; why names what is wrong ("group-readable"). */
-int link_key_read(const char *dir, const char *run_id, uint8_t key[LINK_KEY_LEN],
-		  const char **why);
+int link_key_read(const char *dir, const char *run_id, uint8_t key[LINK_KEY_LEN], const char **why);
 
 /* ---- the head ---------------------------------------------------------- */
 
@@ -91,6 +103,8 @@ void link_head_stop_listening(link_head *h);
 /* Closes every connection (each gets its ended callback with -ECANCELED)
  * and frees h once libuv released its handles. NULL: no-op. */
 void link_head_close(link_head *h);
+/* Deadlines of the connections accepted from now on (0: keep). */
+void link_head_set_timeouts(link_head *h, unsigned auth_ms, unsigned idle_ms);
 
 /* ---- the node ---------------------------------------------------------- */
 
@@ -98,15 +112,17 @@ typedef struct link_node link_node;
 
 typedef struct link_node_cb {
 	/* Authenticated (err 0), or could not connect or prove the key:
-	 * why says it for the user. */
+	 * why says it for the user (then nothing else follows; DATA queued
+	 * before was never sent). */
 	void (*connected)(void *ctx, int err, const char *why);
 	/* A clock burst ended: its best round trip, as a sample to add to
 	 * the node's model (model_add_clock_sample). */
 	void (*clock)(void *ctx, const model_clock_sample *s);
 	/* The send queue went below the low-water mark: sync more. */
 	void (*writable)(void *ctx);
-	/* The head acknowledged END (err 0), or the connection failed (err
-	 * < 0): either way the link is done. */
+	/* After connected(0): the head acknowledged END (err 0), or the
+	 * connection failed (err < 0; -ECONNRESET, -ETIMEDOUT when the
+	 * head was silent for LINK_IDLE_MS): either way the link is done. */
 	void (*done)(void *ctx, int err, const char *why);
 } link_node_cb;
 
@@ -116,8 +132,8 @@ typedef struct link_node_cb {
  * and to check the head's own proof; then it tells the head info. Asynchronous: cb->connected says
  * how it went. Returns 0 or a negative errno (bad address).
  */
-int link_node_start(link_node **node, uv_loop_t *loop, const char *head,
-		    const link_node_info *info, const link_node_cb *cb, void *ctx);
+int link_node_start(link_node **node, uv_loop_t *loop, const char *head, const link_node_info *info,
+		    const link_node_cb *cb, void *ctx);
 /* Queues model stream bytes (copied). Returns 0 or a negative errno. */
 int link_node_send(link_node *l, const void *data, size_t len);
 /* Bytes queued and not yet written: above the high-water mark the caller
@@ -128,7 +144,73 @@ size_t link_node_queued(const link_node *l);
 int link_node_clock_burst(link_node *l);
 /* Sends END after everything queued; cb->done follows. */
 int link_node_finish(link_node *l);
-/* Closes and frees once libuv released the handle. NULL: no-op. */
+/* Closes and frees once libuv released the handle; no callback runs after
+ * it. NULL: no-op. */
 void link_node_close(link_node *l);
+/* Deadlines from now on (0: keep): auth_ms to connect and be accepted,
+ * idle_ms of silence from the head that ends the link. */
+void link_node_set_timeouts(link_node *l, unsigned auth_ms, unsigned idle_ms);
+
+/* ---- frames (docs/TRACE_FORMAT.md, "Link frames") ---------------------- */
+
+#define LINK_MAGIC0 0x46 /* 'F' */
+#define LINK_MAGIC1 0x4c /* 'L' */
+#define LINK_VERSION 1
+#define LINK_HEADER_SIZE 8
+/* A frame's payload before authentication (the PROVE and its info). */
+#define LINK_AUTH_MAX 1024u
+/* A DATA frame's payload. */
+#define LINK_DATA_MAX (16u * 1024u * 1024u)
+
+enum link_frame_type {
+	LINK_CHALLENGE = 1, /* head: run id (16 hex), head nonce (32) */
+	LINK_PROVE = 2,     /* node: node nonce (32), HMAC (32), info (msgpack map) */
+	LINK_ACCEPT = 3,    /* head: HMAC (32) */
+	LINK_REFUSE = 4,    /* head: why, text (the peer then closes) */
+	LINK_DATA = 5,      /* node: model stream bytes */
+	LINK_PING = 6,      /* node: t1, its CLOCK_MONOTONIC ns (u64 LE) */
+	LINK_PONG = 7,      /* head: t1, t2 its CLOCK_MONOTONIC ns */
+	LINK_END = 8,       /* node: its part is complete */
+	LINK_END_ACK = 9,   /* head: the part is in */
+	LINK_TYPE_MAX = 10
+};
+
+/* Errors of link_parse (negative, apart from errnos). */
+#define LINK_ERR_MAGIC (-1001)
+#define LINK_ERR_VERSION (-1002)
+#define LINK_ERR_TYPE (-1003)   /* a type not expected now */
+#define LINK_ERR_LENGTH (-1004) /* a length the type does not allow */
+
+/*
+ * Called for each frame: once with the whole payload (last true), except
+ * DATA, whose payload comes in the slices it arrives in (last true on the
+ * final one; an empty DATA frame gives one empty slice). bytes are
+ * borrowed for the call. Returns 0 to go on, or a negative value that
+ * link_parse returns.
+ */
+typedef int (*link_frame_fn)(void *arg, unsigned type, const uint8_t *bytes, size_t len, bool last);
+
+/* The state of one direction of a stream. allowed: bit (1 << type) for
+ * each type that may come now; the callback may change it. */
+typedef struct link_parser {
+	uint32_t allowed;
+	uint8_t head[LINK_HEADER_SIZE];
+	unsigned head_len;
+	unsigned type;
+	uint32_t len, got;
+	uint8_t small[LINK_AUTH_MAX]; /* the payload of a frame other than DATA */
+} link_parser;
+
+/* The payload a type may have: [min, max] bytes. */
+void link_frame_limits(unsigned type, uint32_t *min, uint32_t *max);
+/*
+ * Consumes n bytes of a stream: frames go to fn as they complete (DATA as
+ * it arrives). Buffers at most LINK_AUTH_MAX bytes of a frame. Returns 0,
+ * a LINK_ERR_* when the stream breaks the protocol (the connection must
+ * close), or what fn returned.
+ */
+int link_parse(link_parser *p, const uint8_t *bytes, size_t n, link_frame_fn fn, void *arg);
+/* What a LINK_ERR_* (or errno) means, for a refusal's reason. */
+const char *link_strerror(int err);
 
 #endif /* FT_COLLECTOR_LINK_H */
