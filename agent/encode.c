@@ -130,7 +130,9 @@ ssize_t enc_hello(void *buf, size_t cap, const struct enc_hello *h)
 	msgpack_packer pk;
 	int err;
 
-	err = enc_begin(&c, &pk, buf, cap, 11 + (h->exec_ts != 0) + h->from_table) ||
+	err = enc_begin(&c, &pk, buf, cap,
+			11 + (h->exec_ts != 0) + h->from_table + 2 * h->has_rank +
+				h->has_local_rank) ||
 	      enc_ts_tid(&pk, h->ts, h->tid) || enc_kint(&pk, FT_K_PID, h->pid) ||
 	      enc_kint(&pk, FT_K_PPID, h->ppid) || enc_kargv(&pk, FT_K_ARGV, h->argv, h->argc) ||
 	      enc_kstr(&pk, FT_K_CWD, h->cwd) || enc_kstr(&pk, FT_K_EXE, h->exe) ||
@@ -138,7 +140,10 @@ ssize_t enc_hello(void *buf, size_t cap, const struct enc_hello *h)
 	      enc_kuint(&pk, FT_K_START_TICKS, h->start_ticks) ||
 	      enc_kstr(&pk, FT_K_NAME, h->name) || enc_kuint(&pk, FT_K_FLAGS, h->flags) ||
 	      (h->exec_ts && enc_kuint(&pk, FT_K_EXEC_TS, h->exec_ts)) ||
-	      (h->from_table && enc_kuint(&pk, FT_K_TABLE_SLOT, h->table_slot));
+	      (h->from_table && enc_kuint(&pk, FT_K_TABLE_SLOT, h->table_slot)) ||
+	      (h->has_rank && enc_kuint(&pk, FT_K_RANK, h->rank)) ||
+	      (h->has_local_rank && enc_kuint(&pk, FT_K_LOCAL_RANK, h->local_rank)) ||
+	      (h->has_rank && enc_kstr(&pk, FT_K_RANK_VAR, h->rank_var));
 	return enc_end(&c, FT_MSG_HELLO, err);
 }
 
@@ -360,4 +365,18 @@ ssize_t enc_module(void *buf, size_t cap, uint64_t ts, int32_t tid, const char *
 	      enc_kstr(&pk, FT_K_PATH, path) || enc_kuint(&pk, FT_K_ADDR, bias) ||
 	      enc_kuint(&pk, FT_K_LO, lo) || enc_kuint(&pk, FT_K_HI, hi);
 	return enc_end(&c, FT_MSG_MODULE, err);
+}
+
+ssize_t enc_remote(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t pid, int32_t child,
+		   const char *dest, const char *forktrace, uint32_t flags)
+{
+	struct enc_cur c;
+	msgpack_packer pk;
+	int err;
+
+	err = enc_begin(&c, &pk, buf, cap, child > 0 ? 7 : 6) || enc_ts_tid(&pk, ts, tid) ||
+	      enc_kint(&pk, FT_K_PID, pid) || (child > 0 && enc_kint(&pk, FT_K_CHILD, child)) ||
+	      enc_kstr(&pk, FT_K_PATH, forktrace) || enc_kstr(&pk, FT_K_NAME, dest) ||
+	      enc_kuint(&pk, FT_K_FLAGS, flags);
+	return enc_end(&c, FT_MSG_REMOTE, err);
 }

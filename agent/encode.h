@@ -39,6 +39,11 @@ struct enc_hello {
 	const char *name;
 	const char *const *argv;
 	size_t argc;
+	/* A launcher's rank (wire.h, "Ranks"): RANK and RANK_VAR when
+	 * has_rank, LOCAL_RANK when has_local_rank. */
+	bool has_rank, has_local_rank;
+	uint32_t rank, local_rank;
+	const char *rank_var;
 };
 
 ssize_t enc_hello(void *buf, size_t cap, const struct enc_hello *h);
@@ -97,6 +102,11 @@ ssize_t enc_shm(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t first_
  * records right behind it (the frame header counts them). */
 ssize_t enc_events_head(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t slot,
 			uint64_t offset, uint64_t tsc, uint32_t data_len);
+
+/* REMOTE: pid launched dest (borrowed) through ssh, with forktrace
+ * (borrowed) to run there; CHILD only when child > 0. flags: FT_REMOTE_*. */
+ssize_t enc_remote(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t pid, int32_t child,
+		   const char *dest, const char *forktrace, uint32_t flags);
 
 /* MODULE: a loaded object and where it lies. */
 ssize_t enc_module(void *buf, size_t cap, uint64_t ts, int32_t tid, const char *path, uint64_t bias,

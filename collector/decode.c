@@ -29,6 +29,7 @@ static const char *const type_names[FT_MSG_TYPE_MAX] = {
 	[FT_MSG_SHM] = "SHM",
 	[FT_MSG_EVENTS] = "EVENTS",
 	[FT_MSG_MODULE] = "MODULE",
+	[FT_MSG_REMOTE] = "REMOTE",
 };
 
 const char *wire_type_name(unsigned type)
@@ -60,6 +61,12 @@ static bool obj_uint(const msgpack_object *o, uint64_t *v)
 		return false;
 	*v = o->via.u64;
 	return true;
+}
+
+/* A rank: an unsigned integer an int64_t holds. */
+static bool obj_rank(const msgpack_object *o, int64_t *v)
+{
+	return o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && obj_int(o, v);
 }
 
 static bool obj_str(const msgpack_object *o, wire_str *s)
@@ -128,6 +135,9 @@ static bool decode_field(wire_msg *m, uint64_t key, const msgpack_object *v)
 	case FT_K_HI: return obj_uint(v, &m->hi);
 	case FT_K_SIZE: return obj_uint(v, &m->size);
 	case FT_K_CHILD_ERRNO: return obj_int(v, &m->child_err);
+	case FT_K_RANK: return obj_rank(v, &m->rank);
+	case FT_K_LOCAL_RANK: return obj_rank(v, &m->local_rank);
+	case FT_K_RANK_VAR: return obj_str(v, &m->rank_var);
 	default:
 		/* Unknown keys are allowed: newer agents may add fields. */
 		return true;

@@ -70,6 +70,8 @@ typedef struct wire_msg {
 	unsigned type;
 	uint64_t present; /* bit (1 << key) for each key that was present */
 	int64_t ts, tid, pid, ppid, child, err, status, code, signo, child_err;
+	int64_t rank, local_rank; /* HELLO: when present (wire_has) */
+	wire_str rank_var;
 	uint64_t realtime, start_ticks, kind, count, flags, exec_ts;
 	uint64_t slot, offset, tsc, addr, lo, hi, size, table_slot;
 	wire_str path, cwd, exe, name, cmd;

@@ -84,11 +84,23 @@
  * variable from environ before main runs, and keeps the fd (close-on-exec,
  * and passed on the same way to the images it execs). */
 #define FT_ENV_TABLE_FD "FORKTRACE_TABLE_FD"
+/* Launch following (docs/MULTIHOST.md): set by a collector that takes
+ * nodes. HEAD is "auto:PORT" or "ADDR:PORT", what a node collector is to
+ * join (--join); REMOTE, the path of forktrace on the far side; RSH,
+ * colon-separated names of programs to treat as ssh beside ssh and rsh
+ * (a launcher's configured rsh agent). Read by the agent as its image
+ * starts, hidden from the program as FT_ENV_SOCK is, and passed on to
+ * every image it starts. */
+#define FT_ENV_HEAD "FORKTRACE_HEAD"
+#define FT_ENV_REMOTE "FORKTRACE_REMOTE"
+#define FT_ENV_RSH "FORKTRACE_RSH"
 
 enum ft_msg_type {
 	/* First message of every connection: who this process image is.
 	 * Keys: PID, PPID, TID, TS, REALTIME, START_TICKS, EXE, ARGV, CWD,
-	 * NAME (comm of the main thread), FLAGS (FT_HELLO_*), EXEC_TS. */
+	 * NAME (comm of the main thread), FLAGS (FT_HELLO_*), EXEC_TS,
+	 * TABLE_SLOT, and RANK, LOCAL_RANK, RANK_VAR when the image has a
+	 * launcher's rank (see "Ranks"). */
 	FT_MSG_HELLO = 1,
 	/* fork() or vfork() returned in the parent. Keys: TS, TID, CHILD,
 	 * KIND (FT_SPAWN_FORK / FT_SPAWN_VFORK), ERRNO when it failed
@@ -155,6 +167,20 @@ enum ft_msg_type {
 	/* The first frame of a process-table slot that continues an image's
 	 * full slot: TABLE_SLOT (the slot before). Only in the table. */
 	FT_MSG_CONTINUE = 18,
+	/* A remote launch (docs/MULTIHOST.md, "Launch following"): a program
+	 * named ssh or rsh (or one of FT_ENV_RSH) is started with a remote
+	 * command, and the agent put a node collector in front of that
+	 * command, so a node is to join the head. Keys: TS, TID, PID (the
+	 * launcher's pid, as the rewritten command gives it to the node:
+	 * the process that execs ssh, or that spawned it), NAME (the
+	 * destination as the command line names it: "node2", "user@node2"),
+	 * PATH (the forktrace the far side is to run), FLAGS (FT_REMOTE_*),
+	 * and CHILD when the process that runs ssh is a child of the sender
+	 * (posix_spawn: PID is then the sender's own pid; vfork: PID is the
+	 * child's). An exec sends it before the call (an EXEC_FAIL after it
+	 * says the launch never happened), posix_spawn and vfork once the
+	 * call returned. */
+	FT_MSG_REMOTE = 19,
 	FT_MSG_TYPE_MAX = 32
 };
 
@@ -196,6 +222,13 @@ enum ft_key {
 			       * slot this image wrote before (FT_HELLO_RESUMED) */
 	FT_K_CHILD_ERRNO = 31, /* int: FORK of a vfork child: its last exec call
 			       * (PATH, ARGV, EXEC_TS) failed with this errno */
+	/* HELLO of an image started with a launcher's rank in its
+	 * environment (all three absent when it has none; see "Ranks"
+	 * below): */
+	FT_K_RANK = 32,       /* uint: the rank in the job */
+	FT_K_LOCAL_RANK = 33, /* uint: the rank among the job's processes on
+			       * this host; may come without RANK */
+	FT_K_RANK_VAR = 34,   /* str: the variable RANK was read from */
 	FT_K_MAX = 64
 };
 
@@ -221,6 +254,27 @@ enum ft_exec_kind {
 	FT_EXEC_FEXECVE = 7,
 	FT_EXEC_EXECVEAT = 8
 };
+
+/*
+ * Ranks. An agent reads them from its environment once, as its image
+ * starts (a plain decimal number, no sign, at most 9 digits; any other
+ * value is passed over as if unset). RANK, the first of these set:
+ *   OMPI_COMM_WORLD_RANK  Open MPI (mpirun, also under srun)
+ *   PMIX_RANK             a PMIx launcher (prterun, srun --mpi=pmix)
+ *   PMI_RANK              a PMI launcher (MPICH's Hydra mpiexec, Intel MPI)
+ *   SLURM_PROCID          srun (a task of a job step)
+ *   RANK                  torchrun and other launchers of the same convention
+ * The MPI launchers' own variables come first: a job step inside a Slurm
+ * allocation that runs mpirun has SLURM_PROCID 0 in every rank. LOCAL_RANK,
+ * the first of OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID (Hydra),
+ * SLURM_LOCALID, LOCAL_RANK. RANK_VAR names the variable RANK came from.
+ */
+
+/* FT_K_FLAGS of REMOTE. */
+/* The remote command was left as it was: it does not fit the agent's
+ * bounds for the rewritten command (or its argv is too long), so no node
+ * collector runs there and no node joins for this launch. */
+#define FT_REMOTE_UNTRACED 0x1u
 
 /* FT_K_FLAGS of HELLO. */
 #define FT_HELLO_ARGV_TRUNCATED 0x1u /* argv did not fit; a prefix was sent */

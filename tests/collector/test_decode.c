@@ -112,6 +112,22 @@ static void test_vectors(const char *dir)
 	CHECK(m.flags == (FT_HELLO_FORKED | FT_HELLO_RESUMED));
 	CHECK(!wire_has(&m, FT_K_EXEC_TS) && m.table_slot == 18);
 
+	CHECK(!wire_has(&m, FT_K_RANK) && !wire_has(&m, FT_K_LOCAL_RANK) &&
+	      !wire_has(&m, FT_K_RANK_VAR));
+
+	static const char *const app_argv[] = {"./app"};
+	decode_vector(dir, "hello_rank", FT_MSG_HELLO, &up, &m);
+	CHECK(m.ts == T0 + 400 && m.pid == 4260 && m.ppid == 4242 && m.exec_ts == T0 + 350);
+	CHECK(argv_is(&m, app_argv, 1) && str_is(m.exe, "/tmp/app") && str_is(m.name, "app"));
+	CHECK(wire_has(&m, FT_K_RANK) && m.rank == 3);
+	CHECK(wire_has(&m, FT_K_LOCAL_RANK) && m.local_rank == 1);
+	CHECK(str_is(m.rank_var, "OMPI_COMM_WORLD_RANK"));
+
+	decode_vector(dir, "hello_local_rank", FT_MSG_HELLO, &up, &m);
+	CHECK(m.ts == T0 + 500 && m.pid == 4261 && m.start_ticks == 123490);
+	CHECK(!wire_has(&m, FT_K_RANK) && !wire_has(&m, FT_K_RANK_VAR) && !m.rank_var.ptr);
+	CHECK(wire_has(&m, FT_K_LOCAL_RANK) && m.local_rank == 2);
+
 	decode_vector(dir, "fork", FT_MSG_FORK, &up, &m);
 	CHECK(m.ts == T0 + 1000 && m.tid == 4242 && m.child == 4243 && m.kind == FT_SPAWN_FORK);
 	CHECK(wire_has(&m, FT_K_CHILD) && !wire_has(&m, FT_K_ERRNO));
@@ -200,6 +216,16 @@ static void test_vectors(const char *dir)
 	CHECK(m.addr == 0x7f0000000000ull && m.lo == 0x7f0000001000ull &&
 	      m.hi == 0x7f0000005000ull);
 
+	decode_vector(dir, "remote", FT_MSG_REMOTE, &up, &m);
+	CHECK(m.ts == T0 + 17000 && m.tid == 4270 && m.pid == 4270);
+	CHECK(str_is(m.path, "/opt/forktrace/bin/forktrace") && str_is(m.name, "user@node2"));
+	CHECK(wire_has(&m, FT_K_FLAGS) && m.flags == 0 && !wire_has(&m, FT_K_CHILD));
+
+	decode_vector(dir, "remote_spawn", FT_MSG_REMOTE, &up, &m);
+	CHECK(m.ts == T0 + 18000 && m.tid == 4242 && m.pid == 4242);
+	CHECK(wire_has(&m, FT_K_CHILD) && m.child == 4271);
+	CHECK(str_is(m.name, "node3") && m.flags == FT_REMOTE_UNTRACED);
+
 	msgpack_unpacked_destroy(&up);
 }
 
@@ -238,6 +264,9 @@ static void test_bad_payloads(void)
 		{"\xdf\xff\xff\xff\xff", 5, "a map of 4e9 pairs"},
 		{"\x81\x06\xdb\x7f\xff\xff\xff", 7, "a 2 GiB string in 7 bytes"},
 		{"\x81\x01\xc1", 3, "the never-used byte 0xc1"},
+		{"\x81\x20\xff", 3, "a negative RANK"},
+		{"\x81\x21\xa1x", 4, "LOCAL_RANK as a string"},
+		{"\x81\x22\x01", 3, "RANK_VAR as an integer"},
 	};
 	msgpack_unpacked up;
 	wire_msg m;

@@ -16,11 +16,11 @@ import msgpack
 
 # enum ft_msg_type
 HELLO, FORK, EXEC, EXEC_FAIL, SPAWN, WAIT, THREAD_START, THREAD_END, THREAD_NAME, EXIT, \
-    SIGNAL, SHELL_BEGIN, SHELL_END, LOST, SHM, EVENTS, MODULE, CONTINUE = range(1, 19)
+    SIGNAL, SHELL_BEGIN, SHELL_END, LOST, SHM, EVENTS, MODULE, CONTINUE, REMOTE = range(1, 20)
 # enum ft_key
 TS, TID, PID, PPID, CHILD, PATH, ARGV, CWD, EXE, REALTIME, START_TICKS, ERRNO, STATUS, CODE, \
     SIGNO, NAME, KIND, COUNT, CMD, FLAGS, EXEC_TS, SLOT, OFFSET, TSC, DATA, ADDR, LO, HI, SIZE, \
-    TABLE_SLOT, CHILD_ERRNO = range(1, 32)
+    TABLE_SLOT, CHILD_ERRNO, RANK, LOCAL_RANK, RANK_VAR = range(1, 35)
 # enum ft_ev_type, for the records in an EVENTS frame
 EV_TIME, EV_REGION_BEGIN, EV_REGION_END = 0, 3, 4
 VERSION = 1
@@ -51,6 +51,14 @@ VECTORS = [
                                      ARGV: ['true'], CWD: '/', EXE: '/usr/bin/true',
                                      REALTIME: 1_700_000_000_123_756_789, START_TICKS: 123470,
                                      NAME: 'true', FLAGS: 6, TABLE_SLOT: 18}),
+    ('hello_rank', HELLO, {TS: T0 + 400, TID: 4260, PID: 4260, PPID: 4242, ARGV: ['./app'],
+                           CWD: '/', EXE: '/tmp/app', REALTIME: 1_700_000_000_123_856_789,
+                           START_TICKS: 123480, NAME: 'app', FLAGS: 0, EXEC_TS: T0 + 350,
+                           RANK: 3, LOCAL_RANK: 1, RANK_VAR: 'OMPI_COMM_WORLD_RANK'}),
+    ('hello_local_rank', HELLO, {TS: T0 + 500, TID: 4261, PID: 4261, PPID: 4242,
+                                 ARGV: ['./app'], CWD: '/', EXE: '/tmp/app',
+                                 REALTIME: 1_700_000_000_123_956_789, START_TICKS: 123490,
+                                 NAME: 'app', FLAGS: 0, LOCAL_RANK: 2}),
     ('fork', FORK, {TS: T0 + 1000, TID: 4242, CHILD: 4243, KIND: 0}),
     ('fork_failed', FORK, {TS: T0 + 1100, TID: 4242, ERRNO: 11, KIND: 0}),
     ('vfork_exec', FORK, {TS: T0 + 1400, TID: 4242, CHILD: 4247, PATH: '/bin/echo',
@@ -82,6 +90,10 @@ VECTORS = [
                         DATA: RECORDS}),
     ('module', MODULE, {TS: T0 + 16000, TID: 4242, PATH: '/usr/lib/libfoo.so',
                         ADDR: 0x7f0000000000, LO: 0x7f0000001000, HI: 0x7f0000005000}),
+    ('remote', REMOTE, {TS: T0 + 17000, TID: 4270, PID: 4270,
+                        PATH: '/opt/forktrace/bin/forktrace', NAME: 'user@node2', FLAGS: 0}),
+    ('remote_spawn', REMOTE, {TS: T0 + 18000, TID: 4242, PID: 4242, CHILD: 4271,
+                              PATH: '/opt/forktrace/bin/forktrace', NAME: 'node3', FLAGS: 1}),
 ]
 
 

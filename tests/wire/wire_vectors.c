@@ -115,6 +115,56 @@ static ssize_t v_hello_forked_resumed(unsigned char *b, size_t cap)
 	return enc_hello(b, cap, &h);
 }
 
+/* An exec'd image with a launcher's rank and local rank. */
+static ssize_t v_hello_rank(unsigned char *b, size_t cap)
+{
+	static const char *const argv[] = {"./app"};
+	struct enc_hello h = {
+		.ts = T0 + 400,
+		.exec_ts = T0 + 350,
+		.realtime = 1700000000123856789ull,
+		.start_ticks = 123480,
+		.pid = 4260,
+		.ppid = 4242,
+		.tid = 4260,
+		.exe = "/tmp/app",
+		.cwd = "/",
+		.name = "app",
+		.argv = argv,
+		.argc = 1,
+		.has_rank = true,
+		.rank = 3,
+		.rank_var = "OMPI_COMM_WORLD_RANK",
+		.has_local_rank = true,
+		.local_rank = 1,
+	};
+
+	return enc_hello(b, cap, &h);
+}
+
+/* An image with a local rank only (LOCAL_RANK set, no rank variable). */
+static ssize_t v_hello_local_rank(unsigned char *b, size_t cap)
+{
+	static const char *const argv[] = {"./app"};
+	struct enc_hello h = {
+		.ts = T0 + 500,
+		.realtime = 1700000000123956789ull,
+		.start_ticks = 123490,
+		.pid = 4261,
+		.ppid = 4242,
+		.tid = 4261,
+		.exe = "/tmp/app",
+		.cwd = "/",
+		.name = "app",
+		.argv = argv,
+		.argc = 1,
+		.has_local_rank = true,
+		.local_rank = 2,
+	};
+
+	return enc_hello(b, cap, &h);
+}
+
 static ssize_t v_fork(unsigned char *b, size_t cap)
 {
 	return enc_fork(b, cap, T0 + 1000, 4242, FT_SPAWN_FORK, 4243, 0);
@@ -272,6 +322,19 @@ static ssize_t v_module(unsigned char *b, size_t cap)
 			  0x7f0000001000ull, 0x7f0000005000ull);
 }
 
+/* An image about to exec ssh, and one that spawned it (not rewritten). */
+static ssize_t v_remote(unsigned char *b, size_t cap)
+{
+	return enc_remote(b, cap, T0 + 17000, 4270, 4270, 0, "user@node2",
+			  "/opt/forktrace/bin/forktrace", 0);
+}
+
+static ssize_t v_remote_spawn(unsigned char *b, size_t cap)
+{
+	return enc_remote(b, cap, T0 + 18000, 4242, 4242, 4271, "node3",
+			  "/opt/forktrace/bin/forktrace", FT_REMOTE_UNTRACED);
+}
+
 static const struct {
 	const char *name;
 	vec_fn fn;
@@ -280,6 +343,8 @@ static const struct {
 	{"hello_exec_ts", v_hello_exec_ts},
 	{"hello_resumed", v_hello_resumed},
 	{"hello_forked_resumed", v_hello_forked_resumed},
+	{"hello_rank", v_hello_rank},
+	{"hello_local_rank", v_hello_local_rank},
 	{"fork", v_fork},
 	{"fork_failed", v_fork_failed},
 	{"vfork_exec", v_vfork_exec},
@@ -302,6 +367,8 @@ static const struct {
 	{"shm", v_shm},
 	{"events", v_events},
 	{"module", v_module},
+	{"remote", v_remote},
+	{"remote_spawn", v_remote_spawn},
 };
 
 static void check(const char *dir, const char *name, vec_fn fn)
