@@ -25,8 +25,8 @@ static bool agent_env_is(const char *entry, const char *name, size_t n)
 
 /* Entries agent_env_merge may add: LD_PRELOAD, FORKTRACE_SOCK,
  * FORKTRACE_SPILL, FORKTRACE_FUNCTIONS, FORKTRACE_EXEC_TS,
- * FORKTRACE_TABLE_FD. */
-#define AGENT_ENV_ADDED 6
+ * FORKTRACE_TABLE_FD, FORKTRACE_HEAD, FORKTRACE_REMOTE, FORKTRACE_RSH. */
+#define AGENT_ENV_ADDED 9
 
 /* Does an LD_PRELOAD value (space or colon separated) name this agent?
  * Compared by basename: the loader may have resolved a bare name. One
@@ -89,7 +89,10 @@ bool agent_env_is_ours(const char *e)
 		agent_env_is(e, FT_ENV_SPILL_DIR, sizeof(FT_ENV_SPILL_DIR) - 1) ||
 		agent_env_is(e, FT_ENV_FUNCTIONS, sizeof(FT_ENV_FUNCTIONS) - 1) ||
 		agent_env_is(e, FT_ENV_EXEC_TS, sizeof(FT_ENV_EXEC_TS) - 1) ||
-		agent_env_is(e, FT_ENV_TABLE_FD, sizeof(FT_ENV_TABLE_FD) - 1));
+		agent_env_is(e, FT_ENV_TABLE_FD, sizeof(FT_ENV_TABLE_FD) - 1) ||
+		agent_env_is(e, FT_ENV_HEAD, sizeof(FT_ENV_HEAD) - 1) ||
+		agent_env_is(e, FT_ENV_REMOTE, sizeof(FT_ENV_REMOTE) - 1) ||
+		agent_env_is(e, FT_ENV_RSH, sizeof(FT_ENV_RSH) - 1));
 }
 
 /*
@@ -102,8 +105,9 @@ void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra)
 	static char *const empty[] = {NULL};
 	const char *preload = NULL;
 	size_t n = 0, i, j, need, plen = 0;
-	bool has_sock = false, has_spill = false, has_functions = false, add_preload, fix_preload,
-	     add_spill, add_functions, table;
+	bool has_sock = false, has_spill = false, has_functions = false, has_head = false,
+	     has_remote = false, has_rsh = false, add_preload, fix_preload, add_spill,
+	     add_functions, add_remote, table;
 	char **out, *pbuf;
 	char *mem;
 
@@ -125,6 +129,12 @@ void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra)
 			has_spill = true;
 		else if (agent_env_is(envp[n], FT_ENV_FUNCTIONS, sizeof(FT_ENV_FUNCTIONS) - 1))
 			has_functions = true;
+		else if (agent_env_is(envp[n], FT_ENV_HEAD, sizeof(FT_ENV_HEAD) - 1))
+			has_head = true;
+		else if (agent_env_is(envp[n], FT_ENV_REMOTE, sizeof(FT_ENV_REMOTE) - 1))
+			has_remote = true;
+		else if (agent_env_is(envp[n], FT_ENV_RSH, sizeof(FT_ENV_RSH) - 1))
+			has_rsh = true;
 	}
 	add_preload = preload == NULL;
 	fix_preload = preload && !agent_preload_has_agent(preload);
@@ -132,10 +142,13 @@ void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra)
 	 * the whole tree, whatever environment a program passes on. */
 	add_spill = agent_g.env_spill && !has_spill;
 	add_functions = agent_g.env_functions && !has_functions;
+	/* And so does launch following, with the variables as they came. */
+	add_remote = (agent_g.env_head && !has_head) || (agent_g.env_remote && !has_remote) ||
+		     (agent_g.env_rsh && !has_rsh);
 	/* Under a seccomp filter: the table's fd goes along (agent_exec). */
 	table = __atomic_load_n(&agent_g.table_keep, __ATOMIC_ACQUIRE) != 0;
 	if (has_sock && !add_preload && !fix_preload && !extra && !add_spill && !add_functions &&
-	    !table)
+	    !add_remote && !table)
 		return;
 
 	/* Room for the vector (n entries, up to six added, NULL) and for a
@@ -192,6 +205,12 @@ void agent_env_merge(struct agent_env *e, char *const *envp, const char *extra)
 		out[j++] = agent_g.env_spill;
 	if (add_functions)
 		out[j++] = agent_g.env_functions;
+	if (agent_g.env_head && !has_head)
+		out[j++] = agent_g.env_head;
+	if (agent_g.env_remote && !has_remote)
+		out[j++] = agent_g.env_remote;
+	if (agent_g.env_rsh && !has_rsh)
+		out[j++] = agent_g.env_rsh;
 	if (extra && *extra)
 		out[j++] = (char *)extra;
 	if (table)
@@ -320,6 +339,83 @@ static const char *agent_env_value(const char *entry, const char *name, size_t n
 
 #define AGENT_ENV_VALUE(entry, name) agent_env_value(entry, name, sizeof(name) - 1)
 
+/* The launcher's rank variables, by precedence (wire.h, "Ranks"); the
+ * struct agent_start_env arrays follow this order. */
+static const char *const agent_rank_vars[] = {
+	"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", "RANK",
+};
+static const char *const agent_local_rank_vars[] = {
+	"OMPI_COMM_WORLD_LOCAL_RANK",
+	"MPI_LOCALRANKID",
+	"SLURM_LOCALID",
+	"LOCAL_RANK",
+};
+_Static_assert(sizeof(agent_rank_vars) / sizeof(agent_rank_vars[0]) ==
+		       sizeof(((struct agent_start_env *)0)->rank) / sizeof(char *),
+	       "one value per rank variable");
+_Static_assert(sizeof(agent_local_rank_vars) / sizeof(agent_local_rank_vars[0]) ==
+		       sizeof(((struct agent_start_env *)0)->local_rank) / sizeof(char *),
+	       "one value per local rank variable");
+
+/* Can an entry beginning with c be a rank variable? One test per entry of
+ * the environment, in the pass the constructor makes anyway. */
+static inline bool agent_rank_letter(char c)
+{
+	return c == 'O' || c == 'P' || c == 'S' || c == 'R' || c == 'L' || c == 'M';
+}
+
+/* Entry v's value into e if v is a rank variable. */
+static void agent_env_take_rank(const char *v, struct agent_start_env *e)
+{
+	const char *x;
+
+	for (size_t k = 0; k < sizeof(agent_rank_vars) / sizeof(agent_rank_vars[0]); k++)
+		if (v[0] == agent_rank_vars[k][0] &&
+		    (x = agent_env_value(v, agent_rank_vars[k], strlen(agent_rank_vars[k])))) {
+			e->rank[k] = x;
+			return;
+		}
+	for (size_t k = 0; k < sizeof(agent_local_rank_vars) / sizeof(agent_local_rank_vars[0]);
+	     k++)
+		if (v[0] == agent_local_rank_vars[k][0] &&
+		    (x = agent_env_value(v, agent_local_rank_vars[k],
+					 strlen(agent_local_rank_vars[k])))) {
+			e->local_rank[k] = x;
+			return;
+		}
+}
+
+/* A rank's value: 1 to 9 decimal digits, nothing else (no sign, no
+ * space), so that any value fits a uint32_t. */
+static bool agent_rank_value(const char *v, uint32_t *out)
+{
+	uint32_t r = 0;
+	size_t n = 0;
+
+	for (; v[n] >= '0' && v[n] <= '9'; n++)
+		r = r * 10 + (uint32_t)(v[n] - '0');
+	if (n == 0 || n > 9 || v[n] != '\0')
+		return false;
+	*out = r;
+	return true;
+}
+
+void agent_env_ranks(const struct agent_start_env *e)
+{
+	for (size_t k = 0; k < sizeof(agent_rank_vars) / sizeof(agent_rank_vars[0]); k++)
+		if (e->rank[k] && agent_rank_value(e->rank[k], &agent_g.rank)) {
+			agent_g.has_rank = 1;
+			agent_g.rank_var = agent_rank_vars[k];
+			break;
+		}
+	for (size_t k = 0; k < sizeof(agent_local_rank_vars) / sizeof(agent_local_rank_vars[0]);
+	     k++)
+		if (e->local_rank[k] && agent_rank_value(e->local_rank[k], &agent_g.local_rank)) {
+			agent_g.has_local_rank = 1;
+			break;
+		}
+}
+
 void agent_env_take_start(char **envp, struct agent_start_env *e)
 {
 	size_t i, j;
@@ -347,10 +443,18 @@ void agent_env_take_start(char **envp, struct agent_start_env *e)
 				e->spill = x;
 			else if ((x = AGENT_ENV_VALUE(v, FT_ENV_FUNCTIONS)))
 				e->functions = x;
+			else if ((x = AGENT_ENV_VALUE(v, FT_ENV_HEAD)))
+				e->head = x;
+			else if ((x = AGENT_ENV_VALUE(v, FT_ENV_REMOTE)))
+				e->remote = x;
+			else if ((x = AGENT_ENV_VALUE(v, FT_ENV_RSH)))
+				e->rsh = x;
 		} else if (v[0] == 'L' && (x = AGENT_ENV_VALUE(v, FT_ENV_PRELOAD))) {
 			e->preload = x;
 		} else if (v[0] == 'T' && (x = AGENT_ENV_VALUE(v, "TMPDIR"))) {
 			e->tmpdir = x;
+		} else if (agent_rank_letter(v[0])) {
+			agent_env_take_rank(v, e);
 		}
 		envp[j++] = envp[i];
 	}

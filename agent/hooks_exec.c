@@ -148,8 +148,8 @@ static void agent_table_fd_unpass(int fd)
  * calls keep that buffer off their stack, since every stack page a fork
  * child touches costs it a page fault. Preserves the real call's errno.
  */
-static int agent_exec(unsigned kind, int dirfd, const char *path, char *const argv[],
-		      char *const envp[], int flags, char *fdpath)
+static int agent_exec_plain(unsigned kind, int dirfd, const char *path, char *const argv[],
+			    char *const envp[], int flags, char *fdpath)
 {
 	struct agent_env env;
 	char exec_ts[AGENT_EXEC_TS_SIZE];
@@ -217,6 +217,67 @@ static int agent_exec(unsigned kind, int dirfd, const char *path, char *const ar
 					 path));
 	errno = err;
 	return ret;
+}
+
+/* REMOTE for launch r of launcher (child > 0: the process that runs ssh
+ * is that child of this one). */
+static void agent_emit_remote(const struct agent_remote *r, pid_t launcher, pid_t child)
+{
+	AGENT_EMIT(enc_remote(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), launcher, child,
+			      r->dest, agent_g.remote_path, r->flags));
+}
+
+/* May this process send a record now (see agent_exec_plain)? */
+static bool agent_may_record(void)
+{
+	return !agent_bypass() && (agent_silent_fork_child() || agent_same_process());
+}
+
+/*
+ * An exec of ssh (or rsh...) while launches are followed: the exec of
+ * the rewritten argv, announced with REMOTE first (by the parent, for a
+ * vfork child). The caller's argv is not written, so a caller that tries
+ * the next path after a failed exec (execvp's own walk of $PATH is
+ * inside the real call) passes it again as it was. Apart from
+ * agent_exec_plain so that the exec path of every other program keeps
+ * its frame. Preserves the real call's errno.
+ */
+static __attribute__((noinline)) int agent_exec_remote(unsigned kind, int dirfd, const char *path,
+						       char *const argv[], char *const envp[],
+						       int flags, char *fdpath)
+{
+	struct agent_remote r;
+	pid_t self = agent_sys_getpid();
+	bool vfork_child = agent_t_in_vfork != 0;
+	int ret, err;
+
+	if (!agent_env_ready() || !agent_remote_rewrite(&r, argv, self))
+		return agent_exec_plain(kind, dirfd, path, argv, envp, flags, fdpath);
+	if (vfork_child) {
+		if (!agent_vfork_note_remote(&r, self)) {
+			agent_remote_release(&r);
+			return agent_exec_plain(kind, dirfd, path, argv, envp, flags, fdpath);
+		}
+	} else if (agent_may_record()) {
+		agent_emit_remote(&r, self, 0);
+	}
+	ret = agent_exec_plain(kind, dirfd, path, r.argv ? r.argv : argv, envp, flags, fdpath);
+	err = errno;
+	if (vfork_child)
+		agent_vfork_note_remote(NULL, self);
+	agent_remote_release(&r);
+	errno = err;
+	return ret;
+}
+
+/* The exec hooks' common entry: ssh and its kin when launches are
+ * followed, every other program as it is. */
+static int agent_exec(unsigned kind, int dirfd, const char *path, char *const argv[],
+		      char *const envp[], int flags, char *fdpath)
+{
+	if (agent_remote_armed() && path && agent_remote_is_rsh(path))
+		return agent_exec_remote(kind, dirfd, path, argv, envp, flags, fdpath);
+	return agent_exec_plain(kind, dirfd, path, argv, envp, flags, fdpath);
 }
 
 AGENT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
@@ -357,9 +418,9 @@ static void agent_emit_spawn(uint64_t ts, unsigned kind, pid_t child, int ret, c
  * CLOCK_BOOTTIME before it (the child derives its start ticks from it as
  * a fork child does) and the exe's name, so that it need not read /proc.
  */
-static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
-		       const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
-		       char *const argv[], char *const envp[])
+static int agent_spawn_plain(unsigned kind, pid_t *pid, const char *path,
+			     const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+			     char *const argv[], char *const envp[])
 {
 	agent_posix_spawn_fn f = kind == FT_SPAWN_POSIX_SPAWNP ? AGENT_REAL(posix_spawnp)
 							       : AGENT_REAL(posix_spawn);
@@ -404,6 +465,42 @@ static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
 		agent_emit_spawn(ts, kind, child, ret, path, argv);
 	errno = err;
 	return ret;
+}
+
+/*
+ * A spawn of ssh while launches are followed: the rewritten argv, given
+ * this process as the launcher (the child's pid is not known before),
+ * and REMOTE naming the child once the call succeeded.
+ */
+static __attribute__((noinline)) int agent_spawn_remote(unsigned kind, pid_t *pid, const char *path,
+							const posix_spawn_file_actions_t *fa,
+							const posix_spawnattr_t *attr,
+							char *const argv[], char *const envp[])
+{
+	struct agent_remote r;
+	pid_t self = agent_sys_getpid(), child = 0;
+	int ret, err;
+
+	if (!agent_env_ready() || agent_t_in_vfork || !agent_remote_rewrite(&r, argv, self))
+		return agent_spawn_plain(kind, pid, path, fa, attr, argv, envp);
+	ret = agent_spawn_plain(kind, &child, path, fa, attr, r.argv ? r.argv : argv, envp);
+	err = errno;
+	if (ret == 0 && pid)
+		*pid = child;
+	if (ret == 0 && agent_may_record())
+		agent_emit_remote(&r, self, child);
+	agent_remote_release(&r);
+	errno = err;
+	return ret;
+}
+
+static int agent_spawn(unsigned kind, pid_t *pid, const char *path,
+		       const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+		       char *const argv[], char *const envp[])
+{
+	if (agent_remote_armed() && path && agent_remote_is_rsh(path))
+		return agent_spawn_remote(kind, pid, path, fa, attr, argv, envp);
+	return agent_spawn_plain(kind, pid, path, fa, attr, argv, envp);
 }
 
 AGENT_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,

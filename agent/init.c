@@ -193,6 +193,8 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 	if (env.table_fd)
 		agent_table_take_fd(env.table_fd);
 	agent_cache_argv(argc, argv);
+	agent_env_ranks(&env);
+	agent_remote_init(env.head, env.remote, env.rsh);
 	/* How a raw clone child drops what it inherited (agent_same_process):
 	 * the runtime below the hooks resets their state through it. */
 	agent_g.fork_child_reset = agent_fork_child;

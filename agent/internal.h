@@ -25,6 +25,7 @@
  *                              functions
  *              env.c           environment merging for exec and spawn, FORKTRACE_EXEC_TS
  *              exectarget.c    will the image an exec starts load the agent itself?
+ *              remote.c        launch following: ssh's remote command behind a node collector
  *   hooks      hooks_exec.c    the exec family and posix_spawn
  *              hooks_fd.c      close, dup2, close_range, closefrom: the agent's fds stay its own
  *              hooks_proc.c    fork and the fork child's reset, the wait family, the exit paths,
@@ -182,7 +183,13 @@ static inline void *agent_resolve_fast(void **slot, const char *name)
 #define AGENT_ARENA_SIZE                                                                           \
 	(5 * PATH_MAX + 4 * sizeof(((struct sockaddr_un *)0)->sun_path) +                          \
 	 AGENT_ARGV_MAX * sizeof(char *) + AGENT_ARGV_BYTES + AGENT_ENVIRON_MAX * sizeof(char *) + \
-	 64)
+	 AGENT_REMOTE_ENV_BYTES + 64)
+/* The launch-following variables kept in the arena (remote.c): their
+ * values are bounded by AGENT_REMOTE_HEAD_MAX, PATH_MAX and
+ * AGENT_REMOTE_RSH_MAX; one longer is taken as unset. */
+#define AGENT_REMOTE_HEAD_MAX 256
+#define AGENT_REMOTE_RSH_MAX 1024
+#define AGENT_REMOTE_ENV_BYTES (PATH_MAX + AGENT_REMOTE_HEAD_MAX + AGENT_REMOTE_RSH_MAX + 64)
 /* The program's environ without the agent's variables (agent_hide_env)
  * takes this many entries from the arena; a larger one is mapped. */
 #define AGENT_ENVIRON_MAX 512
@@ -248,6 +255,11 @@ struct agent_state {
 	struct sockaddr_un addr;
 	socklen_t addrlen;
 	char name[16];
+	/* The launcher's rank, read once from the environment (wire.h,
+	 * "Ranks"); rank_var is a static string. */
+	int has_rank, has_local_rank;
+	uint32_t rank, local_rank;
+	const char *rank_var;
 	/* The strings below point into arena; NULL until set. */
 	const char *exe; /* /proc/self/exe: handed over, or read */
 	/* argv copy for HELLO of this image and of its fork children. */
@@ -255,10 +267,15 @@ struct agent_state {
 	size_t argc;
 	int argv_truncated;
 	/* Strings for env merging, prepared with env_ready. */
-	char *env_sock;         /* FORKTRACE_SOCK=<path> (envp entries are char *) */
-	char *env_preload;      /* LD_PRELOAD=<original value> */
-	char *env_spill;        /* FORKTRACE_SPILL=<dir>, or NULL */
-	char *env_functions;    /* FORKTRACE_FUNCTIONS=<value>, or NULL */
+	char *env_sock;      /* FORKTRACE_SOCK=<path> (envp entries are char *) */
+	char *env_preload;   /* LD_PRELOAD=<original value> */
+	char *env_spill;     /* FORKTRACE_SPILL=<dir>, or NULL */
+	char *env_functions; /* FORKTRACE_FUNCTIONS=<value>, or NULL */
+	/* Launch following (remote.c): FORKTRACE_HEAD=, FORKTRACE_REMOTE=,
+	 * FORKTRACE_RSH= entries, NULL when unset, and their values. Launches
+	 * are followed only with both of the first two. */
+	char *env_head, *env_remote, *env_rsh;
+	const char *remote_head, *remote_path, *remote_rsh;
 	const char *agent_path; /* this .so, as loaded */
 	const char *agent_base; /* basename in agent_path */
 	const char *table_path; /* the process table beside the socket, or NULL */
@@ -521,7 +538,7 @@ void agent_defer_wait(uint64_t ts, pid_t child, int status);
 /* In a fork child: forget the parent's deferred records. Signal-safe. */
 void agent_defer_fork_child(void);
 
-/* ==== support: events.c env.c exectarget.c ==================================================== */
+/* ==== support: events.c env.c exectarget.c remote.c =========================================== */
 
 /* In-process events (events.c). */
 /* Reads FORKTRACE_FUNCTIONS ("0": the -finstrument-functions hooks do
@@ -600,8 +617,18 @@ struct agent_start_env {
 	const char *tmpdir;       /* TMPDIR */
 	const char *functions;    /* FORKTRACE_FUNCTIONS */
 	const char *table_fd;     /* FORKTRACE_TABLE_FD */
+	const char *head;         /* FORKTRACE_HEAD */
+	const char *remote;       /* FORKTRACE_REMOTE */
+	const char *rsh;          /* FORKTRACE_RSH */
 	struct agent_handover ho; /* FORKTRACE_EXEC_TS, all 0/NULL without one */
+	/* The launcher's rank variables (wire.h, "Ranks"), by precedence:
+	 * the values of agent_rank_vars[] and agent_local_rank_vars[]. */
+	const char *rank[5];
+	const char *local_rank[4];
 };
+/* Takes the launcher's rank from e into agent_g: the first variable of
+ * each list whose value is a plain number. Constructor only. */
+void agent_env_ranks(const struct agent_start_env *e);
 /* One pass over envp for the constructor (getenv would be one more
  * import for the loader to look up, and a pass per variable): fills e,
  * and removes FORKTRACE_EXEC_TS and FORKTRACE_TABLE_FD from envp, before
@@ -613,8 +640,9 @@ void agent_env_take_start(char **envp, struct agent_start_env *e);
  * user's (v named the agent only): then the program had no LD_PRELOAD. */
 bool agent_preload_strip(const char *v, char *out);
 /* Is envp entry e one of the agent's own variables (FORKTRACE_SOCK,
- * FORKTRACE_SPILL, FORKTRACE_FUNCTIONS, FORKTRACE_EXEC_TS), which the
- * program does not see and every exec and spawn gets back? */
+ * FORKTRACE_SPILL, FORKTRACE_FUNCTIONS, FORKTRACE_EXEC_TS,
+ * FORKTRACE_HEAD, FORKTRACE_REMOTE, FORKTRACE_RSH), which the program
+ * does not see and every exec and spawn gets back? */
 bool agent_env_is_ours(const char *e);
 /* Release what agent_env_merge mapped. Preserves errno. */
 void agent_env_release(struct agent_env *e);
@@ -633,6 +661,44 @@ void agent_env_release(struct agent_env *e);
  */
 bool agent_exec_target(unsigned kind, int dirfd, const char *path, int flags, bool cwd_known,
 		       char *exe, size_t cap);
+
+/*
+ * Launch following (remote.c, docs/MULTIHOST.md): the remote command of
+ * an ssh command line gets a node collector in front of it.
+ */
+/* Keeps FORKTRACE_HEAD, FORKTRACE_REMOTE and FORKTRACE_RSH (values
+ * borrowed from envp, NULL when unset) for the images this one starts,
+ * and follows launches when both of the first two are set. Constructor
+ * only. */
+void agent_remote_init(const char *head, const char *remote, const char *rsh);
+/* Does this image follow launches? One load: the exec path asks first. */
+static inline bool agent_remote_armed(void)
+{
+	return __atomic_load_n(&agent_g.remote_head, __ATOMIC_RELAXED) != NULL;
+}
+/* Is the program at path (its basename) ssh, rsh, or a name in
+ * FORKTRACE_RSH? Signal-safe. */
+bool agent_remote_is_rsh(const char *path);
+/* Destinations this long or longer are not followed (untraced). */
+#define AGENT_REMOTE_DEST_MAX 256
+/* A followed launch: the argv to exec instead of the caller's. */
+struct agent_remote {
+	char **argv;      /* the new argv (in map), NULL when left alone */
+	const char *dest; /* the destination, borrowed from the caller's argv */
+	uint32_t flags;   /* FT_REMOTE_*: UNTRACED when it could not be rewritten */
+	void *map;        /* what agent_remote_release unmaps */
+	size_t maplen;
+};
+/* If argv (borrowed, never written) is an ssh command line with a remote
+ * command, fills r and returns 1: r->argv is argv with that command
+ * rewritten to run behind a node collector given launcher as its
+ * launcher's pid, or NULL (flags FT_REMOTE_UNTRACED) when the result
+ * would not fit the bounds of an exec. Returns 0 when there is no launch
+ * to follow (r->argv NULL). Signal-safe: a raw mmap, the agent's string
+ * functions. */
+int agent_remote_rewrite(struct agent_remote *r, char *const argv[], pid_t launcher);
+/* Unmaps what agent_remote_rewrite mapped. Preserves errno. */
+void agent_remote_release(struct agent_remote *r);
 
 /* ==== hooks: hooks_exec.c hooks_fd.c hooks_proc.c hooks_thread.c signal.c vfork.c ============= */
 
@@ -665,6 +731,14 @@ uint64_t agent_vfork_boot_before(void);
  * it (agent/vfork.c). Signal-safe. */
 void agent_vfork_note_exec(uint64_t ts, const char *path, char *const argv[]);
 void agent_vfork_note_fail(int err);
+/* In a vfork child (agent_t_in_vfork): its exec call is a launch r
+ * (borrowed) of launcher (its own pid). The parent, once it resumes,
+ * unmaps r->map (the child cannot, once its exec succeeded) and sends
+ * REMOTE if the exec did not return. r NULL: the exec returned, and the
+ * child released r itself. Returns false when there is no note to carry
+ * it (vforks nested too deep): then the child must not rewrite.
+ * Signal-safe. */
+bool agent_vfork_note_remote(const struct agent_remote *r, pid_t launcher);
 
 /* ==== init: init.c ============================================================================ */
 

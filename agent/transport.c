@@ -211,6 +211,11 @@ static ssize_t agent_encode_hello_in(unsigned char *buf, size_t cap, uint32_t fl
 	h.name = agent_g.name;
 	h.argv = agent_g.argv;
 	h.argc = agent_g.argc;
+	h.has_rank = agent_g.has_rank;
+	h.rank = agent_g.rank;
+	h.rank_var = agent_g.rank_var;
+	h.has_local_rank = agent_g.has_local_rank;
+	h.local_rank = agent_g.local_rank;
 	return enc_hello(buf, cap, &h);
 }
 

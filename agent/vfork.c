@@ -46,6 +46,14 @@ struct agent_vfork_note {
 	uint64_t ts;                   /* when it was made */
 	struct agent_vfork_note *prev; /* an outer vfork's, on this thread */
 	char text[AGENT_VFORK_TEXT];   /* path '\0' argv[0] '\0' ... (a prefix) */
+	/* A launch the exec call followed (agent_vfork_note_remote): the
+	 * mapping of its argv, for the parent to unmap, and what REMOTE
+	 * says. remote_pid 0: none. */
+	void *remote_map;
+	size_t remote_maplen;
+	int32_t remote_pid;
+	uint32_t remote_flags;
+	char remote_dest[AGENT_REMOTE_DEST_MAX];
 };
 
 AGENT_DATA static struct agent_vfork_note agent_vfork_notes[AGENT_VFORK_NOTES];
@@ -75,6 +83,8 @@ __attribute__((used)) void agent_vfork_prepare(void)
 			n = &agent_vfork_notes[i];
 	if (n) {
 		n->state = AGENT_NOTE_NONE;
+		n->remote_map = NULL;
+		n->remote_pid = 0;
 		n->prev = agent_t_vfork_note;
 		agent_t_vfork_note = n;
 	} else {
@@ -130,6 +140,28 @@ void agent_vfork_note_fail(int err)
 	n->state = AGENT_NOTE_FAILED;
 }
 
+bool agent_vfork_note_remote(const struct agent_remote *r, pid_t launcher)
+{
+	struct agent_vfork_note *n = agent_t_vfork_note;
+	size_t k;
+
+	if (!n || agent_t_vfork_nonote)
+		return false;
+	if (!r) {
+		n->remote_map = NULL;
+		n->remote_pid = 0;
+		return true;
+	}
+	for (k = 0; r->dest[k] && k < sizeof(n->remote_dest) - 1; k++)
+		n->remote_dest[k] = r->dest[k];
+	n->remote_dest[k] = '\0';
+	n->remote_map = r->map;
+	n->remote_maplen = r->maplen;
+	n->remote_flags = r->flags;
+	n->remote_pid = launcher;
+	return true;
+}
+
 /* Tail of vfork in the parent: ret is the raw syscall result. */
 __attribute__((used)) pid_t agent_vfork_parent(long ret)
 {
@@ -164,7 +196,14 @@ __attribute__((used)) pid_t agent_vfork_parent(long ret)
 					    agent_tid(), FT_SPAWN_VFORK,
 					    (int32_t)(ret > 0 ? ret : 0), err));
 		}
+		/* The child's exec of ssh went through: a node is to join. */
+		if (n && ret > 0 && n->remote_pid && n->state == AGENT_NOTE_EXEC)
+			AGENT_EMIT(enc_remote(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(),
+					      n->remote_pid, (int32_t)ret, n->remote_dest,
+					      agent_g.remote_path, n->remote_flags));
 	}
+	if (n && n->remote_map)
+		agent_sys_munmap(n->remote_map, n->remote_maplen);
 	if (n) {
 		agent_t_vfork_note = n->prev;
 		__atomic_store_n(&n->busy, 0, __ATOMIC_RELEASE);
@@ -218,6 +257,13 @@ void agent_vfork_note_exec(uint64_t ts, const char *path, char *const argv[])
 void agent_vfork_note_fail(int err)
 {
 	(void)err;
+}
+
+bool agent_vfork_note_remote(const struct agent_remote *r, pid_t launcher)
+{
+	(void)r;
+	(void)launcher;
+	return false;
 }
 
 #endif

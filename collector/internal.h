@@ -168,6 +168,9 @@ typedef struct proc_conn {
 	shm_image *shm; /* its event buffers; a reference, or NULL */
 	int fds[8];     /* fds received (SCM_RIGHTS) not yet claimed */
 	int nfds;
+	size_t remote_pending; /* 1 + the proc_remotes index of a launch this
+				* image announced before its exec call, which
+				* an EXEC_FAIL then cancels; 0: none */
 } proc_conn;
 
 /* Creates a tree that fills t (borrowed until proc_tree_free). */
@@ -277,6 +280,39 @@ void ptab_finish(ptab *t);
 /* The paths ptab_free removes ("" for none), for a cleanup that cannot
  * wait for it (a signal handler). Borrowed until ptab_free. NULL: all "". */
 void ptab_temp_paths(const ptab *t, const char **file, const char **link, const char **dir);
+
+/*
+ * A remote launch an agent announced (FT_MSG_REMOTE): a process ran ssh
+ * (or rsh...) with a remote command that now starts a node collector
+ * there, which is to join the head (docs/MULTIHOST.md). In the order the
+ * records came; strings in the model's arena.
+ */
+typedef struct proc_remote {
+	int64_t pid;              /* the launcher's pid, as the node collector was
+				* given it (--launcher-pid, link_node_info's
+				* launcher_pid): the process that exec'd ssh, or
+				* that posix_spawn'd it */
+	const char *dest;         /* the destination as the command line named it
+				* ("node2", "user@node2"; --launched-as) */
+	const char *forktrace;    /* the forktrace the far side was to run */
+	int64_t ts_ns;            /* when, on the collector's clock */
+	const proc_entry *pe;     /* the process that runs ssh (the launcher,
+				* or its child for a spawn or vfork); NULL if
+				* unknown. proc_ended says when it is gone */
+	const model_process *mp;  /* its model process (pe's), or NULL */
+	bool untraced;            /* the command could not be rewritten
+				  * (FT_REMOTE_UNTRACED): no node will join */
+	bool failed;              /* the exec of ssh failed: nothing was
+				  * launched, no node will join */
+	const proc_entry *sender; /* the process whose agent told (proctree.c) */
+	int64_t tid;              /* its thread that did */
+} proc_remote;
+/* The remote launches so far; *out borrowed until the next proc_apply or
+ * proc_tree_free. Returns how many. */
+size_t proc_remotes(const proc_tree *pt, const proc_remote **out);
+/* Has pe ended: its exit, its wait status or the end of its last
+ * connection seen? */
+bool proc_ended(const proc_entry *pe);
 
 typedef struct proc_counts {
 	uint64_t salvaged_bytes; /* event records read from dead processes' buffers */

@@ -154,3 +154,16 @@ const char *args_signal(model_trace *t, int signo)
 	put_int(&b, signo);
 	return done(t, &b);
 }
+
+const char *args_remote(model_trace *t, const char *host, bool untraced)
+{
+	abuf b;
+
+	b.len = 0;
+
+	put(&b, "{\"host\":");
+	put_str(&b, host, ARGS_TAIL);
+	if (untraced)
+		put(&b, ",\"untraced\":true");
+	return done(t, &b);
+}

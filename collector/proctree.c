@@ -68,7 +68,9 @@ struct proc_tree {
 	size_t nall, all_cap;
 	uint64_t messages;
 	uint64_t salvaged_bytes;
-	int64_t self; /* the collector's pid: where orphans are reparented */
+	int64_t self;         /* the collector's pid: where orphans are reparented */
+	proc_remote *remotes; /* remote launches, in the order announced */
+	size_t nremotes, remotes_cap;
 };
 
 int64_t proc_now_mono_ns(void)
@@ -118,6 +120,7 @@ void proc_tree_free(proc_tree *pt)
 		free(pt->all[i]);
 	}
 	free(pt->all);
+	free(pt->remotes);
 	htab_free(&pt->newest);
 	free(pt);
 }
@@ -585,6 +588,19 @@ static void hello_main_thread(proc_tree *pt, model_process *p, const wire_msg *m
 	}
 }
 
+/* The launcher's rank an image read from its environment: an image
+ * without one (a helper the rank exec'd with a clean environment) leaves
+ * the process's as it was. */
+static void hello_rank(proc_tree *pt, model_process *p, const wire_msg *m)
+{
+	if (wire_has(m, FT_K_RANK)) {
+		p->rank = m->rank;
+		p->rank_var = m->rank_var.ptr ? dup_ws(pt->t, m->rank_var) : NULL;
+	}
+	if (wire_has(m, FT_K_LOCAL_RANK))
+		p->local_rank = m->local_rank;
+}
+
 static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 {
 	model_trace *t = pt->t;
@@ -632,6 +648,7 @@ static int on_hello(proc_tree *pt, proc_conn *c, const wire_msg *m)
 	p->start_ticks = m->start_ticks;
 	if (p->ppid < 0)
 		p->ppid = m->ppid;
+	hello_rank(pt, p, m);
 	if (!pe->hello_seen && m->ts < p->start_ns)
 		p->start_ns = m->ts;
 	pe->hello_seen = true;
@@ -681,6 +698,9 @@ static void on_exec_fail(proc_tree *pt, proc_conn *c, const wire_msg *m)
 
 	c->exec_sent = false;
 	pe->exec_pending = false;
+	if (c->remote_pending)
+		pt->remotes[c->remote_pending - 1].failed = true;
+	c->remote_pending = 0;
 	if (!path.ptr && c->exec_path)
 		path = (wire_str){c->exec_path, (uint32_t)strlen(c->exec_path)};
 	add_exec_fail_mark(pt, pe->mp, "exec failed", m->ts, m->tid, path, (int)m->err);
@@ -917,6 +937,71 @@ static void on_signal(proc_tree *pt, proc_conn *c, const wire_msg *m)
 }
 
 /*
+ * A remote launch: the process that runs ssh is the sender, or the
+ * child it names (posix_spawn, vfork), whose FORK or SPAWN record came
+ * first on the same channel. The run reads the list (proc_remotes) to
+ * tell which launched hosts never joined; mark_remotes marks them.
+ */
+static void on_remote(proc_tree *pt, proc_conn *c, const wire_msg *m)
+{
+	proc_entry *runs = c->pe;
+	proc_remote *r;
+
+	if (wire_has(m, FT_K_CHILD) && m->child > 0) {
+		runs = find_child(pt, c->pe, m->child);
+		if (!runs)
+			runs = newest(pt, m->child);
+	}
+	if (vec_grow(&pt->remotes, &pt->remotes_cap, pt->nremotes + 1, sizeof(*pt->remotes), 8) < 0)
+		return;
+	r = &pt->remotes[pt->nremotes++];
+	r->pid = m->pid;
+	r->dest = m->name.ptr ? dup_ws(pt->t, m->name) : "";
+	r->forktrace = dup_ws(pt->t, m->path);
+	r->ts_ns = m->ts;
+	r->pe = runs;
+	r->mp = runs ? runs->mp : NULL;
+	r->untraced = (m->flags & FT_REMOTE_UNTRACED) != 0;
+	r->failed = false;
+	r->sender = c->pe;
+	r->tid = m->tid;
+	/* An exec's launch happens only if the exec does not fail. */
+	c->remote_pending = wire_has(m, FT_K_CHILD) ? 0 : pt->nremotes;
+}
+
+/* Each launch that happened is marked on the process that ran ssh (or
+ * on its sender when that process is unknown): at the end, once the
+ * exec calls that failed are known. */
+static void mark_remotes(proc_tree *pt)
+{
+	for (size_t i = 0; i < pt->nremotes; i++) {
+		const proc_remote *r = &pt->remotes[i];
+		const proc_entry *on = r->pe ? r->pe : r->sender;
+		model_mark *mk;
+
+		if (r->failed || !(mk = model_add_mark(pt->t, on->mp)))
+			continue;
+		mk->ts_ns = r->ts_ns;
+		mk->dur_ns = -1;
+		mk->tid = on == r->sender ? r->tid : on->mp->pid;
+		mk->name = "remote launch";
+		mk->cat = "remote";
+		mk->args_json = args_remote(pt->t, r->dest, r->untraced);
+	}
+}
+
+size_t proc_remotes(const proc_tree *pt, const proc_remote **out)
+{
+	*out = pt->remotes;
+	return pt->nremotes;
+}
+
+bool proc_ended(const proc_entry *pe)
+{
+	return pe->status_known || pe->exit_recorded || pe->end_seen;
+}
+
+/*
  * An agent counts what it could not keep. No agent drops more than
  * PROC_LOST_PLAUSIBLE events between two reports (that is days of events
  * at full speed): a larger count is a broken or hostile peer's, said
@@ -1112,6 +1197,9 @@ int proc_apply(proc_tree *pt, proc_conn *c, const wire_msg *m, int64_t now_ns)
 	case FT_MSG_MODULE:
 		on_module(pt, c, m);
 		break;
+	case FT_MSG_REMOTE:
+		on_remote(pt, c, m);
+		break;
 	default:
 		break; /* a newer agent's message: ignored */
 	}
@@ -1176,6 +1264,7 @@ void proc_conn_handover(proc_conn *from, proc_conn *to)
 	to->exec_path = from->exec_path;
 	to->exec_argv = from->exec_argv;
 	to->exec_argc = from->exec_argc;
+	to->remote_pending = from->remote_pending;
 	conn_sync(from);
 	to->seg = from->seg;
 	to->seg_shift = from->seg_shift;
@@ -1373,6 +1462,7 @@ void proc_finish(proc_tree *pt, int64_t now_ns, bool tree_done)
 		if (p->end_ns > t->end_ns)
 			t->end_ns = p->end_ns;
 	}
+	mark_remotes(pt);
 	if (t->end_ns < now_ns && !tree_done)
 		t->end_ns = now_ns;
 	if (t->end_ns < 0)

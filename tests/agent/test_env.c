@@ -159,6 +159,22 @@ static void test_merge_agent_vars(void)
 	agent_g.env_spill = NULL;
 	agent_g.env_functions = NULL;
 
+	/* Launch following holds for the whole tree too, with the values
+	 * the program sets itself kept. */
+	char *head_own[] = {"FORKTRACE_HEAD=mine:1", NULL};
+	agent_g.env_head = "FORKTRACE_HEAD=auto:4000";
+	agent_g.env_remote = "FORKTRACE_REMOTE=/opt/ft/bin/forktrace";
+	agent_g.env_rsh = "FORKTRACE_RSH=oarsh";
+	CHECK_ENVP("launch following", merge(&e, empty, NULL), ENV_PRELOAD, ENV_SOCK,
+		   "FORKTRACE_HEAD=auto:4000", "FORKTRACE_REMOTE=/opt/ft/bin/forktrace",
+		   "FORKTRACE_RSH=oarsh");
+	agent_env_release(&e);
+	CHECK_ENVP("the program's own head", merge(&e, head_own, NULL), "FORKTRACE_HEAD=mine:1",
+		   ENV_PRELOAD, ENV_SOCK, "FORKTRACE_REMOTE=/opt/ft/bin/forktrace",
+		   "FORKTRACE_RSH=oarsh");
+	agent_env_release(&e);
+	agent_g.env_head = agent_g.env_remote = agent_g.env_rsh = NULL;
+
 	/* Without a kept table fd, the program's variable is its own. */
 	CHECK(merge(&e, table_fd, NULL) == table_fd);
 	agent_g.table_keep = 10;
@@ -177,14 +193,14 @@ static void test_merge_agent_vars(void)
 static void test_merge_sizes(void)
 {
 	struct agent_env e;
-	size_t fit = sizeof(e.area) / sizeof(char *) - 6 - 1, big = 100000;
+	size_t fit = sizeof(e.area) / sizeof(char *) - 9 - 1, big = 100000;
 	char **envp = calloc(big + 1, sizeof(char *));
 	char *long_preload = malloc(200000);
 
 	MUST(envp && long_preload);
 	for (size_t i = 0; i < big; i++)
 		envp[i] = "V=1";
-	/* The most entries the area holds with the six the merge may add. */
+	/* The most entries the area holds with the nine the merge may add. */
 	envp[fit] = NULL;
 	merge(&e, envp, NULL);
 	CHECK(e.map == NULL && e.envp == (char **)e.area);
@@ -277,6 +293,10 @@ static void test_is_ours(void)
 	CHECK(agent_env_is_ours("FORKTRACE_EXEC_TS=1:2:3:P4:"));
 	CHECK(agent_env_is_ours("FORKTRACE_TABLE_FD=3"));
 	CHECK(agent_env_is_ours("FORKTRACE_SOCK="));
+	CHECK(agent_env_is_ours("FORKTRACE_HEAD=auto:4000"));
+	CHECK(agent_env_is_ours("FORKTRACE_REMOTE=/x"));
+	CHECK(agent_env_is_ours("FORKTRACE_RSH=oarsh"));
+	CHECK(!agent_env_is_ours("FORKTRACE_HEADS=1"));
 	CHECK(!agent_env_is_ours("FORKTRACE_SOCKX=1"));
 	CHECK(!agent_env_is_ours("FORKTRACE_SOCK"));
 	CHECK(!agent_env_is_ours("FORKTRACE_OTHER=1"));
@@ -320,6 +340,51 @@ static void test_take_start(void)
 
 	agent_env_take_start(NULL, &s);
 	CHECK(s.sock == NULL && s.ho.exec_ns == 0);
+}
+
+/* The launcher's rank: read in the same pass, each list's first variable
+ * with a plain number wins (wire.h, "Ranks"), and the environment stays
+ * as it was (agent_hide_env hides the agent's variables later). */
+static void test_ranks(void)
+{
+	char *envp[] = {"RANK=7",
+			"SLURM_PROCID=0",
+			"PMI_RANK=x1",
+			"OMPI_COMM_WORLD_RANK=-1",
+			"PMIX_RANK=5",
+			"LOCAL_RANK=3",
+			"SLURM_LOCALID=1234567890",
+			"MPI_LOCALRANKID=2",
+			"FORKTRACE_HEAD=auto:4000",
+			"PATH=/bin",
+			NULL};
+	char *torch[] = {"RANK=12", "LOCAL_RANK=0", NULL};
+	char *bad[] = {"RANK= 1", "LOCAL_RANK=", "SLURM_PROCID=+2", "PMI_RANK=0x1", NULL};
+	struct agent_start_env s;
+
+	agent_env_take_start(envp, &s);
+	CHECK_ENVP("ranks stay", envp, "RANK=7", "SLURM_PROCID=0", "PMI_RANK=x1",
+		   "OMPI_COMM_WORLD_RANK=-1", "PMIX_RANK=5", "LOCAL_RANK=3",
+		   "SLURM_LOCALID=1234567890", "MPI_LOCALRANKID=2", "FORKTRACE_HEAD=auto:4000",
+		   "PATH=/bin");
+	CHECK_STR_EQ(s.head, "auto:4000");
+	agent_g.has_rank = agent_g.has_local_rank = 0;
+	agent_env_ranks(&s);
+	CHECK(agent_g.has_rank && agent_g.rank == 5);
+	CHECK_STR_EQ(agent_g.rank_var, "PMIX_RANK");
+	CHECK(agent_g.has_local_rank && agent_g.local_rank == 2);
+
+	agent_g.has_rank = agent_g.has_local_rank = 0;
+	agent_env_take_start(torch, &s);
+	agent_env_ranks(&s);
+	CHECK(agent_g.has_rank && agent_g.rank == 12);
+	CHECK_STR_EQ(agent_g.rank_var, "RANK");
+	CHECK(agent_g.has_local_rank && agent_g.local_rank == 0);
+
+	agent_g.has_rank = agent_g.has_local_rank = 0;
+	agent_env_take_start(bad, &s);
+	agent_env_ranks(&s);
+	CHECK(!agent_g.has_rank && !agent_g.has_local_rank);
 }
 
 /* A hand-over in any other form than agent_env_exec_ts writes is
@@ -456,6 +521,7 @@ int main(void)
 	test_preload_strip();
 	test_is_ours();
 	test_take_start();
+	test_ranks();
 	test_handover_forms();
 	test_exec_ts_round_trip();
 	return check_done("agent_env");

@@ -478,9 +478,124 @@ static void img_permute(int *facts, int k)
 	}
 }
 
+/* A HELLO with the launcher's rank gives the process its rank; the
+ * image it execs without one keeps it. */
+static void test_rank(void)
+{
+	model_trace *t = model_new();
+	proc_tree *pt = proc_tree_new(t);
+	proc_conn c1, c2;
+	const char *argv[] = {"root", NULL};
+	static const char var[] = "PMIX_RANK";
+
+	memset(&c1, 0, sizeof(c1));
+	memset(&c2, 0, sizeof(c2));
+	proc_add_root(pt, ROOT, argv, "/bin/root", T0);
+	wire_msg h = hello(ROOT, getpid(), 11, T0 + 1, 0);
+	h.rank = 6;
+	h.local_rank = 2;
+	h.rank_var = (wire_str){var, sizeof(var) - 1};
+	h.present |= (1ull << FT_K_RANK) | (1ull << FT_K_LOCAL_RANK) | (1ull << FT_K_RANK_VAR);
+	CHECK(proc_apply(pt, &c1, &h, T0 + 1) == 0);
+	proc_conn_closed(pt, &c1, T0 + 2);
+	wire_msg h2 = hello(ROOT, getpid(), 11, T0 + 3, 0);
+	CHECK(proc_apply(pt, &c2, &h2, T0 + 3) == 0);
+	proc_finish(pt, T0 + 10, false);
+	CHECK(t->nprocs == 1);
+	CHECK(t->procs[0]->rank == 6 && t->procs[0]->local_rank == 2);
+	CHECK(t->procs[0]->rank_var && strcmp(t->procs[0]->rank_var, var) == 0);
+	proc_tree_free(pt);
+	model_free(t);
+}
+
+static wire_msg remote(int64_t ts, int64_t pid, int64_t child, const char *dest, uint64_t flags)
+{
+	wire_msg m = msg(FT_MSG_REMOTE, ts, pid);
+
+	m.pid = pid;
+	m.name = (wire_str){dest, (uint32_t)strlen(dest)};
+	m.path = (wire_str){"/opt/ft", 7};
+	m.flags = flags;
+	m.present |= (1ull << FT_K_PID) | (1ull << FT_K_NAME) | (1ull << FT_K_PATH) |
+		     (1ull << FT_K_FLAGS);
+	if (child > 0) {
+		m.child = child;
+		m.present |= 1ull << FT_K_CHILD;
+	}
+	return m;
+}
+
+/* Remote launches: an exec's, cancelled by its EXEC_FAIL; a spawn's,
+ * whose process is the child; the list the run reads, and a mark on
+ * each process that ran ssh for the launches that happened. */
+static void test_remote(void)
+{
+	model_trace *t = model_new();
+	proc_tree *pt = proc_tree_new(t);
+	proc_conn c;
+	const char *argv[] = {"root", NULL};
+	const proc_remote *r;
+
+	memset(&c, 0, sizeof(c));
+	proc_add_root(pt, ROOT, argv, "/bin/root", T0);
+	wire_msg h = hello(ROOT, getpid(), 11, T0 + 1, 0);
+	CHECK(proc_apply(pt, &c, &h, T0 + 1) == 0);
+	wire_msg r1 = remote(T0 + 2, ROOT, 0, "node1", 0);
+	CHECK(proc_apply(pt, &c, &r1, T0 + 2) == 0);
+	wire_msg fail = msg(FT_MSG_EXEC_FAIL, T0 + 3, ROOT);
+	fail.err = 2;
+	fail.present |= 1ull << FT_K_ERRNO;
+	CHECK(proc_apply(pt, &c, &fail, T0 + 3) == 0);
+	wire_msg sp = msg(FT_MSG_SPAWN, T0 + 4, ROOT);
+	sp.child = CHILD;
+	sp.kind = FT_SPAWN_POSIX_SPAWNP;
+	sp.present |= (1ull << FT_K_CHILD) | (1ull << FT_K_KIND) | (1ull << FT_K_ERRNO);
+	CHECK(proc_apply(pt, &c, &sp, T0 + 4) == 0);
+	wire_msg r2 = remote(T0 + 5, ROOT, CHILD, "user@node2", FT_REMOTE_UNTRACED);
+	CHECK(proc_apply(pt, &c, &r2, T0 + 5) == 0);
+	wire_msg r3 = remote(T0 + 6, ROOT, 0, "node3", 0);
+	CHECK(proc_apply(pt, &c, &r3, T0 + 6) == 0);
+
+	CHECK(proc_remotes(pt, &r) == 3);
+	CHECK(r[0].pid == ROOT && strcmp(r[0].dest, "node1") == 0 && r[0].failed);
+	CHECK(r[1].pid == ROOT && strcmp(r[1].dest, "user@node2") == 0 && !r[1].failed);
+	CHECK(r[1].untraced && r[1].pe && proc_pid(r[1].pe) == CHILD && r[1].mp->pid == CHILD);
+	CHECK(strcmp(r[1].forktrace, "/opt/ft") == 0 && r[1].ts_ns == T0 + 5);
+	CHECK(!r[2].failed && !r[2].untraced && proc_pid(r[2].pe) == ROOT);
+	CHECK(!proc_ended(r[1].pe));
+	wire_msg w = msg(FT_MSG_WAIT, T0 + 7, ROOT);
+	w.child = CHILD;
+	w.present |= (1ull << FT_K_CHILD) | (1ull << FT_K_STATUS);
+	CHECK(proc_apply(pt, &c, &w, T0 + 7) == 0);
+	CHECK(proc_ended(r[1].pe));
+
+	proc_finish(pt, T0 + 10, true);
+	size_t marks = 0;
+	for (size_t i = 0; i < t->nprocs; i++) {
+		const model_process *p = t->procs[i];
+		for (size_t k = 0; k < p->nmarks; k++) {
+			if (strcmp(p->marks[k].cat, "remote") != 0)
+				continue;
+			marks++;
+			if (p->pid == CHILD)
+				CHECK(strcmp(p->marks[k].args_json,
+					     "{\"host\":\"user@node2\",\"untraced\":true}") == 0);
+			else
+				CHECK(p->pid == ROOT &&
+				      strcmp(p->marks[k].args_json, "{\"host\":\"node3\"}") == 0);
+		}
+	}
+	CHECK(marks == 2);
+	proc_tree_free(pt);
+	model_free(t);
+}
+
 int main(void)
 {
 	const int64_t self = getpid();
+
+	test_rank();
+	test_remote();
 	const struct scenario scs[] = {
 		{"fork child, silent, waited", false, false, ROOT, 0, FT_SPAWN_FORK},
 		{"fork child, silent, orphan", false, true, ROOT, 0, FT_SPAWN_FORK},
