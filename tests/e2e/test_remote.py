@@ -112,6 +112,16 @@ REWRITE_CASES = [
     ("subprocess", ["ssh", "-o", "BatchMode=yes", "--", "node2", "echo", "x"], 5, "node2"),
     ("subprocess", ["ssh", "node2", "-l", "user", "--", "echo", "it's", "a  b"], 5, "node2"),
     ("subprocess", ["ssh", "-f", "-t", "node2", "printf '%s\\n' \"$HOME\""], 4, "node2"),
+    # As pdsh -R ssh, GNU parallel --sshlogin and Open MPI 4.1's mpirun
+    # call it (tests/cluster/README.md, "What the launchers give ssh").
+    ("subprocess", ["ssh", "-oConnectTimeout=10", "-2", "-a", "-x", "node1", "hostname"], 6,
+     "node1"),
+    ("subprocess", ["ssh", "node1", "--", "exec", "perl", "-X", "-e",
+                    "GNU_Parallel_worker,eval+pack+q/H10000000/,join+q//,@ARGV", "0A1B"], 3,
+     "node1"),
+    ("subprocess", ["ssh", "-x", "node1", " orted", "-mca", "ess", '"env"', "-mca",
+                    "orte_hnp_uri", '"3143761920.0;tcp://10.77.0.1:37035"', "--tree-spawn"], 3,
+     "node1"),
     ("subprocess", ["ssh", "-t", "node2"], None, None),
     ("subprocess", ["ssh", "node2"], None, None),
     ("subprocess", ["ssh", "-N", "-L", "8080:localhost:80", "node2"], None, None),
