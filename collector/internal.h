@@ -370,14 +370,15 @@ int report_main(int argc, char **argv);
 /* ---- cli/report_opts.c -------------------------------------------------- */
 
 /* getopt values of the report options (shared by run and report). */
-enum { REPORT_OPT_INCLUDE = 512, REPORT_OPT_EXCLUDE, REPORT_OPT_PIDS };
+enum { REPORT_OPT_INCLUDE = 512, REPORT_OPT_EXCLUDE, REPORT_OPT_PIDS, REPORT_OPT_HOSTS };
 
 /* --include/--exclude (NULL-terminated, malloc'd; strings borrowed from
- * argv) and --pids. Zero-initialized; report_opts_free releases. */
+ * argv), --pids and --hosts. Zero-initialized; report_opts_free releases. */
 typedef struct report_opts {
 	const char **include, **exclude;
 	size_t ninclude, nexclude;
 	const char *pids;
+	const char *hosts;
 } report_opts;
 
 /* Takes one report option (opt is a REPORT_OPT_*; arg borrowed). Returns

@@ -543,7 +543,7 @@ static trace_sink *trace_sink_for(run_state *rs, int fd, int *err)
 /* The sink of the report (--report), with the report options, on fd. */
 static trace_sink *report_sink_for(run_state *rs, int fd, int *err)
 {
-	htmlw_opts ho = {rs->o.ro.include, rs->o.ro.exclude, rs->o.ro.pids};
+	htmlw_opts ho = {rs->o.ro.include, rs->o.ro.exclude, rs->o.ro.pids, rs->o.ro.hosts};
 
 	return sink_html_new(fd, &ho, err);
 }

@@ -52,6 +52,9 @@ static const char report_usage[] =
 	"      --pids RANGES     keep only these trace pids: a comma-separated list\n"
 	"                        of N, N-M and N- (for per-rank traces whose pid is\n"
 	"                        the rank: --pids 0-3).\n"
+	"      --hosts LIST      keep only the processes of these hosts of a\n"
+	"                        multi-host trace: names separated by commas\n"
+	"                        (--hosts node1,node2).\n"
 	"      --align           shift each input so that traces of different\n"
 	"                        hosts line up (as 'forktrace combine --align').\n"
 	"  -q, --quiet           no summary on stderr.\n"
@@ -88,6 +91,7 @@ static int report_parse(int argc, char **argv, report_args *a)
 		{"include", required_argument, NULL, REPORT_OPT_INCLUDE},
 		{"exclude", required_argument, NULL, REPORT_OPT_EXCLUDE},
 		{"pids", required_argument, NULL, REPORT_OPT_PIDS},
+		{"hosts", required_argument, NULL, REPORT_OPT_HOSTS},
 		{"align", no_argument, NULL, OPT_ALIGN},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
@@ -105,6 +109,7 @@ static int report_parse(int argc, char **argv, report_args *a)
 		case REPORT_OPT_INCLUDE:
 		case REPORT_OPT_EXCLUDE:
 		case REPORT_OPT_PIDS:
+		case REPORT_OPT_HOSTS:
 			if (report_opt(&a->ro, c, optarg) < 0)
 				return 1;
 			break;
@@ -175,7 +180,7 @@ int report_main(int argc, char **argv)
 	code = 1;
 	if (out_file_open(&rf, output, "report", false) < 0)
 		goto out;
-	ho = (htmlw_opts){a.ro.include, a.ro.exclude, a.ro.pids};
+	ho = (htmlw_opts){a.ro.include, a.ro.exclude, a.ro.pids, a.ro.hosts};
 	sink = sink_html_new(rf.fd, &ho, &err);
 	if (sink == NULL) {
 		fprintf(stderr, "forktrace: cannot write '%s': %s\n", output, strerror(-err));

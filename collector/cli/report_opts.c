@@ -1,6 +1,6 @@
 /*
  * report_opts.c - what `forktrace run --report` and `forktrace report`
- * share: the report options (--include, --exclude, --pids).
+ * share: the report options (--include, --exclude, --pids, --hosts).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,6 +31,9 @@ int report_opt(report_opts *ro, int opt, const char *arg)
 	case REPORT_OPT_PIDS:
 		ro->pids = arg;
 		return 0;
+	case REPORT_OPT_HOSTS:
+		ro->hosts = arg;
+		return 0;
 	default:
 		return -EINVAL;
 	}
@@ -38,7 +41,7 @@ int report_opt(report_opts *ro, int opt, const char *arg)
 
 int report_check(const report_opts *ro, const char *sub)
 {
-	htmlw_opts ho = {ro->include, ro->exclude, ro->pids};
+	htmlw_opts ho = {ro->include, ro->exclude, ro->pids, ro->hosts};
 	char msg[512];
 
 	if (htmlw_check_opts(&ho, msg, sizeof(msg)) < 0)

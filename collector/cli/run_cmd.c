@@ -62,7 +62,9 @@ static const char run_usage[] =
 	"                           program matches, and regions and counters\n"
 	"                           that match. Repeatable.\n"
 	"      --pids RANGES        report only these trace pids, e.g. 0-3,7,10-.\n"
-	"                           --include and --pids apply to the report\n"
+	"      --hosts LIST         report only the processes of these hosts of a\n"
+	"                           multi-host run, e.g. node1,node2.\n"
+	"                           --include, --pids and --hosts apply to the report\n"
 	"                           only; the trace holds every process.\n"
 	"\n"
 	"In-process events (see include/forktrace.h): regions, instants and\n"
@@ -123,6 +125,7 @@ int run_parse_opts(int argc, char **argv, run_opts *o)
 		{"include", required_argument, NULL, REPORT_OPT_INCLUDE},
 		{"exclude", required_argument, NULL, REPORT_OPT_EXCLUDE},
 		{"pids", required_argument, NULL, REPORT_OPT_PIDS},
+		{"hosts", required_argument, NULL, REPORT_OPT_HOSTS},
 		{"no-functions", no_argument, NULL, OPT_NOFUNC},
 		{"filter", required_argument, NULL, OPT_FILTER},
 		{NULL, 0, NULL, 0},
@@ -198,6 +201,7 @@ int run_parse_opts(int argc, char **argv, run_opts *o)
 		case REPORT_OPT_INCLUDE:
 		case REPORT_OPT_EXCLUDE:
 		case REPORT_OPT_PIDS:
+		case REPORT_OPT_HOSTS:
 			if (report_opt(&o->ro, c, optarg) < 0)
 				return 1;
 			break;
@@ -215,8 +219,8 @@ int run_parse_opts(int argc, char **argv, run_opts *o)
 		return say_usage_error("run", "no COMMAND given (forktrace run [OPTIONS] -- "
 					      "COMMAND [ARGS...])");
 	o->command = argv + optind;
-	if ((o->ro.ninclude || o->ro.pids) && !o->report)
-		return say_usage_error("run", "--include and --pids filter the report: "
+	if ((o->ro.ninclude || o->ro.pids || o->ro.hosts) && !o->report)
+		return say_usage_error("run", "--include, --pids and --hosts filter the report: "
 					      "give --report FILE too");
 	{
 		const char *outs[] = {o->output, o->report};

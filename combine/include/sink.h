@@ -164,11 +164,14 @@ trace_sink *sink_json_new(int fd, int gzip_level, int *err);
  *   exclude  regexes: drop processes whose program matches one, and
  *            regions/functions/counters whose name matches, everywhere.
  *   pids     trace pid ranges "0-3,7,10-": keep only those processes.
+ *   hosts    host names "node1,node2": keep only the processes of those
+ *            hosts (a process that says no host is on the trace's).
  */
 typedef struct htmlw_opts {
 	const char *const *include;
 	const char *const *exclude;
 	const char *pids;
+	const char *hosts;
 } htmlw_opts;
 
 /* The HTML report on fd (see htmlw_opts; opts may be NULL). */

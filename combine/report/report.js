@@ -36,14 +36,15 @@ function color(name) {
 }
 
 /* ---- data ----------------------------------------------------------- */
-const EXIT = ['unknown', 'code', 'signal', 'running'];
+const EXIT = ['unknown', 'code', 'signal', 'running', 'host lost'];
 const P = D.procs.map((r, i) => {
   const p = {
     i, pid: r[0], hpid: r[1], ppid: r[2], parent: r[3], name: S[r[4]] || ('pid ' + r[0]), label: S[r[5]] || '',
     start: r[6], end: r[7], ek: r[8], ev: r[9], sig: S[r[10]] || '', spawn: S[r[11]] || '', inst: !!r[12],
     lost: r[13], events: r[14], exe: S[r[15]] || '', cwd: S[r[16]] || '', sort: r[17], spawnTs: r[18],
     spawnTid: r[19], record: !!r[20], argv: r[21].map((k) => S[k]), segs: [], threads: [], marks: [],
-    marksDropped: r[25], kids: [], depth: 0, collapsed: false, visible: true, slices: []
+    marksDropped: r[25], host: S[r[26]] || M.host || '', rank: r[27], kids: [], depth: 0,
+    collapsed: false, visible: true, slices: []
   };
   for (let k = 0; k < r[22].length; k += 4) p.segs.push({ s: r[22][k], e: r[22][k + 1], name: S[r[22][k + 2]] || p.name, inst: !!r[22][k + 3] });
   for (let k = 0; k < r[23].length; k += 4) p.threads.push({ tid: r[23][k], name: S[r[23][k + 1]] || '', sort: r[23][k + 2], n: r[23][k + 3], slices: [] });
@@ -53,8 +54,33 @@ const P = D.procs.map((r, i) => {
   p.failed = p.ek === 1 && p.ev !== 0;
   p.killed = p.ek === 2;
   p.running = p.ek === 3;
+  p.hostLost = p.ek === 4;
   return p;
 });
+/* The hosts of a multi-host trace, the head first (as the trace lists
+ * them), then any host only a process names. */
+const HOSTS = M.hosts.map((h) => h.name);
+for (const p of P) if (p.host && !HOSTS.includes(p.host)) HOSTS.push(p.host);
+const MULTI = HOSTS.length > 1;
+const hostInfo = new Map(M.hosts.map((h) => [h.name, h]));
+function rankText(p) { return p.rank >= 0 ? 'rank ' + p.rank : ''; }
+/* A host's clock figures in a few words: "measured, offset +1000.0005 s,
+ * drift +50.0 ppm, ±30 µs". */
+function clockText(h) {
+  if (!h) return '';
+  if (h.clock === 'reference') return 'reference clock';
+  if (h.clock === 'none') return 'clock not aligned';
+  const parts = [h.clock, 'offset ' + (h.offset_ns >= 0 ? '+' : '') + (h.offset_ns / 1e9).toFixed(6) + ' s',
+    'drift ' + (h.drift_ppm >= 0 ? '+' : '') + h.drift_ppm.toFixed(2) + ' ppm'];
+  parts.push(h.err_ns >= 0 ? '\u00b1' + fmtDur(h.err_ns) : 'error bound unknown');
+  return parts.join(', ');
+}
+function stateText(h) {
+  if (!h) return '';
+  if (h.state === 'lost') return 'lost ' + fmtDur(h.lost) + ' into the run';
+  if (h.state === 'missing') return 'missing: ' + (h.why || '?') + (h.where ? ' (its part: ' + h.where + ')' : '');
+  return h.state;
+}
 for (const r of D.slices) {
   const p = P[r[0]];
   let t = p.threads.find((x) => x.tid === r[1]);
@@ -101,7 +127,7 @@ let T0 = 0, T1 = Math.max(1, M.end);
 for (const p of P) { if (p.end > T1) T1 = p.end; }
 
 /* ---- filters -------------------------------------------------------- */
-const F = { inc: null, exc: null, ranges: null };
+const F = { inc: null, exc: null, ranges: null, hosts: null };
 function parseRanges(s) {
   s = s.trim(); if (!s) return null;
   const out = [];
@@ -118,6 +144,7 @@ function parseRanges(s) {
 function nameOk(n) { return (!F.exc || !F.exc.test(n)) && (!F.inc || F.inc.test(n)); }
 function procOk(p) {
   if (F.ranges && !F.ranges.some(([a, b]) => p.pid >= a && p.pid <= b)) return false;
+  if (F.hosts && !F.hosts.has(p.host)) return false;
   if (F.exc && F.exc.test(p.name)) return false;
   p.progMatch = !F.inc || F.inc.test(p.name) || F.inc.test(p.label);
   if (p.progMatch) return true;
@@ -134,6 +161,8 @@ function applyFilters() {
   pids.classList.remove('invalid');
   try { F.ranges = parseRanges(pids.value); } catch (e) { pids.classList.add('invalid'); ok = false; }
   if (!ok) { $('f-status').textContent = 'invalid filter: nothing changed'; return; }
+  const boxes = [...document.querySelectorAll('#f-hosts input')];
+  F.hosts = boxes.length && boxes.some((b) => !b.checked) ? new Set(boxes.filter((b) => b.checked).map((b) => b.value)) : null;
   let n = 0;
   for (const p of P) { p.visible = procOk(p); n += p.visible; }
   $('f-status').textContent = 'showing ' + fmtInt(n) + ' of ' + fmtInt(P.length) + ' processes';
@@ -156,7 +185,7 @@ function header() {
   const failed = P.filter((p) => p.failed).length, killed = P.filter((p) => p.killed).length;
   const threads = M.threads;
   const cards = [
-    ['Host', M.host || '?'],
+    MULTI ? ['Hosts', fmtInt(HOSTS.length)] : ['Host', M.host || '?'],
     ['Started', M.realtime_t0_ms ? new Date(M.realtime_t0_ms).toLocaleString() : '?'],
     ['Wall time', fmtDur(M.end - M.start)],
     ['Processes', fmtInt(M.processes) + (M.processes_shown !== M.processes ? ' (' + fmtInt(M.processes_shown) + ' shown)' : '')],
@@ -177,9 +206,32 @@ function header() {
   const notes = $('notes');
   if (M.slices > M.slices_shown) notes.appendChild(el('div', null, 'Regions/functions: the ' + fmtInt(M.slices_shown) + ' longest of ' + fmtInt(M.slices) + ' slices are drawn; the tables count all of them.'));
   const f = M.filter;
-  if (f.include || f.exclude || f.pids) notes.appendChild(el('div', null, 'Embedded with filters: ' + [f.include && ('--include ' + f.include), f.exclude && ('--exclude ' + f.exclude), f.pids && ('--pids ' + f.pids)].filter(Boolean).join(', ')));
+  if (f.include || f.exclude || f.pids || f.hosts) notes.appendChild(el('div', null, 'Embedded with filters: ' + [f.include && ('--include ' + f.include), f.exclude && ('--exclude ' + f.exclude), f.pids && ('--pids ' + f.pids), f.hosts && ('--hosts ' + f.hosts)].filter(Boolean).join(', ')));
+  if (M.hosts.length) hostsTable();
   if (M.inputs.length) notes.appendChild(el('div', null, 'Inputs: ' + M.inputs.join(', ')));
   $('footer').textContent = 'Written by forktrace ' + M.version + (M.origin ? ' (' + M.origin + ')' : '') + '. Times are relative to the start of the run.';
+}
+
+/* The run info of a multi-host run: each host's processes, clock figures
+ * and state. */
+function hostsTable() {
+  const t = el('table', 'hosts'); t.id = 'hosts';
+  const head = el('tr');
+  for (const k of ['Host', 'Processes', 'Clock', 'Offset', 'Drift', 'Error bound', 'Samples', 'State']) head.appendChild(el('th', null, k));
+  t.appendChild(head);
+  for (const h of M.hosts) {
+    const tr = el('tr', h.state === 'complete' ? '' : 'bad');
+    tr.dataset.host = h.name;
+    const aligned = h.clock !== 'reference' && h.clock !== 'none';
+    const cells = [h.name + (h.role === 'head' ? ' (head)' : ''), fmtInt(h.processes), h.clock,
+      aligned ? (h.offset_ns >= 0 ? '+' : '') + (h.offset_ns / 1e9).toFixed(6) + ' s' : '\u2013',
+      aligned ? (h.drift_ppm >= 0 ? '+' : '') + h.drift_ppm.toFixed(2) + ' ppm' : '\u2013',
+      h.err_ns >= 0 ? (h.clock === 'reference' ? '\u2013' : '\u00b1' + fmtDur(h.err_ns)) : 'unknown',
+      h.clock === 'measured' ? fmtInt(h.samples) : '\u2013', stateText(h)];
+    for (const c of cells) tr.appendChild(el('td', null, c));
+    t.appendChild(tr);
+  }
+  $('notes').appendChild(t);
 }
 
 /* ---- time axis ------------------------------------------------------ */
@@ -289,24 +341,47 @@ let hoverP = null, selected = null;
 function rebuildRows() {
   rows = [];
   /* A hidden process's children move up to its nearest visible ancestor. */
-  const vkids = (p) => { const out = []; const st = p.kids.slice().reverse(); while (st.length) { const c = st.pop(); if (c.visible) out.push(c); else for (let k = c.kids.length - 1; k >= 0; k--) st.push(c.kids[k]); } return out.sort(byStart); };
+  const vkidsAll = (p) => { const out = []; const st = p.kids.slice().reverse(); while (st.length) { const c = st.pop(); if (c.visible) out.push(c); else for (let k = c.kids.length - 1; k >= 0; k--) st.push(c.kids[k]); } return out.sort(byStart); };
   const vroots = []; { const st = roots.slice().reverse(); while (st.length) { const c = st.pop(); if (c.visible) vroots.push(c); else for (let k = c.kids.length - 1; k >= 0; k--) st.push(c.kids[k]); } }
   vroots.sort(byStart);
-  const st = vroots.slice().reverse().map((p) => [p, 0]);
-  while (st.length) {
-    const [p, d] = st.pop();
-    p.vdepth = d; p.vkids = vkids(p); p.row = rows.length; rows.push(p);
-    if (!p.collapsed) for (let k = p.vkids.length - 1; k >= 0; k--) st.push([p.vkids[k], d + 1]);
+  /* Several hosts: each host's processes under a heading row, the head
+   * first; a process launched from another host (a node's root under its
+   * ssh) starts its host's tree. */
+  const groups = MULTI ? HOSTS.filter((name) => !F.hosts || F.hosts.has(name)).map((name) => ({ hdr: true, host: name, info: hostInfo.get(name), roots: [], n: 0 })) : [{ roots: vroots }];
+  const vkids = MULTI ? (p) => vkidsAll(p).filter((c) => c.host === p.host) : vkidsAll;
+  if (MULTI) {
+    const byHost = new Map(groups.map((g) => [g.host, g]));
+    /* A host's roots: its visible processes whose nearest visible
+     * ancestor is on another host, or that have none. */
+    for (const p of P) {
+      if (!p.visible) continue;
+      let q = p.parent >= 0 && p.parent !== p.i ? P[p.parent] : null;
+      while (q && !q.visible) q = q.parent >= 0 && q.parent !== q.i ? P[q.parent] : null;
+      const g = byHost.get(p.host);
+      if (!g) continue;
+      if (!q || q.host !== p.host) g.roots.push(p);
+      g.n++;
+    }
+    for (const g of groups) g.roots.sort(byStart);
+  }
+  for (const g of groups) {
+    if (g.hdr) { g.row = rows.length; rows.push(g); }
+    const st = g.roots.slice().reverse().map((p) => [p, 0]);
+    while (st.length) {
+      const [p, d] = st.pop();
+      p.vdepth = d; p.vkids = vkids(p); p.row = rows.length; rows.push(p);
+      if (!p.collapsed) for (let k = p.vkids.length - 1; k >= 0; k--) st.push([p.vkids[k], d + 1]);
+    }
   }
   for (const p of P) if (!p.visible) p.row = -1;
   markHidden();
 }
 function markHidden() {
   const shown = new Uint8Array(P.length);
-  for (const p of rows) shown[p.i] = 1;
+  for (const p of rows) if (!p.hdr) shown[p.i] = 1;
   for (const p of P) p.shown = !!shown[p.i];
 }
-function procAtRow(y, view) { const r = Math.floor((y - AXIS + view.scrollY) / ROW); return r >= 0 && r < rows.length ? rows[r] : null; }
+function procAtRow(y, view) { const r = Math.floor((y - AXIS + view.scrollY) / ROW); return r >= 0 && r < rows.length && !rows[r].hdr ? rows[r] : null; }
 
 function hatch(ctx) {
   const c = document.createElement('canvas'); c.width = c.height = 6;
@@ -328,6 +403,7 @@ function drawTimeline(v) {
   ctx.font = '12px system-ui, sans-serif'; ctx.textBaseline = 'middle';
   for (let r = first; r < last; r++) {
     const p = rows[r], y = AXIS + r * ROW - v.scrollY;
+    if (p.hdr) { ctx.fillStyle = p.info && p.info.state !== 'complete' ? '#fdecec' : '#eef1f6'; ctx.fillRect(0, y, w, ROW); continue; }
     if (p === selected) { ctx.fillStyle = '#e6eeff'; ctx.fillRect(0, y, w, ROW); }
     else if (p === hoverP) { ctx.fillStyle = '#f2f6ff'; ctx.fillRect(0, y, w, ROW); }
     else if (r % 2) { ctx.fillStyle = '#fafbfc'; ctx.fillRect(0, y, w, ROW); }
@@ -338,6 +414,14 @@ function drawTimeline(v) {
   v.grid(ticks, AXIS, h);
   for (let r = first; r < last; r++) {
     const p = rows[r], y = AXIS + r * ROW - v.scrollY + 3, bh = ROW - 6;
+    if (p.hdr) {
+      /* The host's figures along its heading. */
+      const h = p.info;
+      ctx.fillStyle = h && h.state !== 'complete' ? '#d23b3b' : '#687083'; ctx.font = '11px system-ui, sans-serif';
+      ctx.fillText(fmtInt(p.n) + ' process' + (p.n === 1 ? '' : 'es') + (h ? ' \u00b7 ' + clockText(h) + (h.state !== 'complete' ? ' \u00b7 ' + stateText(h) : '') : ''), GUT + 6, y + bh / 2 + 0.5);
+      ctx.font = '12px system-ui, sans-serif';
+      continue;
+    }
     const segs = p.segs.length ? p.segs : [{ s: p.start, e: p.end, name: p.name, inst: p.inst }];
     const x0 = v.x(p.start), x1 = v.x(p.end);
     if (x1 < GUT || x0 > w) continue;
@@ -368,6 +452,8 @@ function drawTimeline(v) {
       ctx.font = '12px system-ui, sans-serif';
     } else if (p.running) {
       ctx.fillStyle = '#c97a00'; ctx.fillText('\u2026 running', Math.min(x1, w - 60) + 3, y + bh / 2 + 0.5);
+    } else if (p.hostLost) {
+      ctx.fillStyle = '#d23b3b'; ctx.fillText('\u2716 host lost', Math.min(x1, w - 70) + 3, y + bh / 2 + 0.5);
     }
     for (const m of p.marks) {
       if (m.cat !== 'exec' && m.cat !== 'signal') continue;
@@ -382,6 +468,8 @@ function drawTimeline(v) {
     const arrows = [];
     if (fp.parent >= 0 && P[fp.parent].shown) arrows.push([P[fp.parent], fp]);
     for (const c of (fp.collapsed ? [] : fp.vkids || [])) if (c.shown && P[c.parent] === fp) arrows.push([fp, c]);
+    /* Launches onto other hosts (ssh -> a node's root). */
+    if (MULTI) for (const c of fp.kids) if (c.shown && c.host !== fp.host) arrows.push([fp, c]);
     ctx.strokeStyle = '#1d2330'; ctx.fillStyle = '#1d2330'; ctx.lineWidth = 1.2;
     for (const [a, b] of arrows) {
       const t = b.spawnTs >= 0 ? b.spawnTs : b.start;
@@ -399,11 +487,18 @@ function drawTimeline(v) {
   ctx.save(); ctx.beginPath(); ctx.rect(0, AXIS, GUT, h - AXIS); ctx.clip();
   ctx.fillStyle = 'rgba(255,255,255,0.0)';
   for (let r = first; r < last; r++) {
-    const p = rows[r], y = AXIS + r * ROW - v.scrollY + ROW / 2, x = 6 + Math.min(p.vdepth, 14) * 12;
+    const p = rows[r], y = AXIS + r * ROW - v.scrollY + ROW / 2;
+    if (p.hdr) {
+      const h = p.info;
+      ctx.font = 'bold 12px system-ui, sans-serif'; ctx.fillStyle = h && h.state !== 'complete' ? '#d23b3b' : '#1d2330';
+      ctx.fillText('\u25a0 ' + p.host + (h && h.role === 'head' ? ' (head)' : '') + (h && h.state !== 'complete' ? ' \u2014 ' + h.state : ''), 6, y + 0.5);
+      continue;
+    }
+    const x = 6 + Math.min(p.vdepth, 14) * 12;
     if (p.vkids.length) { ctx.fillStyle = '#687083'; ctx.font = '10px system-ui, sans-serif'; ctx.fillText(p.collapsed ? '\u25b6' : '\u25bc', x, y + 0.5); }
     ctx.font = (p === selected ? 'bold ' : '') + '12px system-ui, sans-serif';
     ctx.fillStyle = p.failed || p.killed ? '#d23b3b' : '#1d2330';
-    const txt = p.name + (p.collapsed && p.vkids.length ? ' (+' + countDesc(p) + ')' : '');
+    const txt = p.name + (p.rank >= 0 ? ' [rank ' + p.rank + ']' : '') + (p.collapsed && p.vkids.length ? ' (+' + countDesc(p) + ')' : '');
     ctx.fillText(txt, x + 13, y + 0.5);
     const tw = ctx.measureText(txt).width;
     ctx.fillStyle = '#9aa3b5'; ctx.font = '11px system-ui, sans-serif';
@@ -437,6 +532,7 @@ function exitText(p) {
   if (p.ek === 1) return 'exit ' + p.ev;
   if (p.ek === 2) return 'killed by ' + (p.sig || 'signal ' + p.ev);
   if (p.ek === 3) return 'still running';
+  if (p.ek === 4) return 'host lost ' + fmtDur(p.end) + ' into the run';
   return 'exit unknown';
 }
 
@@ -448,7 +544,7 @@ const tl = new TimeView($('timeline'), {
     if (p !== hoverP) { hoverP = p; tl.changed(); }
     if (!p) { hideTip(); return; }
     showTip(e.clientX, e.clientY, [
-      ['t', p.name + '  (pid ' + p.pid + ')'],
+      ['t', p.name + '  (pid ' + p.pid + (MULTI ? ' on ' + p.host : '') + (p.rank >= 0 ? ', rank ' + p.rank : '') + ')'],
       ['m', p.label || p.argv.join(' ')],
       [p.failed || p.killed ? 'bad' : '', fmtDur(p.end - p.start) + ' \u00b7 ' + exitText(p) + (p.segs.length > 1 ? ' \u00b7 ' + p.segs.length + ' images' : '')],
       ['m', 'started at ' + fmtTick(p.start, 1e3) + (p.spawn ? ' by ' + p.spawn : '')]
@@ -498,7 +594,9 @@ function openDetail(p) {
   add('argv', p.argv.length ? av : (p.label || '?'));
   add('exe', p.exe || '?');
   add('cwd', p.cwd || '?');
-  add('exit', exitText(p), p.failed || p.killed ? 'bad' : '');
+  add('exit', exitText(p), p.failed || p.killed || p.hostLost ? 'bad' : '');
+  if (MULTI || p.host !== M.host) add('host', p.host + (hostInfo.has(p.host) ? ' (' + clockText(hostInfo.get(p.host)) + ')' : ''));
+  if (p.rank >= 0) add('rank', rankText(p));
   add('duration', fmtDur(p.end - p.start));
   add('start', fmtTick(p.start, 1e3) + ' after the run started');
   add('pid', p.pid + (p.hpid !== p.pid ? ' (host pid ' + p.hpid + ')' : '') + (p.ppid >= 0 ? ', parent pid ' + p.ppid : ''));
@@ -732,9 +830,12 @@ function renderTable() {
       { k: 'bad', h: 'Failed / killed', num: true, f: (v, r) => v ? r.failed + ' / ' + r.killed : '\u2013', cls: (r) => r.bad ? 'bad' : '' }
     ], data, 'programs', (r) => { $('f-include').value = '^' + r.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$'; applyFilters(); });
   } else if (curTab === 'processes') {
-    const data = vis.map((p) => ({ p, pid: p.pid, name: p.name, cmd: p.label || p.argv.join(' '), start: p.start, dur: p.end - p.start, exit: exitText(p), threads: p.threads.length, events: p.events, bad: p.failed || p.killed }));
+    const data = vis.map((p) => ({ p, pid: p.pid, name: p.name, host: p.host, rank: p.rank >= 0 ? p.rank : -1, cmd: p.label || p.argv.join(' '), start: p.start, dur: p.end - p.start, exit: exitText(p), threads: p.threads.length, events: p.events, bad: p.failed || p.killed || p.hostLost }));
     table([
-      { k: 'pid', h: 'PID', num: true }, { k: 'name', h: 'Program', sw: true }, { k: 'cmd', h: 'Command', cls: () => 'cmd mono', title: (r) => r.cmd },
+      { k: 'pid', h: 'PID', num: true }, { k: 'name', h: 'Program', sw: true },
+      ...(MULTI ? [{ k: 'host', h: 'Host' }] : []),
+      ...(P.some((p) => p.rank >= 0) ? [{ k: 'rank', h: 'Rank', num: true, f: (v) => v >= 0 ? String(v) : '\u2013' }] : []),
+      { k: 'cmd', h: 'Command', cls: () => 'cmd mono', title: (r) => r.cmd },
       { k: 'start', h: 'Start', num: true, f: (v) => fmtTick(v, 1e3) }, { k: 'dur', h: 'Duration', num: true, f: fmtDur },
       { k: 'exit', h: 'Exit', cls: (r) => r.bad ? 'bad' : '' }, { k: 'threads', h: 'Threads', num: true }, { k: 'events', h: 'Events', num: true, f: fmtInt }
     ], data, 'processes', (r) => { openDetail(r.p); scrollToRow(r.p); });
@@ -781,7 +882,21 @@ for (const b of document.querySelectorAll('#tabs .tab')) {
 }
 $('fn-scope').addEventListener('change', renderTable);
 $('f-apply').addEventListener('click', () => { concPts = null; applyFilters(); });
-$('f-reset').addEventListener('click', () => { $('f-include').value = ''; $('f-exclude').value = ''; $('f-pids').value = ''; concPts = null; applyFilters(); });
+$('f-reset').addEventListener('click', () => { $('f-include').value = ''; $('f-exclude').value = ''; $('f-pids').value = ''; for (const b of document.querySelectorAll('#f-hosts input')) b.checked = true; concPts = null; applyFilters(); });
+/* The host filter: one box per host of a multi-host trace. */
+(function hostBoxes() {
+  const box = $('f-hosts');
+  box.hidden = !MULTI;
+  if (!MULTI) return;
+  box.appendChild(el('span', 'k', 'Hosts'));
+  for (const name of HOSTS) {
+    const l = el('label', 'host-box'), cb = document.createElement('input');
+    cb.type = 'checkbox'; cb.value = name;
+    cb.checked = !M.filter.hosts || M.filter.hosts.split(',').includes(name);
+    cb.addEventListener('change', () => { concPts = null; applyFilters(); });
+    l.appendChild(cb); l.appendChild(document.createTextNode(name)); box.appendChild(l);
+  }
+})();
 for (const id of ['f-include', 'f-exclude', 'f-pids']) $(id).addEventListener('keydown', (e) => { if (e.key === 'Enter') { concPts = null; applyFilters(); } });
 $('d-close').addEventListener('click', closeDetail);
 $('tl-fit').addEventListener('click', () => tl.fit(T0, T1));

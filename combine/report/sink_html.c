@@ -182,6 +182,8 @@ typedef struct hw_mark {
 typedef struct hw_proc {
 	int64_t pid, hpid, ppid, parent_pid;
 	uint32_t name, label, exe, cwd, spawn, signame;
+	uint32_t host; /* forktrace_process.host; 0: the trace's */
+	int64_t rank;  /* -1: none */
 	uint32_t *argv;
 	size_t argc;
 	bool has_record, inst;
@@ -231,7 +233,9 @@ typedef struct html_sink {
 	size_t ninc, nexc;
 	int64_t *ranges; /* lo, hi pairs */
 	size_t nranges;
-	char *opt_text[3];
+	char *opt_text[4];
+	char **hosts; /* --hosts: the host names to keep (NULL: all) */
+	size_t nhosts;
 	/* aggregate */
 	strtab st;
 	hw_proc *procs;
@@ -304,6 +308,39 @@ static int parse_ranges(const char *s, int64_t **out, size_t *n)
 	return *n > 0 ? 0 : -EINVAL;
 }
 
+/* Splits --hosts ("node1,node2") into h->hosts. Returns 0, -EINVAL for an
+ * empty name, or -ENOMEM. */
+static int parse_hosts(const char *s, char ***out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	while (s != NULL) {
+		const char *comma = strchr(s, ',');
+		size_t len = comma != NULL ? (size_t)(comma - s) : strlen(s);
+		char **q;
+
+		if (len == 0)
+			return -EINVAL;
+		q = realloc(*out, (*n + 1) * sizeof(*q));
+		if (q == NULL)
+			return -ENOMEM;
+		*out = q;
+		q[*n] = strndup(s, len);
+		if (q[*n] == NULL)
+			return -ENOMEM;
+		(*n)++;
+		s = comma != NULL ? comma + 1 : NULL;
+	}
+	return 0;
+}
+
+static void free_hosts(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
 int htmlw_check_opts(const htmlw_opts *o, char *msg, size_t size)
 {
 	regex_t re;
@@ -333,6 +370,19 @@ int htmlw_check_opts(const htmlw_opts *o, char *msg, size_t size)
 		if (rc < 0) {
 			snprintf(msg, size, "--pids takes ranges such as 0-3,7,10- (got '%s')",
 				 o->pids);
+			return rc;
+		}
+	}
+	if (o->hosts != NULL) {
+		char **hv;
+
+		rc = parse_hosts(o->hosts, &hv, &n);
+		free_hosts(hv, n);
+		if (rc < 0) {
+			snprintf(msg, size,
+				 "--hosts takes host names separated by commas, such as "
+				 "node1,node2 (got '%s')",
+				 o->hosts);
 			return rc;
 		}
 	}
@@ -459,6 +509,25 @@ static bool pid_in_range(const html_sink *h, int64_t pid)
 	return false;
 }
 
+/* Whether a process on host (a string id; 0: the trace's, trace_host)
+ * passes --hosts. */
+static bool host_kept(const html_sink *h, uint32_t host, const char *trace_host)
+{
+	const char *name = trace_host;
+	size_t n = name != NULL ? strlen(name) : 0;
+
+	if (h->nhosts == 0)
+		return true;
+	if (host != 0) {
+		name = h->st.buf + h->st.off[host];
+		n = h->st.slen[host];
+	}
+	for (size_t i = 0; name != NULL && i < h->nhosts; i++)
+		if (strlen(h->hosts[i]) == n && memcmp(h->hosts[i], name, n) == 0)
+			return true;
+	return false;
+}
+
 /* ---- streaming ------------------------------------------------------------ */
 
 static uint32_t intern(html_sink *h, strview s)
@@ -497,6 +566,7 @@ static hw_proc *proc_get(html_sink *h, int64_t pid)
 		p->ev_min = INT64_MAX;
 		p->ev_max = INT64_MIN;
 		p->sort = -1;
+		p->rank = -1;
 		p->spawn_ts = -1;
 		p->exit_kind = MODEL_EXIT_UNKNOWN;
 	}
@@ -746,6 +816,8 @@ static void read_exit(html_sink *h, hw_proc *p, const json_t *ex)
 		p->signame = json_strid(h, ex, "name");
 	} else if (strcmp(k, "running") == 0) {
 		p->exit_kind = MODEL_EXIT_RUNNING;
+	} else if (strcmp(k, "host_lost") == 0) {
+		p->exit_kind = MODEL_EXIT_HOST_LOST;
 	}
 }
 
@@ -788,6 +860,8 @@ static void on_process_record(html_sink *h, hw_proc *p, const json_t *a)
 	p->inst = json_is_true(json_object_get(a, "instrumented"));
 	p->lost = json_i64(a, "lost_events", 0) > 0 ? (uint64_t)json_i64(a, "lost_events", 0) : 0;
 	read_exit(h, p, json_object_get(a, "exit"));
+	p->host = json_strid(h, a, "host");
+	p->rank = json_i64(a, "rank", -1);
 }
 
 static bool sv_is(strview s, const char *lit)
@@ -1154,8 +1228,9 @@ static bool name_ok(html_sink *h, uint32_t id)
 	return !name_excluded(h, id) && name_included(h, id);
 }
 
-/* Decides which processes the page holds, and their parents among them. */
-static void apply_filters(html_sink *h)
+/* Decides which processes the page holds, and their parents among them.
+ * trace_host: the host of processes that do not say theirs. */
+static void apply_filters(html_sink *h, const char *trace_host)
 {
 	uint32_t k = 0;
 
@@ -1164,7 +1239,8 @@ static void apply_filters(html_sink *h)
 
 		p->prog_match = h->ninc == 0 || name_included(h, p->name) ||
 				name_included(h, p->label);
-		p->keep = pid_in_range(h, p->pid) && !name_excluded(h, p->name);
+		p->keep = pid_in_range(h, p->pid) && !name_excluded(h, p->name) &&
+			  host_kept(h, p->host, trace_host);
 	}
 	if (h->ninc > 0) {
 		bool *has = calloc(h->nprocs + 1, sizeof(*has));
@@ -1309,6 +1385,48 @@ static size_t slice_cap(html_sink *h, uint64_t *total)
 	return lo;
 }
 
+/* The hosts of a multi-host trace (sink_meta.hosts): per host its name,
+ * role, state, processes and clock figures, for the run info and the
+ * host headings; [] for a trace of one host. */
+static void write_hosts(hw_out *o, const sink_meta *meta)
+{
+	jsonw *w = &o->w;
+
+	jsonw_key(w, "hosts");
+	jsonw_arr_begin(w);
+	for (size_t i = 0; i < meta->nhosts; i++) {
+		const sink_host *hs = &meta->hosts[i];
+
+		jsonw_obj_begin(w);
+		jsonw_key(w, "name");
+		put_cstr(o, hs->name);
+		jsonw_key(w, "role");
+		put_cstr(o, hs->role);
+		jsonw_key(w, "state");
+		put_cstr(o, hs->state);
+		jsonw_key(w, "processes");
+		num(o, (int64_t)hs->processes);
+		jsonw_key(w, "clock");
+		put_cstr(o, hs->clock);
+		jsonw_key(w, "offset_ns");
+		num(o, hs->offset_ns);
+		jsonw_key(w, "drift_ppm");
+		jsonw_f64(w, hs->drift * 1e6);
+		jsonw_key(w, "err_ns");
+		num(o, hs->err_ns);
+		jsonw_key(w, "samples");
+		num(o, (int64_t)hs->samples);
+		jsonw_key(w, "lost");
+		tnum(o, hs->lost_ns);
+		jsonw_key(w, "why");
+		put_cstr(o, hs->why);
+		jsonw_key(w, "where");
+		put_cstr(o, hs->where);
+		jsonw_obj_end(w);
+	}
+	jsonw_arr_end(w);
+}
+
 static void write_meta(hw_out *o, const sink_meta *meta, uint64_t slices_total,
 		       uint64_t slices_kept, uint64_t threads)
 {
@@ -1378,7 +1496,10 @@ static void write_meta(hw_out *o, const sink_meta *meta, uint64_t slices_total,
 	put_cstr(o, h->opt_text[1]);
 	jsonw_key(w, "pids");
 	put_cstr(o, h->opt_text[2]);
+	jsonw_key(w, "hosts");
+	put_cstr(o, h->opt_text[3]);
 	jsonw_obj_end(w);
+	write_hosts(o, meta);
 	jsonw_obj_end(w);
 }
 
@@ -1458,7 +1579,7 @@ static void write_proc(hw_out *o, const hw_proc *p)
 	/* pid,hpid,ppid,parent,name,label,start,end,exit kind,exit
 	 * value,signal name,spawn,inst,lost,events,exe,cwd,sort,
 	 * spawn ts,spawn tid,record,[argv],[images],[threads],
-	 * [marks],marks dropped */
+	 * [marks],marks dropped,host,rank */
 	num(o, p->pid);
 	num(o, p->hpid);
 	num(o, p->ppid);
@@ -1488,6 +1609,8 @@ static void write_proc(hw_out *o, const hw_proc *p)
 	write_proc_threads(o, p);
 	write_proc_marks(o, p);
 	num(o, (int64_t)p->marks_dropped);
+	sid(o, p->host);
+	num(o, p->rank);
 	jsonw_arr_end(w);
 }
 
@@ -1787,7 +1910,7 @@ static int html_end(trace_sink *s, const sink_meta *meta)
 		return h->err;
 	flush_stacks(h);
 	join_flows(h);
-	apply_filters(h);
+	apply_filters(h, meta->model != NULL ? meta->model->host : NULL);
 	if (h->err != 0)
 		return h->err;
 	threads = count_threads(h);
@@ -1840,8 +1963,9 @@ static void html_free(trace_sink *s)
 		regfree(&h->inc[i]);
 	for (size_t i = 0; i < h->nexc; i++)
 		regfree(&h->exc[i]);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		free(h->opt_text[i]);
+	free_hosts(h->hosts, h->nhosts);
 	free(h->inc);
 	free(h->exc);
 	free(h->ranges);
@@ -1881,10 +2005,13 @@ trace_sink *sink_html_new(int fd, const htmlw_opts *opts, int *err)
 		*err = compile_all(opts->exclude, &h->exc, &h->nexc);
 	if (*err == 0 && opts->pids != NULL)
 		*err = parse_ranges(opts->pids, &h->ranges, &h->nranges);
+	if (*err == 0 && opts->hosts != NULL)
+		*err = parse_hosts(opts->hosts, &h->hosts, &h->nhosts);
 	if (*err == 0) {
 		h->opt_text[0] = join_patterns(opts->include);
 		h->opt_text[1] = join_patterns(opts->exclude);
 		h->opt_text[2] = opts->pids != NULL ? strdup(opts->pids) : NULL;
+		h->opt_text[3] = opts->hosts != NULL ? strdup(opts->hosts) : NULL;
 		/* Id 0 is "no string". */
 		h->st.n = 0;
 		h->st.ids.first = 1024;

@@ -273,6 +273,78 @@ const tests = {
     } finally { await o.browser.close(); }
   },
 
+  // A multi-host trace (FT_MULTIHOST_TOOL writes the head's model and two
+  // nodes' parts merged, tests/unit/model_fixture.c): the tree is grouped
+  // by host under a heading each, the head first; the run info lists each
+  // host's clock figures; the host filter of the page and --hosts leave
+  // out the other hosts' processes; ranks and host lost are shown.
+  async hosts() {
+    const tool = process.env.FT_MULTIHOST_TOOL;
+    check(tool && fs.existsSync(tool), `FT_MULTIHOST_TOOL=${tool} is not test_multihost`);
+    const trace = path.join(TMP, 'trace.json'), html = path.join(TMP, 'report.html');
+    execFileSync(tool, ['--write', trace]);
+    execFileSync(process.env.FT_BIN, ['report', '-q', trace, '-o', html]);
+    const o = await openPage(html);
+    try {
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+      const layout = await o.page.evaluate(() => window.forktraceReport.rows().map((r) => r.hdr ? 'H:' + r.host : r.host + ':' + r.name));
+      const heads = layout.filter((r) => r.startsWith('H:'));
+      check(JSON.stringify(heads) === JSON.stringify(['H:head', 'H:node2', 'H:node3', 'H:node4']), 'host headings: ' + heads.join(', '));
+      let cur = null;
+      for (const r of layout) {
+        if (r.startsWith('H:')) { cur = r.slice(2); continue; }
+        check(r.startsWith(cur + ':'), `row ${r} under the heading of ${cur}: ${layout.join(', ')}`);
+      }
+      check(layout.indexOf('node2:sh') === layout.indexOf('H:node2') + 1, 'node2\'s root does not open its host: ' + layout.join(', '));
+      const hostRows = await o.page.$$eval('#hosts tr[data-host]', (trs) => trs.map((t) => t.dataset.host + ' ' + t.textContent));
+      check(hostRows.length === 4, 'hosts table: ' + hostRows.join(' | '));
+      check(/^node2 .*measured.*\+1000\.000500 s.*\+50\.00 ppm.*30\.0 \u00b5s/.test(hostRows[1]), 'node2 clock figures: ' + hostRows[1]);
+      check(/^node3 .*realtime anchor.*lost 15.0 s into the run/.test(hostRows[2]), 'node3: ' + hostRows[2]);
+      check(/^node4 .*missing: no node collector joined/.test(hostRows[3]), 'node4: ' + hostRows[3]);
+      check((await card(o.page, 'hosts')).startsWith('4'), 'hosts card: ' + await card(o.page, 'hosts'));
+      await o.page.screenshot({ path: path.join(TMP, 'report.png'), fullPage: true });
+      await (await o.page.$('#timeline')).screenshot({ path: path.join(TMP, 'timeline.png') });
+      // Rank and host in the detail of rank 0; host lost on node3's worker.
+      await o.page.evaluate(() => { const R = window.forktraceReport; R.open(R.procs.find((p) => p.rank === 0)); });
+      const info = await o.page.textContent('#d-info');
+      check(info.includes('rank 0') && info.includes('node2 (measured'), 'detail of rank 0: ' + info);
+      await o.page.evaluate(() => { const R = window.forktraceReport; R.open(R.procs.find((p) => p.rank === 2)); });
+      const lost = await o.page.textContent('#d-info');
+      check(lost.includes('host lost 15.0 s into the run'), 'detail of node3\'s worker: ' + lost);
+      // The page's host filter: node2 unticked.
+      await o.page.click('#f-hosts input[value="node2"]');
+      const left = await o.page.evaluate(() => window.forktraceReport.rows().filter((r) => !r.hdr).map((r) => r.host));
+      check(left.length === 6 && !left.includes('node2'), 'after unticking node2: ' + left.join(', '));
+      check((await o.page.textContent('#f-status')).includes('showing 6 of 9'), 'status: ' + await o.page.textContent('#f-status'));
+      await (await o.page.$('#timeline')).screenshot({ path: path.join(TMP, 'timeline-no-node2.png') });
+      await o.page.click('#f-reset');
+      check((await o.page.evaluate(() => window.forktraceReport.rows().filter((r) => !r.hdr).length)) === 9, 'reset does not bring node2 back');
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+    } finally { await o.browser.close(); }
+    // --hosts in forktrace report: only node3's processes are embedded.
+    const only = path.join(TMP, 'node3.html');
+    execFileSync(process.env.FT_BIN, ['report', '-q', trace, '--hosts', 'node3', '-o', only]);
+    const o2 = await openPage(only);
+    try {
+      const hosts = await o2.page.evaluate(() => window.forktraceReport.procs.map((p) => p.host));
+      check(hosts.length === 2 && hosts.every((h) => h === 'node3'), '--hosts node3 kept: ' + hosts.join(', '));
+      check((await o2.page.textContent('#notes')).includes('--hosts node3'), 'the notes do not say --hosts');
+      check(o2.problems.length === 0, 'console errors: ' + o2.problems.join('; '));
+    } finally { await o2.browser.close(); }
+    // --hosts in forktrace run --report (report_opts.c, shared): a host
+    // the run does not have leaves nothing, its own host everything.
+    const bin = process.env.FT_BIN, host = fs.readFileSync('/proc/sys/kernel/hostname', 'utf8').trim();
+    for (const [h, want] of [[host, 1], ['no-such-host', 0]]) {
+      const r = spawnSync(bin, ['run', '-q', '-o', 'run.json', '--report', 'run.html', '--hosts', h, '--', 'true'], { cwd: TMP, encoding: 'utf8', timeout: 60000 });
+      check(r.status === 0, `run --hosts ${h}: exit ${r.status}: ${r.stderr}`);
+      const raw = fs.readFileSync(path.join(TMP, 'run.html'), 'utf8');
+      const data = JSON.parse(/<script type="application\/json" id="ft-data">([^]*?)<\/script>/.exec(raw)[1]);
+      check(data.procs.length === want, `run --hosts ${h}: ${data.procs.length} processes in the report, want ${want}`);
+    }
+    const bad = spawnSync(bin, ['report', trace, '--hosts', 'a,,b', '-o', path.join(TMP, 'x.html')], { encoding: 'utf8' });
+    check(bad.status === 2 && /--hosts takes host names/.test(bad.stderr), `--hosts a,,b: ${bad.status} ${bad.stderr}`);
+  },
+
   // Opening a big report (FT_REPORT_HTML, from bench_report) and panning
   // and zooming it: prints the numbers docs/BENCHMARKS.md quotes.
   async bench() {

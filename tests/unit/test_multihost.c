@@ -6,7 +6,9 @@
  * trace file; check_multihost.py reads each output with Python's json.
  *
  * Usage: test_multihost PYTHON CHECK_MULTIHOST_PY WORKDIR FORKTRACE
- * (FORKTRACE: the binary, for the trace through HDF5 and `info`)
+ * (FORKTRACE: the binary, for the trace through HDF5 and `info`), or
+ * test_multihost --write FILE: only the run's trace, into FILE (for the
+ * report's browser test).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -161,6 +163,23 @@ int main(int argc, char **argv)
 	merge_result res;
 	char run[4096], again[4096], headf[4096], offline[4096];
 
+	/* The run's trace alone, for the report's browser tests. */
+	if (argc == 3 && strcmp(argv[1], "--write") == 0) {
+		merge_source src[3];
+
+		head = build_head_model();
+		n2 = build_node2_part();
+		n3 = build_node3_part();
+		src[0] = (merge_source){.model = head, .name = "head"};
+		src[1] = (merge_source){.model = n2, .name = "node2"};
+		src[2] = (merge_source){.model = n3, .name = "node3"};
+		CHECK(merge_to(src, 3, &own, argv[2], &res) == 0);
+		merge_result_free(&res);
+		model_free(head);
+		model_free(n2);
+		model_free(n3);
+		return check_done("test_multihost --write");
+	}
 	if (argc != 5) {
 		fprintf(stderr, "usage: %s PYTHON CHECK_MULTIHOST_PY WORKDIR FORKTRACE\n", argv[0]);
 		return 2;
