@@ -100,6 +100,12 @@ def _keygen(keys_dir, name):
     tests that start together in a fresh build directory all use the pair
     that won, never one's private key with another's public key."""
     final = os.path.join(keys_dir, name)
+    if os.path.isfile(final):
+        # A key file of an earlier layout (the pair beside each other).
+        try:
+            os.unlink(final)
+        except FileNotFoundError:
+            pass
     if not os.path.exists(os.path.join(final, "key.pub")):
         tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=keys_dir)
         try:
