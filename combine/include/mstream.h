@@ -27,6 +27,28 @@
 #define MSTREAM_FILE_MAGIC "FTNODE\n\0"
 #define MSTREAM_FILE_MAGIC_LEN 8
 
+/* The version in the STREAM record; a reader refuses another. */
+#define MSTREAM_VERSION 1u
+/* The largest record body a reader takes (an event chunk is at most
+ * FT_WIRE_MAX_PAYLOAD, 16 MiB); a writer refuses to make a larger one. */
+#define MSTREAM_RECORD_MAX (64u * 1024u * 1024u)
+
+/* Record kinds: the first field of each record (docs/TRACE_FORMAT.md,
+ * "Model stream"). A reader skips kinds it does not know. */
+enum mstream_kind {
+	MSTREAM_R_STREAM = 1, /* version, host, run id: first, once */
+	MSTREAM_R_TRACE,      /* the trace header (sent again when it changes) */
+	MSTREAM_R_CLOCKS,     /* clock pairs, appended */
+	MSTREAM_R_SAMPLES,    /* clock samples against the head, appended */
+	MSTREAM_R_MISSING,    /* a missing host, appended */
+	MSTREAM_R_PROC,       /* a process, new or updated, by index */
+	MSTREAM_R_SEG,        /* an image of a process, new or updated */
+	MSTREAM_R_THREAD,     /* a thread of a process, new or updated */
+	MSTREAM_R_MARK,       /* a mark of a process */
+	MSTREAM_R_CHUNK,      /* event records of a thread, appended */
+	MSTREAM_R_END,        /* the model is complete */
+};
+
 /* ---- writing (the node) ----------------------------------------------- */
 
 typedef struct mstream_writer mstream_writer;
@@ -50,8 +72,14 @@ void mstream_writer_free(mstream_writer *w);
  * SIZE_MAX: everything. Returns 0 or the first negative errno of emit, or
  * -ENOMEM.
  */
-int mstream_sync(mstream_writer *w, mstream_emit_fn emit, void *ctx, size_t max_bytes,
-		 bool *more);
+int mstream_sync(mstream_writer *w, mstream_emit_fn emit, void *ctx, size_t max_bytes, bool *more);
+
+/*
+ * Writes t whole (from scratch) to fd as a node-output file: the magic,
+ * then the records, then END when end is set (t is complete). Borrows t
+ * and fd (not closed). Returns 0 or a negative errno (write's, -ENOMEM).
+ */
+int mstream_write_file(const model_trace *t, int fd, bool end);
 
 /* Emits the END record: t is complete (the node's tree ended and
  * proc_finish ran, then a last mstream_sync). A reader that saw it knows
@@ -80,5 +108,18 @@ const char *mstream_error(const mstream_reader *r);
 bool mstream_complete(const mstream_reader *r);
 /* Bytes taken so far (for messages and progress). */
 uint64_t mstream_bytes(const mstream_reader *r);
+/* Bytes of a record started but not finished by what was fed so far. */
+size_t mstream_held(const mstream_reader *r);
+
+/*
+ * Reads the node-output file open at fd (from its current position: the
+ * magic, then records) into r's model. Returns 0 when it was read to its
+ * END record; -ENODATA when it ends early (the node died while writing:
+ * what came before is in the model); -EBADMSG when it is not a node-output
+ * file or a record is malformed (what came before is in the model);
+ * -ENOMEM, or read's negative errno. mstream_error says why for -ENODATA
+ * and -EBADMSG.
+ */
+int mstream_read_file(mstream_reader *r, int fd);
 
 #endif /* FT_COMBINE_MSTREAM_H */
