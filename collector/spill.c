@@ -24,12 +24,39 @@
 
 #include "say.h"
 #include "internal.h"
+#include "mstream.h"
 #include "spill.h"
 #include "vec.h"
 
 static bool has_spill_name(const char *name)
 {
 	return fnmatch("*.ftspill", name, 0) == 0;
+}
+
+static bool has_node_name(const char *name)
+{
+	return fnmatch("*.ftnode", name, 0) == 0;
+}
+
+/* A regular file that starts like a node-output file (not a stream: see
+ * sniff_spill). */
+static bool sniff_node(const char *path)
+{
+	char h[MSTREAM_FILE_MAGIC_LEN];
+	struct stat st;
+	int fd;
+	bool yes;
+
+	if (strcmp(path, "-") == 0 || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return false;
+	yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	      pread(fd, h, sizeof(h), 0) == sizeof(h) &&
+	      memcmp(h, MSTREAM_FILE_MAGIC, sizeof(h)) == 0;
+	close(fd);
+	return yes;
 }
 
 /* A regular file that starts like a frame of our protocol. A stream ("-",
@@ -306,6 +333,8 @@ static int take_spill_dir(spill_found *f, const char *path, const struct stat *s
 		if (strcmp(de->d_name, FT_TABLE_NAME) == 0 ||
 		    strcmp(de->d_name, SPILL_JOURNAL_NAME) == 0) {
 			table = true;
+		} else if (has_node_name(de->d_name)) {
+			continue; /* read by take_node_dir */
 		} else if (has_spill_name(de->d_name)) {
 			char *full;
 
@@ -342,15 +371,136 @@ static int take_spill_dir(spill_found *f, const char *path, const struct stat *s
 	return err < 0 ? err : 0;
 }
 
+/*
+ * Reads the node-output file name (relative to dirfd; path in messages;
+ * not through a symbolic link when nofollow: a file found in a directory)
+ * into a model of its own, the next input of sp. A file cut short (the
+ * node died while writing) keeps what came before, with a warning; a
+ * damaged one too, counted as a problem. Returns 0 or -ENOMEM.
+ */
+static int take_node_file(spill_inputs *sp, spill_found *f, int dirfd, const char *name,
+			  const char *path, bool nofollow)
+{
+	mstream_reader *r;
+	spill_node *n;
+	struct stat st;
+	int fd, err;
+
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "forktrace: %s: %s; skipped\n", say_esc(path),
+			fd >= 0                      ? "not a regular file"
+			: errno == ELOOP && nofollow ? "a symbolic link, not a node-output file"
+						     : strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		sp->problems++;
+		return 0;
+	}
+	owned_by_caller(path, &st);
+	if (vec_grow(&sp->nodes, &sp->nodes_cap, sp->nnodes + 1, sizeof(*sp->nodes), 4) < 0) {
+		close(fd);
+		return -ENOMEM;
+	}
+	n = &sp->nodes[sp->nnodes];
+	n->model = model_new();
+	n->path = strdup(path);
+	r = n->model ? mstream_reader_new(n->model) : NULL;
+	if (r == NULL || n->path == NULL) {
+		mstream_reader_free(r);
+		model_free(n->model);
+		free(n->path);
+		close(fd);
+		return -ENOMEM;
+	}
+	sp->nnodes++;
+	err = mstream_read_file(r, fd);
+	close(fd);
+	if (err == -ENODATA) {
+		fprintf(stderr,
+			"forktrace: warning: %s: %s (the node stopped writing); the %zu "
+			"processes before it are kept\n",
+			say_esc(path), mstream_error(r), n->model->nprocs);
+	} else if (err == -EBADMSG) {
+		fprintf(stderr, "forktrace: %s: %s; the %zu processes before it are kept\n",
+			say_esc(path), mstream_error(r), n->model->nprocs);
+		sp->problems++;
+	} else if (err < 0 && err != -ENOMEM) {
+		fprintf(stderr, "forktrace: %s: %s\n", say_esc(path), strerror(-err));
+		sp->problems++;
+	}
+	mstream_reader_free(r);
+	if (err == -ENOMEM)
+		return err;
+	if (n->model->origin == NULL)
+		n->model->origin = "forktrace node output";
+	return push_src(sp, f, (merge_source){.model = n->model, .name = n->path});
+}
+
+static int node_filter(const struct dirent *de)
+{
+	return de->d_name[0] != '.' && has_node_name(de->d_name);
+}
+
+/* Takes the *.ftnode files of the directory path, in name order. Sets
+ * *others when it holds other files too. Returns how many it took, -1
+ * when it cannot be listed, or -ENOMEM. */
+static int take_node_dir(spill_inputs *sp, spill_found *f, const char *path, bool *others)
+{
+	struct dirent **names = NULL;
+	struct dirent *de;
+	int n, dirfd, err = 0;
+	DIR *d;
+
+	*others = false;
+	d = opendir(path);
+	if (d == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.' && !has_node_name(de->d_name))
+			*others = true;
+	closedir(d);
+	n = scandir(path, &names, node_filter, alphasort);
+	if (n <= 0)
+		return n < 0 ? -1 : 0;
+	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (int i = 0; i < n; i++) {
+		char *full = NULL;
+
+		if (err == 0 && dirfd >= 0 && asprintf(&full, "%s/%s", path, names[i]->d_name) < 0)
+			err = -ENOMEM;
+		if (err == 0 && dirfd >= 0)
+			err = take_node_file(sp, f, dirfd, names[i]->d_name, full, true);
+		free(full);
+		free(names[i]);
+	}
+	free(names);
+	if (dirfd >= 0)
+		close(dirfd);
+	return err < 0 ? err : n;
+}
+
 /* Sorts one path of spill_prepare: a spill file or directory (added to
- * the name of their input), or another input. Returns 0 or -ENOMEM. */
+ * the name of their input), a node-output file or a directory of them
+ * (inputs of their own), or another input. Returns 0 or -ENOMEM. */
 static int sort_path(spill_inputs *sp, spill_found *f, const char *path)
 {
 	struct stat st;
+	bool dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	bool others = true;
 	int r = -1;
 
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+	if (dir) {
+		int nodes = take_node_dir(sp, f, path, &others);
+
+		if (nodes < -1)
+			return nodes;
+		if (nodes > 0 && !others)
+			return 0;
 		r = take_spill_dir(f, path, &st);
+	} else if (has_node_name(path) || sniff_node(path)) {
+		return take_node_file(sp, f, AT_FDCWD, path, path, false);
+	}
 	if (r < 0 && r != -1)
 		return r;
 	if (r == -1 && (has_spill_name(path) || sniff_spill(path))) {
@@ -451,6 +601,11 @@ void spill_release(spill_inputs *sp)
 	free(sp->tables);
 	proc_tree_free(sp->pt);
 	model_free(sp->model);
+	for (size_t k = 0; k < sp->nnodes; k++) {
+		model_free(sp->nodes[k].model);
+		free(sp->nodes[k].path);
+	}
+	free(sp->nodes);
 	memset(sp, 0, sizeof(*sp));
 }
 

@@ -16,6 +16,13 @@
  * had read and freed (ptab_set_journal). */
 #define SPILL_JOURNAL_NAME "table.journal"
 
+/* A node-output file of a multi-host run read as an input (mstream.h):
+ * one host's part, a model of its own. */
+typedef struct spill_node {
+	model_trace *model;
+	char *path;
+} spill_node;
+
 typedef struct spill_inputs {
 	/* The inputs of merge_inputs: the paths that are no spill files
 	 * (borrowed from spill_prepare's), then the spill files' model. */
@@ -28,17 +35,23 @@ typedef struct spill_inputs {
 	size_t nspill;  /* spill files read */
 	size_t ntables; /* process tables of crashed runs read */
 	int problems;   /* spill files that were damaged or unreadable */
+	/* Node-output files (NAME.ftnode): one model each, among src. */
+	spill_node *nodes;
+	size_t nnodes, nodes_cap;
 } spill_inputs;
 
 /*
  * Sorts paths[0..n) (borrowed until spill_release) into spill files
  * (named *.ftspill, or starting with a forktrace frame; directories whose
  * files are all spill files, and the FT_TABLE_NAME link to the process
- * table of the run whose collector died) and other inputs. The spill
- * files are read into one model, the way the collector reads
- * connections, which is the last input of sp->src. What is wrong with a
- * spill file is printed, naming the file and the byte offset; the rest
- * of it is kept. Returns 0 or a negative errno; release sp with
+ * table of the run whose collector died), node-output files (named
+ * *.ftnode, or starting with MSTREAM_FILE_MAGIC; in a directory, its
+ * *.ftnode files in name order) and other inputs. The spill files are
+ * read into one model, the way the collector reads connections, which is
+ * the last input of sp->src; each node-output file is a model of its own
+ * (sp->nodes), an input where its path was. What is wrong with a spill
+ * or node-output file is printed, naming the file and where; the rest of
+ * it is kept. Returns 0 or a negative errno; release sp with
  * spill_release either way.
  */
 int spill_prepare(const char *const *paths, size_t n, spill_inputs *sp);

@@ -324,12 +324,18 @@ int info_main(int argc, char **argv)
 		code |= show(files[i], in_dir[i], NULL, files[i]);
 		free(files[i]);
 	}
+	/* Each node-output file is one host's part: a model of its own. */
+	for (size_t i = 0; i < sp.nnodes; i++) {
+		if (nfiles > 0 || i > 0)
+			printf("\n");
+		code |= show(NULL, false, sp.nodes[i].model, sp.nodes[i].path);
+	}
 	if (sp.model != NULL) {
 		char spills[64];
 
 		snprintf(spills, sizeof(spills), "%zu spill file%s", sp.nspill,
 			 sp.nspill == 1 ? "" : "s");
-		if (nfiles > 0)
+		if (nfiles > 0 || sp.nnodes > 0)
 			printf("\n");
 		code |= show(NULL, false, sp.model, spills);
 	}
