@@ -69,8 +69,11 @@ void mstream_writer_free(mstream_writer *w);
  * marks, clock pairs and samples, and every event chunk not sent yet.
  * Stops once about max_bytes were emitted (back-pressure: the caller's
  * connection is full) and sets *more; the next call goes on from there.
- * SIZE_MAX: everything. Returns 0 or the first negative errno of emit, or
- * -ENOMEM.
+ * SIZE_MAX: everything. Records are never cut: a call sends at least one
+ * record when any is due, and may go past max_bytes by one record (an
+ * event chunk: up to 16 MiB). Returns 0 or the first negative errno of
+ * emit, or -ENOMEM; after an error of emit the stream may end inside a
+ * record, and only a new writer (from scratch, to a new reader) goes on.
  */
 int mstream_sync(mstream_writer *w, mstream_emit_fn emit, void *ctx, size_t max_bytes, bool *more);
 
