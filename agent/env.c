@@ -16,11 +16,13 @@
 
 #include "internal.h"
 
-/* Is entry "<name>=..."? The first letter decides for almost every entry
- * (a spawn or an exec checks each of the environment's entries). */
+/* Is entry "<name>=..."? The first two letters decide for almost every
+ * entry (a spawn or an exec checks each of the environment's entries, the
+ * constructor several names against each): strncmp only after them. */
 static bool agent_env_is(const char *entry, const char *name, size_t n)
 {
-	return entry[0] == name[0] && strncmp(entry, name, n) == 0 && entry[n] == '=';
+	return entry[0] == name[0] && entry[1] == name[1] &&
+	       strncmp(entry, name, n) == 0 && entry[n] == '=';
 }
 
 /* Entries agent_env_merge may add: LD_PRELOAD, FORKTRACE_SOCK,
@@ -357,32 +359,45 @@ _Static_assert(sizeof(agent_local_rank_vars) / sizeof(agent_local_rank_vars[0]) 
 		       sizeof(((struct agent_start_env *)0)->local_rank) / sizeof(char *),
 	       "one value per local rank variable");
 
-/* Can an entry beginning with c be a rank variable? One test per entry of
- * the environment, in the pass the constructor makes anyway. */
-static inline bool agent_rank_letter(char c)
-{
-	return c == 'O' || c == 'P' || c == 'S' || c == 'R' || c == 'L' || c == 'M';
-}
-
-/* Entry v's value into e if v is a rank variable. */
+/* Entry v's value into e if v is a rank variable: a switch on its first
+ * letter, then the one or two names with it, as the constructor's pass
+ * over the environment tests every entry. */
 static void agent_env_take_rank(const char *v, struct agent_start_env *e)
 {
 	const char *x;
 
-	for (size_t k = 0; k < sizeof(agent_rank_vars) / sizeof(agent_rank_vars[0]); k++)
-		if (v[0] == agent_rank_vars[k][0] &&
-		    (x = agent_env_value(v, agent_rank_vars[k], strlen(agent_rank_vars[k])))) {
-			e->rank[k] = x;
-			return;
-		}
-	for (size_t k = 0; k < sizeof(agent_local_rank_vars) / sizeof(agent_local_rank_vars[0]);
-	     k++)
-		if (v[0] == agent_local_rank_vars[k][0] &&
-		    (x = agent_env_value(v, agent_local_rank_vars[k],
-					 strlen(agent_local_rank_vars[k])))) {
-			e->local_rank[k] = x;
-			return;
-		}
+	switch (v[0]) {
+	case 'O':
+		if ((x = AGENT_ENV_VALUE(v, "OMPI_COMM_WORLD_RANK")))
+			e->rank[0] = x;
+		else if ((x = AGENT_ENV_VALUE(v, "OMPI_COMM_WORLD_LOCAL_RANK")))
+			e->local_rank[0] = x;
+		break;
+	case 'P':
+		if ((x = AGENT_ENV_VALUE(v, "PMIX_RANK")))
+			e->rank[1] = x;
+		else if ((x = AGENT_ENV_VALUE(v, "PMI_RANK")))
+			e->rank[2] = x;
+		break;
+	case 'S':
+		if ((x = AGENT_ENV_VALUE(v, "SLURM_PROCID")))
+			e->rank[3] = x;
+		else if ((x = AGENT_ENV_VALUE(v, "SLURM_LOCALID")))
+			e->local_rank[2] = x;
+		break;
+	case 'R':
+		if ((x = AGENT_ENV_VALUE(v, "RANK")))
+			e->rank[4] = x;
+		break;
+	case 'L':
+		if ((x = AGENT_ENV_VALUE(v, "LOCAL_RANK")))
+			e->local_rank[3] = x;
+		break;
+	case 'M':
+		if ((x = AGENT_ENV_VALUE(v, "MPI_LOCALRANKID")))
+			e->local_rank[1] = x;
+		break;
+	}
 }
 
 /* A rank's value: 1 to 9 decimal digits, nothing else (no sign, no
@@ -453,7 +468,7 @@ void agent_env_take_start(char **envp, struct agent_start_env *e)
 			e->preload = x;
 		} else if (v[0] == 'T' && (x = AGENT_ENV_VALUE(v, "TMPDIR"))) {
 			e->tmpdir = x;
-		} else if (agent_rank_letter(v[0])) {
+		} else {
 			agent_env_take_rank(v, e);
 		}
 		envp[j++] = envp[i];
