@@ -1736,3 +1736,8 @@ void link_node_set_timeouts(link_node *l, unsigned auth_ms, unsigned idle_ms)
 		uv_timer_start(&l->timer, node_tick, tick, tick);
 	}
 }
+
+const char *link_node_run_id(const link_node *l)
+{
+	return l && is_run_id(l->run_id) ? l->run_id : NULL;
+}

@@ -150,6 +150,9 @@ void link_node_close(link_node *l);
 /* Deadlines from now on (0: keep): auth_ms to connect and be accepted,
  * idle_ms of silence from the head that ends the link. */
 void link_node_set_timeouts(link_node *l, unsigned auth_ms, unsigned idle_ms);
+/* The run the head named in its challenge (it names the key), or NULL
+ * before one came (or for l NULL). Borrowed from l. */
+const char *link_node_run_id(const link_node *l);
 
 /* ---- frames (docs/TRACE_FORMAT.md, "Link frames") ---------------------- */
 
