@@ -22,6 +22,11 @@
  *                         model (jsonargs.h)
  *   spill_  spill.c       the agents' spill files, as inputs of the run
  *                         and of `forktrace combine` (spill.h)
+ *   head_   head.c        a multi-host run's head: the key, the listener,
+ *                         one part per node, the wait for nodes, hosts
+ *                         lost or missing
+ *   node_   node.c        a node collector (--join): its model streamed
+ *                         to the head, clock bursts, its part's file
  *   link_   link.c        the TCP link of a multi-host run: key files,
  *                         the authenticated handshake, the node's model
  *                         stream, clock bursts (link.h)
@@ -359,6 +364,80 @@ int run_write_outputs(run_state *rs, int code);
  * no-op. */
 void run_free(run_state *rs);
 
+/* ---- head.c: the head of a multi-host run ------------------------------ */
+
+struct uv_loop_s;
+typedef struct head_state head_state;
+typedef struct head_opts {
+	const char *listen;      /* --listen [ADDR:]PORT, or NULL: every address,
+				  * a free port */
+	uint64_t max_memory;     /* shared by the run's model and every part */
+	const char *spill_dir;   /* where parts spill past it (borrowed) */
+	const char *remote_path; /* forktrace on the other hosts, for messages */
+	proc_tree *tree;         /* the run's, for its remote launches */
+	bool quiet;
+} head_opts;
+
+/*
+ * Creates the run's key and listens for node collectors, whose parts it
+ * keeps beside model (borrowed until head_free; its node.run_id is set).
+ * *port gets the port. Returns 0, or a negative errno with why (whycap
+ * bytes) saying what failed: remote launches are then not followed.
+ */
+int head_start(head_state **h, struct uv_loop_s *loop, model_trace *model, const head_opts *o,
+	       int *port, char *why, size_t whycap);
+/* The key file (removed by head_free; a signal's cleanup removes it too). */
+const char *head_key_path(const head_state *h);
+/* Sets the run's model's spill limit to its share of --max-memory. */
+void head_rebalance(head_state *h);
+/* The tree is gone: stops listening and waits for the nodes still
+ * streaming and the launched hosts still due to join, at most limit_ms
+ * (-1: no limit); then done(ctx). */
+void head_wait(head_state *h, int64_t limit_ms, void (*done)(void *ctx), void *ctx);
+/* Ends head_wait now (a signal). NULL: no-op. */
+void head_stop_waiting(head_state *h);
+/* After the wait: parts that did not end whole get their open processes
+ * closed (host lost, or running when the wait was cut), and the missing
+ * hosts go into the run's model. NULL: no-op. */
+void head_finish(head_state *h);
+/* The parts (owned by h), at most cap of them into parts; returns how
+ * many. */
+size_t head_parts(const head_state *h, model_trace **parts, size_t cap);
+size_t head_nparts(const head_state *h);
+/* Closes the listener and every connection (their handles). NULL: no-op. */
+void head_close(head_state *h);
+/* Frees the parts and removes the key file. NULL: no-op. */
+void head_free(head_state *h);
+
+/* ---- node.c: a node collector (--join) --------------------------------- */
+
+typedef struct node_state node_state;
+typedef struct node_opts {
+	const char *head;          /* HOST:PORT to connect to */
+	const char *resolve_error; /* why head could not be found, or NULL */
+	const char *host;          /* this host's name */
+	int64_t launcher_pid;      /* -1: --join by hand */
+	const char *launched_as;   /* or NULL */
+	const char *node_output;   /* --node-output DIR, or NULL */
+	const char *spill_dir;     /* the run's spill directory, or NULL */
+} node_opts;
+
+/*
+ * Starts the link to the head for model (borrowed until node_free; its
+ * node part is filled in). A link that cannot start is no error: the
+ * part then goes to its file at the end. Returns 0 or -ENOMEM.
+ */
+int node_start(node_state **n, struct uv_loop_s *loop, model_trace *model, const node_opts *o);
+/* The tree ended and the model is finished: the last clock burst, the
+ * rest of the stream, END, the head's acknowledgement, or the part's
+ * file; then done(ctx). */
+void node_deliver(node_state *n, void (*done)(void *ctx), void *ctx);
+/* Where the part was written instead of the head, or NULL. */
+const char *node_part_file(const node_state *n);
+/* Closes the link and the timers (their handles). NULL: no-op. */
+void node_close(node_state *n);
+void node_free(node_state *n);
+
 /* ---- cli/combine_cmd.c, cli/info_cmd.c, cli/report_cmd.c ---------------- */
 
 /* `forktrace combine` and `forktrace info` (argv[0] is the subcommand);
@@ -465,6 +544,17 @@ struct run_opts {
 	bool no_functions;      /* --no-functions */
 	const char **fn_filter; /* --filter (NULL-terminated, malloc'd) */
 	size_t nfilter;
+	/* Multi-host runs (docs/MULTIHOST.md). */
+	bool no_remote;               /* --no-remote: no listener, no key */
+	const char *listen;           /* --listen [ADDR:]PORT, or NULL */
+	const char *join;             /* --join HEAD:PORT (or FORKTRACE_JOIN):
+				       * a node collector; NULL: a head */
+	bool output_given;            /* -o was given (a node writes no
+				       * local copy without it) */
+	const char *node_output;      /* --node-output DIR, or NULL */
+	const char *remote_forktrace; /* --remote-forktrace PATH, or NULL */
+	int64_t launcher_pid;         /* --launcher-pid, -1: none */
+	const char *launched_as;      /* --launched-as DEST, or NULL */
 };
 
 /* Parses `forktrace run`'s options into o (zero-initialized; strings

@@ -92,6 +92,22 @@ struct run_state {
 	size_t stale_removed;          /* leftovers of killed runs removed */
 	out_file out;                  /* the trace */
 	out_file rep;                  /* the report, with --report */
+	/* Multi-host runs (docs/MULTIHOST.md): a head takes nodes' parts, a
+	 * node (--join) sends its model to its head. Neither: --no-remote, or
+	 * a head without a key or listener (remote_off says why). */
+	head_state *head;
+	node_state *node;
+	int port;                   /* the head's */
+	char remote_off[512];       /* why ssh launches are not followed */
+	char remote_path[PATH_MAX]; /* forktrace on the other hosts */
+	char head_addr[300];        /* a node's head, auto resolved */
+	char head_var[320];         /* FORKTRACE_HEAD for the agents, or "" */
+	char resolve_err[128];      /* why it could not be */
+	char host[256];
+	char node_base[300]; /* a node's name for its spill directory */
+	bool tree_finished;  /* finish_tree ran */
+	bool waiting_nodes;  /* the tree is gone: nodes' turn */
+	int code;            /* COMMAND's exit code */
 };
 
 /*
@@ -214,6 +230,9 @@ static int check_fds(void)
  * stops the run before COMMAND starts. */
 static int open_output(run_state *rs)
 {
+	/* A node without -o: its trace is the head's. */
+	if (!rs->o.output)
+		return 0;
 	/* HDF5 is written by a module loaded on demand: it must be there. */
 	if (events_format_for_path(rs->o.output) == TRACE_FORMAT_H5 && sink_h5_load() < 0)
 		return -ELIBACC;
@@ -262,26 +281,47 @@ static void remove_socket_dir(run_state *rs)
 	rmdir(rs->sock_dir);
 }
 
-/* environ with LD_PRELOAD (our agent first) and FORKTRACE_SOCK set.
- * LD_PRELOAD stays where the user's was (the agent gives the program back
- * the part after "<agent>:", an empty one too, so that it sees the
- * environment it would untraced, in the same order). Returns a malloc'd
- * array whose LD_PRELOAD and FORKTRACE_SOCK strings are malloc'd too (the
- * others borrow environ's); release it with child_env_free. */
-static char **child_env(const char *agent, const char *sock)
+/* Variables of forktrace's own that environ may hold from an outer run
+ * (or forged): the collector sets its own, or none. A FORKTRACE_EXEC_TS
+ * or FORKTRACE_TABLE_FD is for the image an agent execs, never for
+ * COMMAND; FORKTRACE_HEAD and FORKTRACE_REMOTE are this run's or absent. */
+static bool own_var(const char *e)
+{
+	static const char *const names[] = {FT_ENV_SOCK "=", FT_ENV_EXEC_TS "=",
+					    FT_ENV_TABLE_FD "=", FT_ENV_HEAD "=",
+					    FT_ENV_REMOTE "="};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strncmp(e, names[i], strlen(names[i])))
+			return true;
+	return false;
+}
+
+/* environ with LD_PRELOAD (our agent first), FORKTRACE_SOCK and, when
+ * this run follows remote launches, FORKTRACE_HEAD (head) and
+ * FORKTRACE_REMOTE (remote) set. LD_PRELOAD stays where the user's was
+ * (the agent gives the program back the part after "<agent>:", an empty
+ * one too, so that it sees the environment it would untraced, in the same
+ * order). Returns a malloc'd array whose first extra strings (counted in
+ * *nown) are malloc'd too (the others borrow environ's); release it with
+ * child_env_free. */
+static char **child_env(const char *agent, const char *sock, const char *head, const char *remote)
 {
 	size_t n = 0, k = 0;
 	const char *old_preload = getenv("LD_PRELOAD");
-	char *preload = NULL, *sockvar = NULL;
+	char *preload = NULL, *vars[3] = {NULL, NULL, NULL};
+	int nvars = 0;
 
 	while (environ[n])
 		n++;
-	char **env = calloc(n + 3, sizeof(*env));
+	char **env = calloc(n + 5, sizeof(*env));
 	if (!env || asprintf(&preload, "LD_PRELOAD=%s%s%s", agent, old_preload ? ":" : "",
 			     old_preload ? old_preload : "") < 0)
 		goto fail;
-	if (asprintf(&sockvar, "%s=%s", FT_ENV_SOCK, sock) < 0) {
-		free(preload);
+	if (asprintf(&vars[nvars++], "%s=%s", FT_ENV_SOCK, sock) < 0 ||
+	    (head && asprintf(&vars[nvars++], "%s=%s", FT_ENV_HEAD, head) < 0) ||
+	    (remote && asprintf(&vars[nvars++], "%s=%s", FT_ENV_REMOTE, remote) < 0)) {
+		vars[nvars - 1] = NULL;
 		goto fail;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -291,22 +331,21 @@ static char **child_env(const char *agent, const char *sock)
 			preload = NULL;
 			continue;
 		}
-		/* A FORKTRACE_EXEC_TS or FORKTRACE_TABLE_FD here is stale or
-		 * forged: they are for the image an agent execs, never for
-		 * COMMAND. */
-		if (!strncmp(environ[i], FT_ENV_SOCK "=", sizeof(FT_ENV_SOCK)) ||
-		    !strncmp(environ[i], FT_ENV_EXEC_TS "=", sizeof(FT_ENV_EXEC_TS)) ||
-		    !strncmp(environ[i], FT_ENV_TABLE_FD "=", sizeof(FT_ENV_TABLE_FD)))
+		if (own_var(environ[i]))
 			continue;
 		env[k++] = environ[i];
 	}
 	if (preload)
 		env[k++] = preload;
-	env[k++] = sockvar;
+	for (int i = 0; i < nvars; i++)
+		env[k++] = vars[i];
 	env[k] = NULL;
 	return env;
 
 fail:
+	free(preload);
+	for (int i = 0; i < nvars; i++)
+		free(vars[i]);
 	free(env);
 	return NULL;
 }
@@ -316,8 +355,7 @@ static void child_env_free(char **env)
 	if (!env)
 		return;
 	for (size_t i = 0; env[i]; i++)
-		if (!strncmp(env[i], "LD_PRELOAD=", 11) ||
-		    !strncmp(env[i], FT_ENV_SOCK "=", sizeof(FT_ENV_SOCK)))
+		if (!strncmp(env[i], "LD_PRELOAD=", 11) || own_var(env[i]))
 			free(env[i]);
 	free(env);
 }
@@ -340,6 +378,7 @@ static void table_cb(uv_timer_t *t)
 	run_state *rs = t->data;
 
 	ptab_read(rs->table);
+	head_rebalance(rs->head);
 }
 
 static void progress_cb(uv_timer_t *t)
@@ -363,6 +402,8 @@ static void progress_cb(uv_timer_t *t)
  * DRAIN_TIMEOUT_MS is held by something outside the tree: cut it, so the
  * trace gets written.
  */
+static void tree_drained(run_state *rs);
+
 static void drain_cb(uv_timer_t *t)
 {
 	run_state *rs = t->data;
@@ -376,8 +417,9 @@ static void drain_cb(uv_timer_t *t)
 			"forktrace: warning: %zu connections still open %d ms after "
 			"the last process ended; closing them\n",
 			rs->server.nconns, DRAIN_TIMEOUT_MS);
+	uv_timer_stop(&rs->drain_timer);
 	srv_close_all(&rs->server);
-	uv_walk(&rs->loop, close_walk, NULL);
+	tree_drained(rs);
 }
 
 /* The tree is gone (or we gave up waiting): stop accepting, drain what is
@@ -415,6 +457,18 @@ static void stop_waiting(run_state *rs, int sig)
 {
 	if (!sig || rs->stopped_by)
 		return;
+	if (rs->finishing && rs->waiting_nodes && rs->head && !rs->stopped_by) {
+		/* The tree is gone; nodes still send: they are cut as the
+		 * tree's daemons would be. */
+		rs->stopped_by = sig;
+		fprintf(stderr,
+			"forktrace: %s: no longer waiting for the nodes still sending (their "
+			"processes are marked running in the trace); send it again to stop "
+			"without a trace\n",
+			rsig_name(sig));
+		head_stop_waiting(rs->head);
+		return;
+	}
 	if (rs->finishing) {
 		/* The tree is gone already: what is left is the writing. */
 		if (!rs->said_writing)
@@ -556,14 +610,26 @@ static trace_sink *report_sink_for(run_state *rs, int fd, int *err)
  */
 static int write_model(run_state *rs, trace_sink *sink, events_stats *stats)
 {
-	merge_source src = {.model = rs->model, .name = rs->o.output};
+	size_t np = head_nparts(rs->head);
+	merge_source *src = calloc(np + 1, sizeof(*src));
+	model_trace **parts = calloc(np + 1, sizeof(*parts));
 	merge_opts mo = {.model_as_trace = true};
 	merge_result res;
-	int err = merge_inputs(&src, 1, &mo, sink, &res);
+	int err = -ENOMEM;
 
-	if (stats)
-		*stats = res.out;
-	merge_result_free(&res);
+	if (src && parts) {
+		np = head_parts(rs->head, parts, np);
+		src[0] = (merge_source){.model = rs->model,
+					.name = rs->o.output ? rs->o.output : rs->host};
+		for (size_t i = 0; i < np; i++)
+			src[i + 1] = (merge_source){.model = parts[i], .name = parts[i]->host};
+		err = merge_inputs(src, np + 1, &mo, sink, &res);
+		if (stats)
+			*stats = res.out;
+		merge_result_free(&res);
+	}
+	free(src);
+	free(parts);
 	return err;
 }
 
@@ -610,11 +676,11 @@ static void write_both(run_state *rs, int *trace_err, int *report_err, events_st
 	int err;
 
 	*report_err = 0;
-	*trace_err = events_format_for_path(rs->o.output) == TRACE_FORMAT_H5
+	*trace_err = rs->o.output && events_format_for_path(rs->o.output) == TRACE_FORMAT_H5
 			     ? out_file_name(&rs->out)
 			     : 0;
 	rsig_add_temp(rs->out.tmp, false);
-	if (*trace_err == 0)
+	if (*trace_err == 0 && rs->o.output)
 		ts = trace_sink_for(rs, rs->out.fd, trace_err);
 	if (rs->o.report)
 		hs = report_sink_for(rs, rs->rep.fd, report_err);
@@ -657,7 +723,7 @@ static int write_outputs(run_state *rs, events_stats *ms, int *code)
 	int rc, rrc;
 
 	write_both(rs, &rc, &rrc, ms, &rstats);
-	if (rc == 0)
+	if (rc == 0 && rs->o.output)
 		rc = out_file_commit(&rs->out);
 	if (rc < 0) {
 		fprintf(stderr, "forktrace: cannot write the trace to '%s': %s\n", rs->o.output,
@@ -721,6 +787,10 @@ static int open_outputs(run_state *rs)
 		return -EIO;
 	rsig_add_temp(rs->rep.tmp, false);
 	base = rs->out.in_place ? "forktrace" : rs->o.output;
+	/* A node without -o: its own name, for the nodes that share a
+	 * home directory. */
+	if (!rs->o.output)
+		base = rs->node_base;
 	n = base[0] == '/'             ? asprintf(&dir, "%s.spill", base)
 	    : getcwd(cwd, sizeof(cwd)) ? asprintf(&dir, "%s/%s.spill", cwd, base)
 				       : -1;
@@ -742,7 +812,6 @@ static int open_outputs(run_state *rs)
  * or -ENOMEM, said. */
 static int make_model(run_state *rs)
 {
-	char host[256] = "";
 	size_t ncmd = 0;
 
 	rs->model = model_new();
@@ -767,8 +836,7 @@ static int make_model(run_state *rs)
 	rs->model->anchor_mono_ns = proc_now_mono_ns();
 	rs->model->anchor_real_ns = proc_now_real_ns();
 	proc_add_clock_pair(rs->model);
-	gethostname(host, sizeof(host) - 1);
-	rs->model->host = model_strdup(rs->model, host);
+	rs->model->host = model_strdup(rs->model, rs->host);
 	while (rs->o.command[ncmd])
 		ncmd++;
 	rs->model->command = model_strvdup(rs->model, (const char *const *)rs->o.command, ncmd);
@@ -850,6 +918,115 @@ static int start_server(run_state *rs)
 	return 0;
 }
 
+/* The path of this forktrace, for the other hosts (same path there). */
+static void self_path(run_state *rs)
+{
+	ssize_t n;
+
+	if (rs->o.remote_forktrace) {
+		snprintf(rs->remote_path, sizeof(rs->remote_path), "%s", rs->o.remote_forktrace);
+		return;
+	}
+	n = readlink("/proc/self/exe", rs->remote_path, sizeof(rs->remote_path) - 1);
+	rs->remote_path[n > 0 ? n : 0] = '\0';
+}
+
+/* A node's head: HOST:PORT as given, or auto:PORT with the address the
+ * ssh session came from ($SSH_CONNECTION: "CLIENT PORT SERVER PORT"). */
+static void resolve_head(run_state *rs)
+{
+	const char *j = rs->o.join, *port = strrchr(j, ':') + 1;
+	const char *sc = getenv("SSH_CONNECTION");
+	char ip[64];
+
+	snprintf(rs->head_addr, sizeof(rs->head_addr), "%s", j);
+	if (strncmp(j, "auto:", 5) != 0)
+		return;
+	if (!sc || sscanf(sc, "%63s", ip) != 1) {
+		snprintf(rs->resolve_err, sizeof(rs->resolve_err),
+			 "--join auto: no $SSH_CONNECTION to find the head's address in");
+		return;
+	}
+	snprintf(rs->head_addr, sizeof(rs->head_addr), strchr(ip, ':') ? "[%s]:%s" : "%s:%s", ip,
+		 port);
+}
+
+/* Is addr ("[ADDR:]PORT" of --listen) every address of the host? */
+static bool listen_any(const char *addr)
+{
+	const char *colon = addr ? strrchr(addr, ':') : NULL;
+
+	return !colon || !strncmp(addr, "0.0.0.0:", 8) || !strncmp(addr, "[::]:", 5);
+}
+
+/*
+ * What this run does with other hosts: a node starts its link to the
+ * head; a head makes its key and listens, and its agents learn where
+ * nodes join (FORKTRACE_HEAD). A head that cannot is no failure unless
+ * --listen asked for it: remote launches are then not followed, and the
+ * summary says so when one happened. Returns 0, or -1 after saying why.
+ */
+static int start_remote(run_state *rs)
+{
+	head_opts ho = {.listen = rs->o.listen,
+			.max_memory = rs->o.max_memory,
+			.spill_dir = rs->sock_dir,
+			.tree = rs->tree,
+			.quiet = rs->o.quiet};
+	int rc;
+
+	if (rs->o.no_remote)
+		return 0;
+	self_path(rs);
+	ho.remote_path = rs->remote_path;
+	if (rs->o.join) {
+		node_opts no = {.head = rs->head_addr,
+				.host = rs->host,
+				.launcher_pid = rs->o.launcher_pid,
+				.launched_as = rs->o.launched_as,
+				.node_output = rs->o.node_output,
+				.spill_dir = rs->spill_dir[0] ? rs->spill_dir : NULL};
+
+		resolve_head(rs);
+		no.resolve_error = rs->resolve_err[0] ? rs->resolve_err : NULL;
+		if (node_start(&rs->node, &rs->loop, rs->model, &no) < 0) {
+			fprintf(stderr, "forktrace: out of memory\n");
+			return -1;
+		}
+		/* Nested hops join the same head, directly. */
+		if (!rs->resolve_err[0])
+			snprintf(rs->head_var, sizeof(rs->head_var), "%s", rs->head_addr);
+		return 0;
+	}
+	rc = head_start(&rs->head, &rs->loop, rs->model, &ho, &rs->port, rs->remote_off,
+			sizeof(rs->remote_off));
+	if (rc < 0 && rs->o.listen) {
+		fprintf(stderr, "forktrace: --listen %s: %s\n", rs->o.listen, rs->remote_off);
+		return -1;
+	}
+	if (rc < 0)
+		return 0;
+	rsig_add_temp(head_key_path(rs->head), false);
+	if (listen_any(rs->o.listen))
+		snprintf(rs->head_var, sizeof(rs->head_var), "auto:%d", rs->port);
+	else
+		snprintf(rs->head_var, sizeof(rs->head_var), "%.*s:%d",
+			 (int)(strrchr(rs->o.listen, ':') - rs->o.listen), rs->o.listen, rs->port);
+	if (rs->o.listen && !rs->o.quiet) {
+		char where[sizeof(rs->head_var) + 16];
+
+		if (listen_any(rs->o.listen))
+			snprintf(where, sizeof(where), "%s:%d", rs->host, rs->port);
+		else
+			snprintf(where, sizeof(where), "%s", rs->head_var);
+		fprintf(stderr,
+			"forktrace: nodes join with: forktrace run --join %s -- CMD (or "
+			"FORKTRACE_JOIN=%s in their environment)\n",
+			where, where);
+	}
+	return 0;
+}
+
 /* COMMAND started with the agent, as a child of a subreaper, and its
  * root process in the tree. Returns RUN_GO_ON, or the exit code. */
 static int start_command(run_state *rs, const char *cmd_path, const char *agent)
@@ -865,7 +1042,8 @@ static int start_command(run_state *rs, const char *cmd_path, const char *agent)
 			"orphans will not be waited for\n",
 			strerror(errno));
 
-	env = child_env(agent, rs->sock_path);
+	env = child_env(agent, rs->sock_path, rs->head_var[0] ? rs->head_var : NULL,
+			rs->head_var[0] ? rs->remote_path : NULL);
 	if (!env) {
 		fprintf(stderr, "forktrace: out of memory\n");
 		return 1;
@@ -914,7 +1092,99 @@ static int finish_tree(run_state *rs)
 	else
 		code = 1;
 	rs->model->exit_status = code;
+	rs->tree_finished = true;
 	return code;
+}
+
+/* Everything of the run's is closed: uv_run returns. */
+static void close_loop(run_state *rs)
+{
+	head_close(rs->head);
+	node_close(rs->node);
+	uv_walk(&rs->loop, close_walk, NULL);
+}
+
+static void nodes_waited(void *ctx)
+{
+	run_state *rs = ctx;
+
+	head_finish(rs->head);
+	close_loop(rs);
+}
+
+static void part_delivered(void *ctx)
+{
+	close_loop(ctx);
+}
+
+/* How long the head waits for nodes once its own tree is gone: what
+ * --wait-timeout gives (-1: as long as they send), or a moment when the
+ * wait was cut already. */
+static int64_t nodes_limit_ms(const run_state *rs)
+{
+	if (rs->timed_out || rs->stopped_by)
+		return DRAIN_AFTER_TIMEOUT_MS;
+	return rs->o.wait_timeout < 0 ? -1 : (int64_t)(rs->o.wait_timeout * 1000);
+}
+
+/*
+ * The tree is gone and everything it sent is in: the model is finished.
+ * Then a node delivers its part to its head (or its file), and a head
+ * waits for its nodes, before the loop ends.
+ */
+static void tree_drained(run_state *rs)
+{
+	uv_timer_stop(&rs->progress_timer);
+	progress_clear(rs);
+	rs->progress_on = false;
+	rs->code = finish_tree(rs);
+	rs->waiting_nodes = true;
+	if (rs->node)
+		node_deliver(rs->node, part_delivered, rs);
+	else if (rs->head)
+		head_wait(rs->head, nodes_limit_ms(rs), nodes_waited, rs);
+	else
+		close_loop(rs);
+}
+
+/* Did an image of the run exec ssh or rsh? */
+static bool ran_ssh(const model_trace *t)
+{
+	for (size_t i = 0; i < t->nprocs; i++)
+		for (size_t k = 0; k < t->procs[i]->nsegs; k++) {
+			const model_segment *sg = &t->procs[i]->segs[k];
+			const char *name = sg->argv && sg->argv[0] ? sg->argv[0] : sg->exe;
+			const char *base = name ? strrchr(name, '/') : NULL;
+
+			base = base ? base + 1 : name;
+			if (base && (!strcmp(base, "ssh") || !strcmp(base, "rsh")))
+				return true;
+		}
+	return false;
+}
+
+/* A head that could not follow remote launches says so once, when the
+ * run made one. */
+static void say_remote_off(const run_state *rs)
+{
+	if (!rs->remote_off[0] || rs->o.no_remote || !ran_ssh(rs->model))
+		return;
+	fprintf(stderr,
+		"forktrace: note: ssh was run, but its remote commands were not traced: %s "
+		"(--no-remote silences this)\n",
+		rs->remote_off);
+}
+
+/* The hosts whose parts are not in the trace, and where they went. */
+static void say_missing_hosts(const model_trace *t)
+{
+	for (size_t i = 0; i < t->nmissing; i++) {
+		const model_missing_host *m = &t->missing[i];
+
+		fprintf(stderr, "forktrace: host %s: part missing: %s%s%s\n", say_esc(m->host),
+			say_esc(m->why), m->where ? "; it went to " : "",
+			m->where ? say_esc(m->where) : "");
+	}
 }
 
 /* What the run ends with on stderr, after the outputs (rc: the trace's
@@ -963,10 +1233,14 @@ static void print_summary(run_state *rs, int rc, const events_stats *ms)
 	if (ptab_was_cut())
 		fprintf(stderr, "forktrace: warning: a traced process cut the process table short: "
 				"what images wrote in it from then on is missing, uncounted\n");
+	say_remote_off(rs);
 	/* Never "0 lost" when something was left out: the summary says what,
 	 * even with -q. One write: stderr is unbuffered. */
-	if (rc == 0 && (!rs->o.quiet || sr->unmerged || ptab_was_cut())) {
-		char more[PATH_MAX + 128];
+	if (rc == 0 && (!rs->o.quiet || sr->unmerged || ptab_was_cut() || rs->model->nmissing)) {
+		char more[PATH_MAX + 128], hosts[64] = "", dest[PATH_MAX + 64] = "";
+		size_t np = head_nparts(rs->head);
+		uint64_t lost = rs->model->lost_events;
+		model_trace **parts = np ? calloc(np, sizeof(*parts)) : NULL;
 		int n = 0;
 
 		more[0] = '\0';
@@ -977,11 +1251,29 @@ static void print_summary(run_state *rs, int rc, const events_stats *ms)
 		if (ptab_was_cut() && n >= 0 && (size_t)n < sizeof(more))
 			snprintf(more + n, sizeof(more) - (size_t)n,
 				 " and the rest of the process table (cut short)");
-		fprintf(stderr,
-			"forktrace: %llu processes, %llu events, %llu lost%s, trace written "
-			"to %s\n",
-			(unsigned long long)ms->processes, (unsigned long long)ms->events,
-			(unsigned long long)rs->model->lost_events, more, rs->o.output);
+		np = parts ? head_parts(rs->head, parts, np) : 0;
+		for (size_t i = 0; i < np; i++)
+			lost = model_count_add(lost, parts[i]->lost_events);
+		free(parts);
+		if (np || rs->model->nmissing)
+			snprintf(hosts, sizeof(hosts), "%zu host%s, ", np + 1, np ? "s" : "");
+		if (node_part_file(rs->node))
+			snprintf(dest, sizeof(dest), ", part written to %s",
+				 node_part_file(rs->node));
+		else if (rs->node)
+			snprintf(dest, sizeof(dest), ", part sent to the head at %s",
+				 rs->head_addr);
+		if (rs->o.output)
+			fprintf(stderr,
+				"forktrace: %s%llu processes, %llu events, %llu lost%s, trace "
+				"written to %s%s\n",
+				hosts, (unsigned long long)ms->processes,
+				(unsigned long long)ms->events, (unsigned long long)lost, more,
+				rs->o.output, dest);
+		else
+			fprintf(stderr, "forktrace: %zu processes, %llu lost%s%s\n",
+				rs->model->nprocs, (unsigned long long)lost, more, dest);
+		say_missing_hosts(rs->model);
 	}
 }
 
@@ -1007,7 +1299,11 @@ int run_start(run_state *rs)
 	if (code != RUN_GO_ON)
 		return code;
 	/* From here on a signal removes what was created. */
-	rsig_setup(out_path_in_place(rs->o.output) ? "forktrace" : rs->o.output);
+	gethostname(rs->host, sizeof(rs->host) - 1);
+	snprintf(rs->node_base, sizeof(rs->node_base), "forktrace-%s-%d", rs->host, (int)getpid());
+	rsig_setup(!rs->o.output                     ? rs->node_base
+		   : out_path_in_place(rs->o.output) ? "forktrace"
+						     : rs->o.output);
 	rs->made = RUN_MADE_TEMPS;
 	if (open_outputs(rs) < 0)
 		return 1;
@@ -1026,6 +1322,8 @@ int run_start(run_state *rs)
 	rs->made = RUN_MADE_LOOP;
 	if (start_server(rs) < 0)
 		return 1;
+	if (start_remote(rs) < 0)
+		return 1;
 	return start_command(rs, cmd_path, agent);
 }
 
@@ -1033,7 +1331,9 @@ int run_wait(run_state *rs)
 {
 	uv_run(&rs->loop, UV_RUN_DEFAULT);
 	progress_clear(rs);
-	return finish_tree(rs);
+	if (!rs->tree_finished)
+		rs->code = finish_tree(rs);
+	return rs->code;
 }
 
 int run_write_outputs(run_state *rs, int code)
@@ -1042,6 +1342,9 @@ int run_write_outputs(run_state *rs, int code)
 	int rc = write_outputs(rs, &ms, &code);
 
 	print_summary(rs, rc, &ms);
+	/* A node's part that could not reach its head may be there. */
+	if (node_part_file(rs->node))
+		rs->sr.keep = true;
 	spill_run_finish(&rs->sr, rc == 0);
 	return code;
 }
@@ -1056,12 +1359,16 @@ void run_free(run_state *rs)
 		spill_run_finish(&rs->sr, false);
 		rsig_notify_off();
 		srv_close_all(&rs->server);
+		head_close(rs->head);
+		node_close(rs->node);
 		uv_walk(&rs->loop, close_walk, NULL);
 		uv_run(&rs->loop, UV_RUN_DEFAULT);
 		srv_free(&rs->server);
 		uv_loop_close(&rs->loop);
 	}
 	if (rs->made >= RUN_MADE_MODEL) {
+		head_free(rs->head);
+		node_free(rs->node);
 		ptab_free(rs->table);
 		proc_tree_free(rs->tree);
 		model_free(rs->model);

@@ -56,8 +56,8 @@ static const int handled[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT
 #define NHANDLED (sizeof(handled) / sizeof(handled[0]))
 /* The output and report temporaries, the socket directory, socket and
  * spill link, the table, its directory and link, the spill directory, its
- * journal and link. */
-#define RSIG_MAX_TEMPS 13
+ * journal and link, the run key. */
+#define RSIG_MAX_TEMPS 14
 /* Two receipts of one signal from one sender this close are one event:
  * timeout(1) sends to forktrace and then to its group, a terminal hangup
  * comes from the kernel and again from the shell. */

@@ -37,15 +37,19 @@ import traceback
 PYTHON = "/usr/bin/python3"
 SKIP_CODE = 77
 
+# A multi-host run's summary starts with the number of hosts.
 SUMMARY_RE = re.compile(
-    r"^forktrace: (\d+) processes, (\d+) events, (\d+) lost, trace written to (.+)$")
+    r"^forktrace: (?:\d+ hosts?, )?(\d+) processes, (\d+) events, (\d+) lost, trace written "
+    r"to (.+)$")
 # forktrace's note that --max-memory made it spill process data to disk.
 SPILL_RE = re.compile(r"^forktrace: process data past --max-memory \((\d+) bytes\) was spilled to disk: (\d+) bytes$")
+# A multi-host run's line for a host whose part is not in the trace.
+MISSING_RE = re.compile(r"^forktrace: host .*: part missing: ")
 # A run's note that it removed what runs killed before it left: tests that
 # kill forktrace leave such runs, and a test running beside them may be
 # the one that cleans up.
 STALE_RE = re.compile(r"^forktrace: removed \d+ director(y|ies) left by forktrace runs that were killed")
-EXIT_KINDS = ("code", "signal", "unknown", "running")
+EXIT_KINDS = ("code", "signal", "unknown", "running", "host_lost")
 SPAWN_KINDS = ("fork", "vfork", "posix_spawn", "posix_spawnp", "system", "popen")
 
 
@@ -473,7 +477,8 @@ class Result:
         keep = [l for l in lines
                 if not SUMMARY_RE.match(l.decode("utf-8", "replace"))
                 and not SPILL_RE.match(l.decode("utf-8", "replace"))
-                and not STALE_RE.match(l.decode("utf-8", "replace"))]
+                and not STALE_RE.match(l.decode("utf-8", "replace"))
+                and not MISSING_RE.match(l.decode("utf-8", "replace"))]
         return b"\n".join(keep)
 
     def describe(self):

@@ -223,15 +223,16 @@ def remote_long_command(ctx):
 
 @test
 def remote_not_armed(ctx):
-    """Without FORKTRACE_HEAD nothing is rewritten, and the agent's
-    variables of launch following are hidden from the program."""
+    """Without FORKTRACE_HEAD (a run with --no-remote) nothing is
+    rewritten, and the agent's variables of launch following are hidden
+    from the program."""
     bindir = fake_ssh_dir(ctx)
     path = ctx.path("cases.json")
     with open(path, "w") as f:
         json.dump([["subprocess", ["ssh", "node2", "echo", "hi"]]], f)
     env = remote_env(ctx, bindir)
     ctx.run(["env", "FORKTRACE_REMOTE=/x", "/usr/bin/python3", DRIVER, path], env=env,
-            expect_rc=0)
+            expect_rc=0, opts=["--no-remote"])
     logs = ssh_logs(ctx)
     check([a for _, (_, _, a) in logs.items()] == [["node2", "echo", "hi"]], f"{logs}")
     out = ctx.run(["env", "FORKTRACE_HEAD=" + HEAD, "FORKTRACE_REMOTE=/x", "FORKTRACE_RSH=r",
