@@ -21,8 +21,8 @@
  * constructor several names against each): strncmp only after them. */
 static bool agent_env_is(const char *entry, const char *name, size_t n)
 {
-	return entry[0] == name[0] && entry[1] == name[1] &&
-	       strncmp(entry, name, n) == 0 && entry[n] == '=';
+	return entry[0] == name[0] && entry[1] == name[1] && strncmp(entry, name, n) == 0 &&
+	       entry[n] == '=';
 }
 
 /* Entries agent_env_merge may add: LD_PRELOAD, FORKTRACE_SOCK,

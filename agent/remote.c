@@ -58,10 +58,10 @@ void agent_remote_init(const char *head, const char *remote, const char *rsh)
 {
 	agent_g.env_head = agent_remote_keep(FT_ENV_HEAD "=", sizeof(FT_ENV_HEAD), head,
 					     AGENT_REMOTE_HEAD_MAX);
-	agent_g.env_remote =
-		agent_remote_keep(FT_ENV_REMOTE "=", sizeof(FT_ENV_REMOTE), remote, PATH_MAX);
-	agent_g.env_rsh =
-		agent_remote_keep(FT_ENV_RSH "=", sizeof(FT_ENV_RSH), rsh, AGENT_REMOTE_RSH_MAX);
+	agent_g.env_remote = agent_remote_keep(FT_ENV_REMOTE "=", sizeof(FT_ENV_REMOTE), remote,
+					       PATH_MAX);
+	agent_g.env_rsh = agent_remote_keep(FT_ENV_RSH "=", sizeof(FT_ENV_RSH), rsh,
+					    AGENT_REMOTE_RSH_MAX);
 	if (agent_g.env_rsh)
 		agent_g.remote_rsh = agent_g.env_rsh + sizeof(FT_ENV_RSH);
 	/* Both or neither: a node needs a head to join and a forktrace to
