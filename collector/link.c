@@ -5,9 +5,12 @@
  * docs/SECURITY.md, "Multi-host runs").
  *
  * The cryptography is libsodium's: random nonces and keys
- * (randombytes_buf), HMAC-SHA-256 (crypto_auth_hmacsha256_*), and
- * constant-time comparison (crypto_verify_32). Nothing here is hand-made
- * cryptography; this file only frames bytes and keeps deadlines.
+ * (randombytes_buf), HMAC-SHA-256 (crypto_auth_hmacsha256_*) for the
+ * proofs and the session keys, constant-time comparison
+ * (crypto_verify_32), and an AEAD for every frame after the handshake
+ * (AES-256-GCM where both ends have the instructions for it, else
+ * ChaCha20-Poly1305). Nothing here is hand-made cryptography; this file
+ * frames bytes, counts nonces and keeps deadlines.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,6 +35,7 @@
 
 #define NONCE_LEN 32
 #define MAC_LEN crypto_auth_hmacsha256_BYTES
+#define TAG_LEN LINK_AEAD_TAG
 #define CHALLENGE_LEN (LINK_RUN_ID_LEN + NONCE_LEN)
 #define REFUSE_MAX 256u
 /* Bytes the head reads from a connection at a time: DATA is handed to
@@ -40,11 +44,22 @@
 /* Connections that have not proved the key yet, at most: more are refused
  * at once (each holds a read buffer until its deadline). */
 #define HEAD_MAX_PENDING 64
-/* The node writes DATA frames of at most this many bytes. */
-#define NODE_FRAME_MAX (1024u * 1024u)
+/* The node writes DATA frames of at most this many bytes of stream. */
+#define NODE_FRAME_MAX (256u * 1024u)
 
 /* Keys of the node's info (a msgpack map in PROVE). */
-enum { INFO_HOST = 1, INFO_LAUNCHER_PID = 2, INFO_LAUNCHED_AS = 3, INFO_FALLBACK = 4 };
+enum {
+	INFO_HOST = 1,
+	INFO_LAUNCHER_PID = 2,
+	INFO_LAUNCHED_AS = 3,
+	INFO_FALLBACK = 4,
+	INFO_CIPHERS = 5 /* uint: bit (1 << CIPHER_*) for each the node has */
+};
+
+/* What protects the frames after the handshake: the head picks, among
+ * what the node has. NONE (link_head_set_plain) leaves them as they are,
+ * the tag's 16 bytes zero, so that frames keep one layout. */
+enum { CIPHER_CHACHA20POLY1305 = 1, CIPHER_AES256GCM = 2, CIPHER_NONE = 3 };
 
 static int64_t mono_ns(void)
 {
@@ -296,25 +311,25 @@ void link_frame_limits(unsigned type, uint32_t *min, uint32_t *max)
 		hi = LINK_AUTH_MAX;
 		break;
 	case LINK_ACCEPT:
-		lo = hi = MAC_LEN;
+		lo = hi = MAC_LEN + 1;
 		break;
 	case LINK_REFUSE:
 		lo = 0;
 		hi = REFUSE_MAX;
 		break;
 	case LINK_DATA:
-		lo = 0;
+		lo = TAG_LEN;
 		hi = LINK_DATA_MAX;
 		break;
 	case LINK_PING:
-		lo = hi = 8;
+		lo = hi = 8 + TAG_LEN;
 		break;
 	case LINK_PONG:
-		lo = hi = 16;
+		lo = hi = 16 + TAG_LEN;
 		break;
 	case LINK_END:
 	case LINK_END_ACK:
-		lo = hi = 0;
+		lo = hi = TAG_LEN;
 		break;
 	}
 	*min = lo;
@@ -403,12 +418,15 @@ const char *link_strerror(int err)
  * The proofs of the handshake: HMAC-SHA-256 under the run's key over a
  * tag saying who proves (so that a proof cannot be sent back as the
  * other side's), the run id, the prover's peer's nonce first, then its
- * own, and the node's info (so that the info the head acts on is the
- * node's).
+ * own, the node's info (so that the info the head acts on is the node's)
+ * and, in the head's, the cipher it picked. The session keys are made
+ * the same way, with tags of their own: fresh nonces on both sides make
+ * them new for each connection.
  */
 static void handshake_mac(const uint8_t key[LINK_KEY_LEN], const char *tag, const char *run_id,
 			  const uint8_t *first, const uint8_t *second, const uint8_t *info,
-			  size_t info_len, uint8_t out[MAC_LEN])
+			  size_t info_len, const uint8_t *extra, size_t extra_len,
+			  uint8_t out[MAC_LEN])
 {
 	crypto_auth_hmacsha256_state st;
 
@@ -418,12 +436,111 @@ static void handshake_mac(const uint8_t key[LINK_KEY_LEN], const char *tag, cons
 	crypto_auth_hmacsha256_update(&st, first, NONCE_LEN);
 	crypto_auth_hmacsha256_update(&st, second, NONCE_LEN);
 	crypto_auth_hmacsha256_update(&st, info, info_len);
+	if (extra_len)
+		crypto_auth_hmacsha256_update(&st, extra, extra_len);
 	crypto_auth_hmacsha256_final(&st, out);
 	sodium_memzero(&st, sizeof(st));
 }
 
 static const char TAG_NODE[] = "forktrace link node";
 static const char TAG_HEAD[] = "forktrace link head";
+static const char TAG_NODE_KEY[] = "forktrace link node to head";
+static const char TAG_HEAD_KEY[] = "forktrace link head to node";
+
+/*
+ * One direction of a connection after the handshake: its key, and the
+ * number of frames sealed (or opened) so far, which is the nonce. A
+ * frame's header is its additional data, so that its type and length are
+ * authenticated too; a frame dropped, replayed or moved breaks the count
+ * and fails to open.
+ */
+typedef struct link_aead {
+	int cipher;
+	uint8_t key[crypto_aead_aes256gcm_KEYBYTES];
+	crypto_aead_aes256gcm_state aes;
+	uint64_t count;
+} link_aead;
+
+static unsigned ciphers_here(void)
+{
+	return 1u << CIPHER_CHACHA20POLY1305 | 1u << CIPHER_NONE |
+	       (crypto_aead_aes256gcm_is_available() ? 1u << CIPHER_AES256GCM : 0);
+}
+
+static void aead_init(link_aead *a, int cipher, const uint8_t key[MAC_LEN])
+{
+	a->cipher = cipher;
+	a->count = 0;
+	memcpy(a->key, key, sizeof(a->key));
+	if (cipher == CIPHER_AES256GCM)
+		crypto_aead_aes256gcm_beforenm(&a->aes, a->key);
+}
+
+static void aead_wipe(link_aead *a)
+{
+	sodium_memzero(a, sizeof(*a));
+}
+
+static void aead_nonce(link_aead *a, uint8_t nonce[12])
+{
+	memset(nonce, 0, 12);
+	put_le64(nonce, a->count++);
+}
+
+/* Seals len bytes of m into out (len + TAG_LEN bytes), head the frame's
+ * header (already holding the sealed length). */
+static void aead_seal(link_aead *a, const uint8_t head[LINK_HEADER_SIZE], const uint8_t *m,
+		      size_t len, uint8_t *out)
+{
+	uint8_t nonce[12];
+
+	aead_nonce(a, nonce);
+	if (a->cipher == CIPHER_AES256GCM) {
+		crypto_aead_aes256gcm_encrypt_afternm(out, NULL, m, len, head, LINK_HEADER_SIZE,
+						      NULL, nonce, &a->aes);
+	} else if (a->cipher == CIPHER_CHACHA20POLY1305) {
+		crypto_aead_chacha20poly1305_ietf_encrypt(out, NULL, m, len, head, LINK_HEADER_SIZE,
+							  NULL, nonce, a->key);
+	} else {
+		if (len)
+			memcpy(out, m, len);
+		memset(out + len, 0, TAG_LEN);
+	}
+}
+
+/* Opens a frame of type with clen sealed bytes into out (clen - TAG_LEN
+ * bytes). Returns 0, or -EBADMSG when it does not authenticate. */
+static int aead_open(link_aead *a, unsigned type, const uint8_t *c, size_t clen, uint8_t *out)
+{
+	uint8_t nonce[12], head[LINK_HEADER_SIZE];
+	int rc;
+
+	frame_head(head, type, (uint32_t)clen);
+	aead_nonce(a, nonce);
+	if (a->cipher == CIPHER_AES256GCM) {
+		rc = crypto_aead_aes256gcm_decrypt_afternm(out, NULL, NULL, c, clen, head,
+							   LINK_HEADER_SIZE, nonce, &a->aes);
+	} else if (a->cipher == CIPHER_CHACHA20POLY1305) {
+		rc = crypto_aead_chacha20poly1305_ietf_decrypt(out, NULL, NULL, c, clen, head,
+							       LINK_HEADER_SIZE, nonce, a->key);
+	} else {
+		if (clen > TAG_LEN)
+			memcpy(out, c, clen - TAG_LEN);
+		rc = 0;
+	}
+	return rc == 0 ? 0 : -EBADMSG;
+}
+
+/* Both directions' keys of a connection. */
+static void session_keys(const uint8_t key[LINK_KEY_LEN], const char *run_id,
+			 const uint8_t *head_nonce, const uint8_t *node_nonce, const uint8_t *info,
+			 size_t info_len, uint8_t node_key[MAC_LEN], uint8_t head_key[MAC_LEN])
+{
+	handshake_mac(key, TAG_NODE_KEY, run_id, head_nonce, node_nonce, info, info_len, NULL, 0,
+		      node_key);
+	handshake_mac(key, TAG_HEAD_KEY, run_id, head_nonce, node_nonce, info, info_len, NULL, 0,
+		      head_key);
+}
 
 /* "ADDR:PORT" of a socket address ("[ADDR]:PORT" for IPv6; an IPv4
  * address mapped into IPv6 as plain IPv4). */
@@ -518,6 +635,7 @@ struct link_head {
 	link_head_cb cb;
 	void *ctx;
 	unsigned auth_ms, idle_ms;
+	bool plain; /* link_head_set_plain */
 	link_conn *conns;
 	size_t handles; /* open libuv handles: the listener, two per connection */
 	size_t npending, nactive;
@@ -534,6 +652,10 @@ struct link_conn {
 	uint64_t last_rx; /* uv_now */
 	char peer[INET6_ADDRSTRLEN + 16];
 	uint8_t nonce[NONCE_LEN];
+	link_aead rx, tx;
+	/* A DATA frame as it arrives (sealed), and opened. */
+	uint8_t *sealed, *opened;
+	size_t sealed_len;
 	link_parser parser;
 	uint8_t rbuf[HEAD_READ_BUF];
 };
@@ -560,6 +682,10 @@ static void conn_handle_closed(uv_handle_t *hd)
 
 	h->handles--;
 	if (++c->closed_handles == 2) {
+		aead_wipe(&c->rx);
+		aead_wipe(&c->tx);
+		free(c->sealed);
+		free(c->opened);
 		free(c);
 		head_maybe_free(h);
 	}
@@ -640,6 +766,27 @@ static int conn_send(link_conn *c, unsigned type, const void *payload, uint32_t 
 	return rc;
 }
 
+/* Sends one frame after the handshake, sealed. */
+static int conn_send_sealed(link_conn *c, unsigned type, const void *payload, uint32_t len,
+			    bool close_after)
+{
+	conn_write *w = malloc(sizeof(*w) + LINK_HEADER_SIZE + len + TAG_LEN);
+	uv_buf_t buf;
+	int rc;
+
+	if (!w)
+		return -ENOMEM;
+	w->c = c;
+	w->close_after = close_after;
+	frame_head(w->bytes, type, len + TAG_LEN);
+	aead_seal(&c->tx, w->bytes, payload, len, w->bytes + LINK_HEADER_SIZE);
+	buf = uv_buf_init((char *)w->bytes, LINK_HEADER_SIZE + len + TAG_LEN);
+	rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, conn_write_cb);
+	if (rc < 0)
+		free(w);
+	return rc;
+}
+
 /* Tells a peer why it is refused (best effort: it is written at once or
  * not at all), then refuses it. */
 static void conn_refuse(link_conn *c, const char *why, const char *tell)
@@ -675,7 +822,7 @@ static bool info_str(const msgpack_object *o, char *buf, size_t cap, size_t *use
 
 /* Decodes the info of a PROVE into *info, strings in buf. */
 static bool info_decode(const uint8_t *data, size_t len, char *buf, size_t cap,
-			link_node_info *info)
+			link_node_info *info, unsigned *ciphers)
 {
 	msgpack_unpacked up;
 	size_t off = 0, used = 0;
@@ -683,6 +830,7 @@ static bool info_decode(const uint8_t *data, size_t len, char *buf, size_t cap,
 
 	memset(info, 0, sizeof(*info));
 	info->launcher_pid = -1;
+	*ciphers = 0;
 	msgpack_unpacked_init(&up);
 	ok = msgpack_unpack_next(&up, (const char *)data, len, &off) == MSGPACK_UNPACK_SUCCESS &&
 	     off == len && up.data.type == MSGPACK_OBJECT_MAP;
@@ -705,6 +853,10 @@ static bool info_decode(const uint8_t *data, size_t len, char *buf, size_t cap,
 			info->launcher_pid = -1;
 		else if (k->via.u64 == INFO_LAUNCHER_PID)
 			ok = false;
+		else if (k->via.u64 == INFO_CIPHERS && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+			*ciphers = (unsigned)v->via.u64;
+		else if (k->via.u64 == INFO_CIPHERS)
+			ok = false;
 		/* Other keys: a later version's; ignored. */
 	}
 	msgpack_unpacked_destroy(&up);
@@ -716,24 +868,45 @@ static void conn_timer(uv_timer_t *t);
 static int conn_prove(link_conn *c, const uint8_t *p, size_t len)
 {
 	link_head *h = c->h;
-	uint8_t mac[MAC_LEN];
+	uint8_t mac[MAC_LEN + 1], node_key[MAC_LEN], head_key[MAC_LEN];
 	char strings[LINK_AUTH_MAX];
+	const uint8_t *ibytes = p + 2 * NONCE_LEN;
+	size_t ilen = len - 2 * NONCE_LEN;
 	link_node_info info;
+	unsigned ciphers;
+	uint8_t cipher;
 
-	handshake_mac(h->key, TAG_NODE, h->run_id, c->nonce, p, p + NONCE_LEN + MAC_LEN,
-		      len - NONCE_LEN - MAC_LEN, mac);
+	handshake_mac(h->key, TAG_NODE, h->run_id, c->nonce, p, ibytes, ilen, NULL, 0, mac);
 	if (crypto_verify_32(mac, p + NONCE_LEN) != 0) {
 		conn_refuse(c, "did not prove the run's key (a wrong key, or another run's)",
 			    "wrong key");
 		return -1;
 	}
-	if (!info_decode(p + 2 * NONCE_LEN, len - 2 * NONCE_LEN, strings, sizeof(strings), &info)) {
+	if (!info_decode(ibytes, ilen, strings, sizeof(strings), &info, &ciphers)) {
 		conn_refuse(c, "proved the key but sent a malformed info", "malformed info");
 		return -1;
 	}
+	ciphers &= ciphers_here();
+	if (h->plain && ciphers & 1u << CIPHER_NONE)
+		cipher = CIPHER_NONE;
+	else if (ciphers & 1u << CIPHER_AES256GCM)
+		cipher = CIPHER_AES256GCM;
+	else if (ciphers & 1u << CIPHER_CHACHA20POLY1305)
+		cipher = CIPHER_CHACHA20POLY1305;
+	else
+		ciphers = 0;
+	if (!ciphers) {
+		conn_refuse(c, "has no cipher in common with the head", "no cipher in common");
+		return -1;
+	}
 	info.peer = c->peer;
-	handshake_mac(h->key, TAG_HEAD, h->run_id, p, c->nonce, p + 2 * NONCE_LEN,
-		      len - 2 * NONCE_LEN, mac);
+	handshake_mac(h->key, TAG_HEAD, h->run_id, p, c->nonce, ibytes, ilen, &cipher, 1, mac);
+	mac[MAC_LEN] = cipher;
+	session_keys(h->key, h->run_id, c->nonce, p, ibytes, ilen, node_key, head_key);
+	aead_init(&c->rx, cipher, node_key);
+	aead_init(&c->tx, cipher, head_key);
+	sodium_memzero(node_key, sizeof(node_key));
+	sodium_memzero(head_key, sizeof(head_key));
 	h->npending--;
 	h->nactive++;
 	c->state = CONN_ACTIVE;
@@ -748,12 +921,49 @@ static int conn_prove(link_conn *c, const uint8_t *p, size_t len)
 		conn_close(c); /* the caller refused it, and says so itself */
 		return -1;
 	}
-	int rc = conn_send(c, LINK_ACCEPT, mac, MAC_LEN, false);
+	int rc = conn_send(c, LINK_ACCEPT, mac, MAC_LEN + 1, false);
 	if (rc < 0) {
 		conn_fail(c, rc, uv_strerror(rc));
 		return -1;
 	}
 	return 0;
+}
+
+/* A frame after the handshake that does not open: not the node's, or
+ * changed on the way. */
+static int conn_forged(link_conn *c)
+{
+	conn_fail(c, -EBADMSG, "sent a frame that does not authenticate (changed on the way?)");
+	return -1;
+}
+
+/* DATA arrives in slices: gathered, opened whole, given to cb->data. */
+static int conn_data(link_conn *c, const uint8_t *p, size_t len, bool last)
+{
+	link_head *h = c->h;
+	int rc = 0;
+
+	if (!c->sealed) {
+		c->sealed = malloc(LINK_DATA_MAX);
+		c->opened = malloc(LINK_DATA_MAX);
+		if (!c->sealed || !c->opened) {
+			conn_fail(c, -ENOMEM, "out of memory");
+			return -1;
+		}
+	}
+	memcpy(c->sealed + c->sealed_len, p, len);
+	c->sealed_len += len;
+	if (!last)
+		return 0;
+	size_t n = c->sealed_len;
+	c->sealed_len = 0;
+	if (aead_open(&c->rx, LINK_DATA, c->sealed, n, c->opened) < 0)
+		return conn_forged(c);
+	if (n > TAG_LEN && h->cb.data)
+		rc = h->cb.data(h->ctx, c->node, c->opened, n - TAG_LEN);
+	if (rc < 0)
+		conn_fail(c, rc, "the data callback refused it");
+	return rc < 0 || c->state == CONN_CLOSED ? -1 : 0;
 }
 
 static int conn_frame(void *arg, unsigned type, const uint8_t *p, size_t len, bool last)
@@ -766,23 +976,22 @@ static int conn_frame(void *arg, unsigned type, const uint8_t *p, size_t len, bo
 	case LINK_PROVE:
 		return conn_prove(c, p, len);
 	case LINK_DATA:
-		if (len > 0 && h->cb.data)
-			rc = h->cb.data(h->ctx, c->node, p, len);
-		if (rc < 0)
-			conn_fail(c, rc, "the data callback refused it");
-		break;
+		return conn_data(c, p, len, last);
 	case LINK_PING: {
 		/* Answered at once, before anything else is read: the round
 		 * trip is the clock's error bound. */
 		uint8_t pong[16];
-		memcpy(pong, p, 8);
+		if (aead_open(&c->rx, LINK_PING, p, len, pong) < 0)
+			return conn_forged(c);
 		put_le64(pong + 8, (uint64_t)mono_ns());
-		rc = conn_send(c, LINK_PONG, pong, sizeof(pong), false);
+		rc = conn_send_sealed(c, LINK_PONG, pong, sizeof(pong), false);
 		if (rc < 0)
 			conn_fail(c, rc, uv_strerror(rc));
 		break;
 	}
 	case LINK_END:
+		if (aead_open(&c->rx, LINK_END, p, len, (uint8_t[1]){0}) < 0)
+			return conn_forged(c);
 		h->nactive--;
 		c->state = CONN_ENDED;
 		c->parser.allowed = 0; /* nothing may follow END */
@@ -790,7 +999,7 @@ static int conn_frame(void *arg, unsigned type, const uint8_t *p, size_t len, bo
 			h->cb.ended(h->ctx, c->node, 0);
 		if (c->state != CONN_ENDED)
 			return -1;
-		rc = conn_send(c, LINK_END_ACK, NULL, 0, true);
+		rc = conn_send_sealed(c, LINK_END_ACK, NULL, 0, true);
 		if (rc < 0)
 			conn_close(c);
 		break;
@@ -1034,6 +1243,11 @@ void link_head_close(link_head *h)
 	head_maybe_free(h);
 }
 
+void link_head_set_plain(link_head *h, bool plain)
+{
+	h->plain = plain;
+}
+
 void link_head_set_timeouts(link_head *h, unsigned auth_ms, unsigned idle_ms)
 {
 	if (auth_ms)
@@ -1074,6 +1288,7 @@ struct link_node {
 	char run_id[LINK_RUN_ID_LEN + 1];
 	uint8_t key[LINK_KEY_LEN];
 	uint8_t head_nonce[NONCE_LEN], nonce[NONCE_LEN];
+	link_aead rx, tx;
 	link_parser parser;
 	uint8_t rbuf[4096];
 	/* DATA held before authentication and during a clock burst. */
@@ -1091,7 +1306,6 @@ struct link_node {
 typedef struct node_write {
 	uv_write_t req;
 	link_node *l;
-	void *mem; /* owned: freed when written */
 	uint8_t bytes[];
 } node_write;
 
@@ -1101,6 +1315,8 @@ static void node_maybe_free(link_node *l)
 		return;
 	uv_freeaddrinfo(l->ai);
 	sodium_memzero(l->key, sizeof(l->key));
+	aead_wipe(&l->rx);
+	aead_wipe(&l->tx);
 	free(l->pend);
 	free(l);
 }
@@ -1163,7 +1379,6 @@ static void node_write_cb(uv_write_t *req, int status)
 	node_write *w = (node_write *)req;
 	link_node *l = w->l;
 
-	free(w->mem);
 	free(w);
 	if (status < 0) {
 		node_failf(l, status, "lost the connection to %s: %s", uv_strerror(status));
@@ -1176,21 +1391,19 @@ static void node_write_cb(uv_write_t *req, int status)
 	}
 }
 
-/* Writes a small frame (payload copied). */
+/* Writes a small frame after the handshake (PING, END), sealed. */
 static int node_send_small(link_node *l, unsigned type, const void *payload, size_t len)
 {
-	node_write *w = malloc(sizeof(*w) + LINK_HEADER_SIZE + len);
+	node_write *w = malloc(sizeof(*w) + LINK_HEADER_SIZE + len + TAG_LEN);
 	uv_buf_t buf;
 	int rc;
 
 	if (!w)
 		return -ENOMEM;
 	w->l = l;
-	w->mem = NULL;
-	frame_head(w->bytes, type, (uint32_t)len);
-	if (len)
-		memcpy(w->bytes + LINK_HEADER_SIZE, payload, len);
-	buf = uv_buf_init((char *)w->bytes, (unsigned)(LINK_HEADER_SIZE + len));
+	frame_head(w->bytes, type, (uint32_t)(len + TAG_LEN));
+	aead_seal(&l->tx, w->bytes, payload, len, w->bytes + LINK_HEADER_SIZE);
+	buf = uv_buf_init((char *)w->bytes, (unsigned)(LINK_HEADER_SIZE + len + TAG_LEN));
 	rc = uv_write(&w->req, (uv_stream_t *)l->tcp, &buf, 1, node_write_cb);
 	if (rc < 0)
 		free(w);
@@ -1198,46 +1411,31 @@ static int node_send_small(link_node *l, unsigned type, const void *payload, siz
 }
 
 /*
- * Writes data as DATA frames of at most NODE_FRAME_MAX bytes, in one
- * write. owned: data is a malloc'd block the write takes over; else it
- * is copied.
+ * Writes data as sealed DATA frames of at most NODE_FRAME_MAX bytes, in
+ * one write (one block: each frame's header, then its sealed bytes).
  */
-static int node_send_data(link_node *l, const uint8_t *data, size_t len, bool owned)
+static int node_send_data(link_node *l, const uint8_t *data, size_t len)
 {
 	size_t nframes = (len + NODE_FRAME_MAX - 1) / NODE_FRAME_MAX;
-	size_t heads = nframes * LINK_HEADER_SIZE;
-	node_write *w = malloc(sizeof(*w) + heads + (owned ? 0 : len));
-	uv_buf_t small[16], *bufs = small;
+	size_t size = nframes * (LINK_HEADER_SIZE + TAG_LEN) + len;
+	node_write *w = malloc(sizeof(*w) + size);
+	uv_buf_t buf;
 	int rc;
 
-	if (!w || (2 * nframes > 16 && !(bufs = malloc(2 * nframes * sizeof(*bufs))))) {
-		free(w);
-		if (owned)
-			free((void *)data);
+	if (!w)
 		return -ENOMEM;
-	}
 	w->l = l;
-	w->mem = owned ? (void *)data : NULL;
-	if (!owned) {
-		memcpy(w->bytes + heads, data, len);
-		data = w->bytes + heads;
-	}
-	for (size_t i = 0; i < nframes; i++) {
-		size_t off = i * NODE_FRAME_MAX;
+	uint8_t *out = w->bytes;
+	for (size_t off = 0; off < len; off += NODE_FRAME_MAX) {
 		size_t n = len - off < NODE_FRAME_MAX ? len - off : NODE_FRAME_MAX;
-		frame_head(w->bytes + i * LINK_HEADER_SIZE, LINK_DATA, (uint32_t)n);
-		bufs[2 * i] = uv_buf_init((char *)w->bytes + i * LINK_HEADER_SIZE,
-					  LINK_HEADER_SIZE);
-		bufs[2 * i + 1] = uv_buf_init((char *)data + off, (unsigned)n);
+		frame_head(out, LINK_DATA, (uint32_t)(n + TAG_LEN));
+		aead_seal(&l->tx, out, data + off, n, out + LINK_HEADER_SIZE);
+		out += LINK_HEADER_SIZE + n + TAG_LEN;
 	}
-	/* libuv copies the array of buffers, not the bytes. */
-	rc = uv_write(&w->req, (uv_stream_t *)l->tcp, bufs, (unsigned)(2 * nframes), node_write_cb);
-	if (bufs != small)
-		free(bufs);
-	if (rc < 0) {
-		free(w->mem);
+	buf = uv_buf_init((char *)w->bytes, (unsigned)size);
+	rc = uv_write(&w->req, (uv_stream_t *)l->tcp, &buf, 1, node_write_cb);
+	if (rc < 0)
 		free(w);
-	}
 	return rc;
 }
 
@@ -1257,11 +1455,10 @@ static int node_flush(link_node *l)
 	int rc = 0;
 
 	if (l->pend_len > 0) {
-		uint8_t *p = l->pend;
-		size_t n = l->pend_len;
+		rc = node_send_data(l, l->pend, l->pend_len);
+		free(l->pend);
 		l->pend = NULL;
 		l->pend_len = l->pend_cap = 0;
-		rc = node_send_data(l, p, n, true);
 	}
 	if (rc == 0 && l->finish_wanted)
 		rc = node_send_end(l);
@@ -1359,12 +1556,11 @@ static int node_challenge(link_node *l, const uint8_t *p)
 		return -1;
 	}
 	w->l = l;
-	w->mem = NULL;
 	frame_head(w->bytes, LINK_PROVE, (uint32_t)len);
 	prove = w->bytes + LINK_HEADER_SIZE;
 	memcpy(prove, l->nonce, NONCE_LEN);
 	handshake_mac(l->key, TAG_NODE, l->run_id, l->head_nonce, l->nonce, l->info, l->info_len,
-		      prove + NONCE_LEN);
+		      NULL, 0, prove + NONCE_LEN);
 	memcpy(prove + NONCE_LEN + MAC_LEN, l->info, l->info_len);
 	buf = uv_buf_init((char *)w->bytes, (unsigned)(LINK_HEADER_SIZE + len));
 	rc = uv_write(&w->req, (uv_stream_t *)l->tcp, &buf, 1, node_write_cb);
@@ -1380,16 +1576,27 @@ static int node_challenge(link_node *l, const uint8_t *p)
 
 static int node_accept(link_node *l, const uint8_t *p)
 {
-	uint8_t mac[MAC_LEN];
+	uint8_t mac[MAC_LEN], node_key[MAC_LEN], head_key[MAC_LEN];
+	uint8_t cipher = p[MAC_LEN];
 	unsigned tick;
 
 	handshake_mac(l->key, TAG_HEAD, l->run_id, l->nonce, l->head_nonce, l->info, l->info_len,
-		      mac);
+		      &cipher, 1, mac);
 	if (crypto_verify_32(mac, p) != 0) {
 		node_failf(l, -EACCES, "%s did not prove the run's key: %s",
 			   "not the head of this run");
 		return -1;
 	}
+	if (cipher >= 32 || !(ciphers_here() >> cipher & 1u)) {
+		node_failf(l, -EPROTO, "%s picked %s", "a cipher this node does not have");
+		return -1;
+	}
+	session_keys(l->key, l->run_id, l->head_nonce, l->nonce, l->info, l->info_len, node_key,
+		     head_key);
+	aead_init(&l->tx, cipher, node_key);
+	aead_init(&l->rx, cipher, head_key);
+	sodium_memzero(node_key, sizeof(node_key));
+	sodium_memzero(head_key, sizeof(head_key));
 	l->state = NODE_ACTIVE;
 	l->parser.allowed = 1u << LINK_PONG | 1u << LINK_END_ACK;
 	l->last_rx = uv_now(l->loop);
@@ -1403,10 +1610,17 @@ static int node_accept(link_node *l, const uint8_t *p)
 	return l->state == NODE_DONE ? -1 : 0;
 }
 
+static int node_forged(link_node *l)
+{
+	node_failf(l, -EBADMSG, "%s sent %s", "a frame that does not authenticate");
+	return -1;
+}
+
 static int node_frame(void *arg, unsigned type, const uint8_t *p, size_t len, bool last)
 {
 	link_node *l = arg;
 	char text[REFUSE_MAX + 1];
+	uint8_t opened[16];
 
 	(void)last;
 	switch (type) {
@@ -1422,9 +1636,13 @@ static int node_frame(void *arg, unsigned type, const uint8_t *p, size_t len, bo
 	case LINK_ACCEPT:
 		return node_accept(l, p);
 	case LINK_PONG:
-		node_pong(l, p);
+		if (aead_open(&l->rx, LINK_PONG, p, len, opened) < 0)
+			return node_forged(l);
+		node_pong(l, opened);
 		break;
 	case LINK_END_ACK:
+		if (aead_open(&l->rx, LINK_END_ACK, p, len, opened) < 0)
+			return node_forged(l);
 		l->state = NODE_DONE;
 		uv_timer_stop(&l->timer);
 		node_close_tcp(l);
@@ -1580,7 +1798,7 @@ static int info_encode(link_node *l, const link_node_info *info)
 	msgpack_packer pk;
 	const char *strs[3] = {info->host, info->launched_as, info->fallback};
 	const int keys[3] = {INFO_HOST, INFO_LAUNCHED_AS, INFO_FALLBACK};
-	unsigned n = 1;
+	unsigned n = 2;
 	int rc = 0;
 
 	for (int i = 0; i < 3; i++)
@@ -1590,6 +1808,8 @@ static int info_encode(link_node *l, const link_node_info *info)
 	msgpack_pack_map(&pk, n);
 	msgpack_pack_uint8(&pk, INFO_LAUNCHER_PID);
 	msgpack_pack_int64(&pk, info->launcher_pid);
+	msgpack_pack_uint8(&pk, INFO_CIPHERS);
+	msgpack_pack_unsigned_int(&pk, ciphers_here());
 	for (int i = 0; i < 3; i++) {
 		if (!strs[i])
 			continue;
@@ -1676,7 +1896,7 @@ int link_node_send(link_node *l, const void *data, size_t len)
 		memcpy(l->pend + l->pend_len, data, len);
 		l->pend_len += len;
 	} else {
-		int rc = node_send_data(l, data, len, false);
+		int rc = node_send_data(l, data, len);
 		if (rc < 0)
 			return rc;
 	}

@@ -103,6 +103,15 @@ void link_head_stop_listening(link_head *h);
 /* Closes every connection (each gets its ended callback with -ECANCELED)
  * and frees h once libuv released its handles. NULL: no-op. */
 void link_head_close(link_head *h);
+/*
+ * Frames after the handshake are sealed (AES-256-GCM, or
+ * ChaCha20-Poly1305 where a side lacks AES instructions: encrypted and
+ * authenticated, docs/SECURITY.md). plain: the connections accepted from
+ * now on leave them in the clear and unauthenticated instead (the
+ * handshake stays the same): cheaper, for a network no one else can see
+ * or write into.
+ */
+void link_head_set_plain(link_head *h, bool plain);
 /* Deadlines of the connections accepted from now on (0: keep). */
 void link_head_set_timeouts(link_head *h, unsigned auth_ms, unsigned idle_ms);
 
@@ -162,19 +171,23 @@ const char *link_node_run_id(const link_node *l);
 #define LINK_HEADER_SIZE 8
 /* A frame's payload before authentication (the PROVE and its info). */
 #define LINK_AUTH_MAX 1024u
-/* A DATA frame's payload. */
-#define LINK_DATA_MAX (16u * 1024u * 1024u)
+/* A DATA frame's payload (sealed: model stream bytes and the tag); the
+ * head holds one at a time per node. */
+#define LINK_DATA_MAX (1024u * 1024u)
+/* What sealing adds to each frame after the handshake. */
+#define LINK_AEAD_TAG 16u
 
 enum link_frame_type {
 	LINK_CHALLENGE = 1, /* head: run id (16 hex), head nonce (32) */
 	LINK_PROVE = 2,     /* node: node nonce (32), HMAC (32), info (msgpack map) */
-	LINK_ACCEPT = 3,    /* head: HMAC (32) */
+	LINK_ACCEPT = 3,    /* head: HMAC (32), cipher (1) */
 	LINK_REFUSE = 4,    /* head: why, text (the peer then closes) */
-	LINK_DATA = 5,      /* node: model stream bytes */
-	LINK_PING = 6,      /* node: t1, its CLOCK_MONOTONIC ns (u64 LE) */
-	LINK_PONG = 7,      /* head: t1, t2 its CLOCK_MONOTONIC ns */
-	LINK_END = 8,       /* node: its part is complete */
-	LINK_END_ACK = 9,   /* head: the part is in */
+	/* Sealed (AEAD, the header as additional data) from here on. */
+	LINK_DATA = 5,    /* node: model stream bytes */
+	LINK_PING = 6,    /* node: t1, its CLOCK_MONOTONIC ns (u64 LE) */
+	LINK_PONG = 7,    /* head: t1, t2 its CLOCK_MONOTONIC ns */
+	LINK_END = 8,     /* node: its part is complete (empty) */
+	LINK_END_ACK = 9, /* head: the part is in (empty) */
 	LINK_TYPE_MAX = 10
 };
 

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +88,10 @@ typedef struct head_rec {
 } head_rec;
 
 static int node_token;
+/* The head counts the bytes and keeps none (the benchmark). */
+static bool head_discard;
+/* The head leaves frames after the handshake in the clear. */
+static bool head_plain;
 
 static void *head_joined(void *ctx, const link_node_info *info)
 {
@@ -109,6 +114,10 @@ static int head_data(void *ctx, void *node, const void *bytes, size_t len)
 
 	if (node != &node_token)
 		check_fail_at(__FILE__, __LINE__, "data for a node the head never joined");
+	if (head_discard) {
+		r->got_len += len;
+		return 0;
+	}
 	if (r->got_len + len > r->got_cap) {
 		size_t cap = r->got_cap ? r->got_cap : 1 << 20;
 		while (cap < r->got_len + len)
@@ -153,6 +162,7 @@ static void head_start(uv_loop_t *loop, head_rec *r, const char *addr)
 {
 	memset(r, 0, sizeof(*r));
 	MUST(link_head_start(&r->h, loop, addr, run_id, key, &head_cbs, r, &r->port) == 0);
+	link_head_set_plain(r->h, head_plain);
 	MUST(r->port > 0);
 }
 
@@ -495,7 +505,7 @@ static void t_refuse_raw(void)
  */
 static void fake_head(int lfd, int out)
 {
-	uint8_t ch[8 + LINK_RUN_ID_LEN + 32], acc[8 + 32], buf[4096];
+	uint8_t ch[8 + LINK_RUN_ID_LEN + 32], acc[8 + 33], buf[4096];
 	int fd = accept(lfd, NULL, NULL);
 	ssize_t n, after = 0;
 	uint32_t len;
@@ -511,8 +521,9 @@ static void fake_head(int lfd, int out)
 	len = buf[4] | buf[5] << 8 | buf[6] << 16 | (uint32_t)buf[7] << 24;
 	if (buf[3] != LINK_PROVE || len > sizeof(buf) || recv(fd, buf, len, MSG_WAITALL) != len)
 		_exit(4);
-	memcpy(acc, (const uint8_t[]){'F', 'L', 1, LINK_ACCEPT, 32, 0, 0, 0}, 8);
+	memcpy(acc, (const uint8_t[]){'F', 'L', 1, LINK_ACCEPT, 33, 0, 0, 0}, 8);
 	randombytes_buf(acc + 8, 32);
+	acc[8 + 32] = 1; /* ChaCha20-Poly1305, which every node has */
 	if (write(fd, acc, sizeof(acc)) != sizeof(acc))
 		_exit(5);
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
@@ -627,10 +638,10 @@ static int64_t mono_now(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* HMAC-SHA-256(key, tag NUL | run id | first | second | info), as
- * docs/TRACE_FORMAT.md, "Link frames", says. */
+/* HMAC-SHA-256(key, tag NUL | run id | first | second | info | extra),
+ * as docs/TRACE_FORMAT.md, "Link frames", says. */
 static void proof(const char *tag, const uint8_t *first, const uint8_t *second, const uint8_t *info,
-		  size_t info_len, uint8_t out[32])
+		  size_t info_len, const uint8_t *extra, size_t extra_len, uint8_t out[32])
 {
 	crypto_auth_hmacsha256_state st;
 
@@ -640,6 +651,8 @@ static void proof(const char *tag, const uint8_t *first, const uint8_t *second, 
 	crypto_auth_hmacsha256_update(&st, first, 32);
 	crypto_auth_hmacsha256_update(&st, second, 32);
 	crypto_auth_hmacsha256_update(&st, info, info_len);
+	if (extra_len)
+		crypto_auth_hmacsha256_update(&st, extra, extra_len);
 	crypto_auth_hmacsha256_final(&st, out);
 }
 
@@ -656,7 +669,7 @@ static bool read_frame(int fd, uint8_t *type, uint8_t *buf, uint32_t cap, uint32
 
 static bool write_frame(int fd, uint8_t type, const void *payload, uint32_t len)
 {
-	uint8_t f[8 + 64];
+	uint8_t f[8 + 80];
 
 	memcpy(f, (const uint8_t[]){'F', 'L', 1, type, (uint8_t)len, 0, 0, 0}, 8);
 	if (len)
@@ -666,6 +679,49 @@ static bool write_frame(int fd, uint8_t type, const void *payload, uint32_t len)
 
 #define CLOCK_AHEAD 1000000000ll /* the made-up head's clock: 1 s ahead */
 
+/* One direction of ChaCha20-Poly1305 (IETF) after the handshake: the
+ * nonce is the frame's number (64-bit little-endian, then 4 zero bytes),
+ * the additional data the frame's 8-byte header. */
+typedef struct sealer {
+	uint8_t key[32];
+	uint64_t count;
+} sealer;
+
+static void sealer_nonce(sealer *s, uint8_t nonce[12])
+{
+	memset(nonce, 0, 12);
+	for (int i = 0; i < 8; i++)
+		nonce[i] = (uint8_t)(s->count >> (8 * i));
+	s->count++;
+}
+
+static bool open_frame(sealer *s, uint8_t type, const uint8_t *c, uint32_t len, uint8_t *out)
+{
+	uint8_t nonce[12], head[8] = {'F',
+				      'L',
+				      1,
+				      type,
+				      (uint8_t)len,
+				      (uint8_t)(len >> 8),
+				      (uint8_t)(len >> 16),
+				      (uint8_t)(len >> 24)};
+
+	sealer_nonce(s, nonce);
+	return crypto_aead_chacha20poly1305_ietf_decrypt(out, NULL, NULL, c, len, head, 8, nonce,
+							 s->key) == 0;
+}
+
+static bool write_sealed(int fd, sealer *s, uint8_t type, const uint8_t *m, uint32_t len)
+{
+	uint8_t f[8 + 64], nonce[12];
+	uint32_t clen = len + 16;
+
+	memcpy(f, (const uint8_t[]){'F', 'L', 1, type, (uint8_t)clen, 0, 0, 0}, 8);
+	sealer_nonce(s, nonce);
+	crypto_aead_chacha20poly1305_ietf_encrypt(f + 8, NULL, m, len, f, 8, NULL, nonce, s->key);
+	return write(fd, f, 8 + clen) == (ssize_t)(8 + clen);
+}
+
 /*
  * A head in a child whose clock reads 1 s ahead of the node's, and which
  * answers every ping of a burst late (3 ms) but the eighth: the sample
@@ -674,33 +730,41 @@ static bool write_frame(int fd, uint8_t type, const void *payload, uint32_t len)
  */
 static void clock_head(int lfd)
 {
-	uint8_t ch[48], buf[1024], mac[32], type;
+	static uint8_t buf[LINK_DATA_MAX], plain[LINK_DATA_MAX];
+	uint8_t ch[48], mac[33], type, cipher = 1;
 	uint32_t len;
 	int fd = accept(lfd, NULL, NULL), pings = 0;
+	sealer rx = {.count = 0}, tx = {.count = 0};
 
 	memcpy(ch, run_id, LINK_RUN_ID_LEN);
 	randombytes_buf(ch + LINK_RUN_ID_LEN, 32);
 	if (fd < 0 || !write_frame(fd, LINK_CHALLENGE, ch, 48) ||
 	    !read_frame(fd, &type, buf, sizeof(buf), &len) || type != LINK_PROVE || len < 64)
 		_exit(2);
-	proof("forktrace link node", ch + LINK_RUN_ID_LEN, buf, buf + 64, len - 64, mac);
+	const uint8_t *hn = ch + LINK_RUN_ID_LEN, *nn = buf, *info = buf + 64;
+	proof("forktrace link node", hn, nn, info, len - 64, NULL, 0, mac);
 	if (sodium_memcmp(mac, buf + 32, 32) != 0)
 		_exit(3);
-	proof("forktrace link head", buf, ch + LINK_RUN_ID_LEN, buf + 64, len - 64, mac);
-	if (!write_frame(fd, LINK_ACCEPT, mac, 32))
+	proof("forktrace link head", nn, hn, info, len - 64, &cipher, 1, mac);
+	mac[32] = cipher;
+	proof("forktrace link node to head", hn, nn, info, len - 64, NULL, 0, rx.key);
+	proof("forktrace link head to node", hn, nn, info, len - 64, NULL, 0, tx.key);
+	if (!write_frame(fd, LINK_ACCEPT, mac, 33))
 		_exit(4);
 	while (read_frame(fd, &type, buf, sizeof(buf), &len)) {
+		if (len < 16 || !open_frame(&rx, type, buf, len, plain))
+			_exit(9);
 		if (type == LINK_END) {
-			_exit(write_frame(fd, LINK_END_ACK, NULL, 0) ? 0 : 5);
-		} else if (type == LINK_PING && len == 8) {
+			_exit(write_sealed(fd, &tx, LINK_END_ACK, NULL, 0) ? 0 : 5);
+		} else if (type == LINK_PING && len == 8 + 16) {
 			uint8_t pong[16];
 			if (pings++ % LINK_BURST != 7)
 				usleep(3000);
 			int64_t t2 = mono_now() + CLOCK_AHEAD;
-			memcpy(pong, buf, 8);
+			memcpy(pong, plain, 8);
 			for (int i = 0; i < 8; i++)
 				pong[8 + i] = (uint8_t)((uint64_t)t2 >> (8 * i));
-			if (!write_frame(fd, LINK_PONG, pong, 16))
+			if (!write_sealed(fd, &tx, LINK_PONG, pong, 16))
 				_exit(6);
 		} else if (type != LINK_DATA) {
 			_exit(7);
@@ -761,6 +825,133 @@ static void t_clock_offset(void)
 	loop_finish(&loop);
 	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
 	CHECK_INT(WEXITSTATUS(st), ==, 0);
+}
+
+/* ---- someone on the path ------------------------------------------------- */
+
+#define MARKER "argv: --password=hunter2"
+
+/*
+ * A relay in a child between a node and the head, which sees every byte
+ * and flips one bit of the node's stream at byte flip_at (0: none). It
+ * writes to out whether MARKER ever crossed it in the clear.
+ */
+static void relay(int lfd, int head_port, size_t flip_at, int out)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)head_port),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int nfd = accept(lfd, NULL, NULL), hfd = socket(AF_INET, SOCK_STREAM, 0);
+	static uint8_t buf[65536], seen[65536 + sizeof(MARKER)];
+	size_t up = 0, keep = 0;
+	bool clear = false;
+
+	if (nfd < 0 || hfd < 0 || connect(hfd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		_exit(2);
+	for (;;) {
+		struct pollfd p[2] = {{nfd, POLLIN, 0}, {hfd, POLLIN, 0}};
+		if (poll(p, 2, 5000) <= 0)
+			break;
+		if (p[1].revents) {
+			ssize_t n = read(hfd, buf, sizeof(buf));
+			if (n <= 0 || write(nfd, buf, (size_t)n) != n)
+				break;
+		}
+		if (p[0].revents) {
+			ssize_t n = read(nfd, buf, sizeof(buf));
+			if (n <= 0)
+				break;
+			/* The marker may straddle two reads. */
+			memcpy(seen + keep, buf, (size_t)n);
+			if (memmem(seen, keep + (size_t)n, MARKER, sizeof(MARKER) - 1))
+				clear = true;
+			keep = (size_t)n < sizeof(MARKER) ? (size_t)n : sizeof(MARKER);
+			memcpy(seen, buf + n - keep, keep);
+			if (flip_at && up <= flip_at && flip_at < up + (size_t)n)
+				buf[flip_at - up] ^= 0x10;
+			up += (size_t)n;
+			if (write(hfd, buf, (size_t)n) != n)
+				break;
+		}
+	}
+	if (write(out, &clear, sizeof(clear)) != sizeof(clear))
+		_exit(3);
+	_exit(0);
+}
+
+/*
+ * A node streams, through the relay, 4 MiB that say MARKER again and
+ * again. Nothing of it crosses in the clear; with a bit flipped at 1 MiB,
+ * the head ends the node (-EBADMSG) and what reached its data callback is
+ * a prefix of what was sent, without the changed frame. With a plain head
+ * (head_plain) it all crosses in the clear, and arrives.
+ */
+static void through_relay(size_t flip_at)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), pfd[2], st;
+	size_t total = 4u << 20;
+	uint8_t *src = malloc(total);
+	uv_loop_t loop;
+	head_rec hr;
+	node_rec nr;
+	char dial[64];
+	bool clear = true;
+	pid_t pid;
+
+	MUST(src);
+	for (size_t i = 0; i < total; i++)
+		src[i] = (uint8_t)MARKER[i % (sizeof(MARKER) - 1)];
+	MUST(lfd >= 0 && bind(lfd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(lfd, 4) == 0);
+	MUST(getsockname(lfd, (struct sockaddr *)&a, &alen) == 0);
+	MUST(pipe(pfd) == 0);
+	uv_loop_init(&loop);
+	head_start(&loop, &hr, "127.0.0.1:0");
+	pid = fork();
+	MUST(pid >= 0);
+	if (pid == 0)
+		relay(lfd, hr.port, flip_at, pfd[1]);
+	close(lfd);
+	close(pfd[1]);
+	snprintf(dial, sizeof(dial), "127.0.0.1:%d", ntohs(a.sin_port));
+	node_start(&loop, &nr, dial);
+	nr.src = src;
+	nr.total = total;
+	nr.finish_when_sent = true;
+	CHECK(run_until(&loop, node_finished, &nr, 10000));
+	CHECK(run_until(&loop, head_ended_or_refused, &hr, 5000));
+	CHECK_INT(hr.joined, ==, 1);
+	CHECK_INT(hr.ended, ==, 1);
+	if (flip_at && !head_plain) {
+		CHECK_INT(hr.ended_err, ==, -EBADMSG);
+		CHECK_UINT(hr.got_len, <, flip_at);
+		CHECK_INT(nr.done_err, <, 0);
+	} else {
+		CHECK_INT(hr.ended_err, ==, 0);
+		CHECK_UINT(hr.got_len, ==, total);
+		CHECK_INT(nr.done_err, ==, 0);
+	}
+	CHECK(hr.got_len == 0 || memcmp(hr.got, src, hr.got_len) == 0);
+	link_node_close(nr.l);
+	link_head_close(hr.h);
+	loop_finish(&loop);
+	CHECK(read(pfd[0], &clear, sizeof(clear)) == sizeof(clear));
+	CHECK_MSG(clear == head_plain, "the stream crossed the relay %s",
+		  clear ? "in the clear" : "sealed");
+	close(pfd[0]);
+	kill(pid, SIGKILL);
+	CHECK(waitpid(pid, &st, 0) == pid);
+	free(hr.got);
+	free(src);
+}
+
+static void t_sealed(void)
+{
+	through_relay(0);
+	through_relay(1u << 20);
+	head_plain = true;
+	through_relay(0);
 }
 
 /* Reports a head_rec from a child through a pipe. */
@@ -1009,6 +1200,54 @@ static void t_no_head(void)
 	loop_finish(&loop);
 }
 
+/*
+ * Not a test (not in ctest): a node streams $LINK_BENCH_MB MiB (default
+ * 2048) to a head in another process over the loopback; prints MB/s.
+ * $LINK_BENCH_PLAIN: a plain head (link_head_set_plain).
+ */
+static void t_bench(void)
+{
+	const char *env = getenv("LINK_BENCH_MB");
+	size_t total = (size_t)(env ? atol(env) : 2048) << 20, chunk = 4u << 20;
+	uint8_t *src = random_bytes(chunk);
+	int port, out, st;
+	uv_loop_t loop;
+	node_rec nr;
+	char dial[64];
+	head_report rep;
+	pid_t pid;
+
+	head_discard = true;
+	head_plain = getenv("LINK_BENCH_PLAIN") != NULL;
+	pid = head_child(&port, &out, false, 0);
+
+	uv_loop_init(&loop);
+	snprintf(dial, sizeof(dial), "127.0.0.1:%d", port);
+	node_start(&loop, &nr, dial);
+	CHECK(run_until(&loop, node_connected_any, &nr, 5000));
+	int64_t t0 = mono_now();
+	size_t sent = 0;
+	while (sent < total && nr.done == 0) {
+		while (sent < total && link_node_queued(nr.l) < LINK_HIGH_WATER) {
+			CHECK_INT(link_node_send(nr.l, src, chunk), ==, 0);
+			sent += chunk;
+		}
+		uv_run(&loop, UV_RUN_ONCE);
+	}
+	CHECK_INT(link_node_finish(nr.l), ==, 0);
+	CHECK(run_until(&loop, node_finished, &nr, 60000));
+	int64_t t1 = mono_now();
+	CHECK(read(out, &rep, sizeof(rep)) == sizeof(rep));
+	CHECK_UINT(rep.got, ==, total);
+	printf("link: %zu MiB in %.3f s: %.0f MB/s\n", total >> 20, (t1 - t0) / 1e9,
+	       total / ((t1 - t0) / 1e9) / 1e6);
+	link_node_close(nr.l);
+	loop_finish(&loop);
+	CHECK(waitpid(pid, &st, 0) == pid);
+	close(out);
+	free(src);
+}
+
 /* ---- key files ---------------------------------------------------------- */
 
 static void read_refused(const char *what, int want_rc, const char *why_part)
@@ -1103,6 +1342,7 @@ static const struct {
 	{"mutual", t_mutual},
 	{"clock", t_clock},
 	{"clock_offset", t_clock_offset},
+	{"sealed", t_sealed},
 	{"head_killed", t_head_killed},
 	{"head_hangs", t_head_hangs},
 	{"node_killed", t_node_killed},
@@ -1111,6 +1351,7 @@ static const struct {
 	{"head_close", t_head_close},
 	{"no_head", t_no_head},
 	{"key_files", t_key_files},
+	{"bench", t_bench},
 };
 
 static void remove_tree(const char *dir)
