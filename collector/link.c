@@ -46,6 +46,10 @@
 #define HEAD_MAX_PENDING 64
 /* The node writes DATA frames of at most this many bytes of stream. */
 #define NODE_FRAME_MAX (256u * 1024u)
+/* A send this long is sealed from the caller's bytes at once; shorter
+ * ones (a model stream record is often tens of bytes) are gathered into
+ * frames, written when one is full and before the loop waits. */
+#define NODE_GATHER_MAX (64u * 1024u)
 
 /* Keys of the node's info (a msgpack map in PROVE). */
 enum {
@@ -1272,6 +1276,7 @@ struct link_node {
 	uv_loop_t *loop;
 	uv_tcp_t *tcp; /* one per address tried; NULL once closed */
 	uv_timer_t timer;
+	uv_prepare_t flusher; /* writes what was gathered before the loop waits */
 	uv_getaddrinfo_t gai;
 	uv_connect_t connect;
 	bool gai_pending, closing;
@@ -1291,7 +1296,8 @@ struct link_node {
 	link_aead rx, tx;
 	link_parser parser;
 	uint8_t rbuf[4096];
-	/* DATA held before authentication and during a clock burst. */
+	/* DATA gathered (and held before authentication and during a
+	 * clock burst). */
 	uint8_t *pend;
 	size_t pend_len, pend_cap;
 	bool finish_wanted, notify_writable;
@@ -1325,7 +1331,7 @@ static void node_handle_closed(uv_handle_t *hd)
 {
 	link_node *l = hd->data;
 
-	if (hd != (uv_handle_t *)&l->timer)
+	if (hd != (uv_handle_t *)&l->timer && hd != (uv_handle_t *)&l->flusher)
 		free(hd);
 	l->handles--;
 	node_maybe_free(l);
@@ -1448,19 +1454,32 @@ static int node_send_end(link_node *l)
 	return rc;
 }
 
-/* Writes what was held (before authentication, during a burst), then END
- * if the caller finished meanwhile. */
-static int node_flush(link_node *l)
+/* Writes what was gathered or held. */
+static int node_flush_data(link_node *l)
 {
 	int rc = 0;
 
 	if (l->pend_len > 0) {
 		rc = node_send_data(l, l->pend, l->pend_len);
-		free(l->pend);
-		l->pend = NULL;
-		l->pend_len = l->pend_cap = 0;
+		l->pend_len = 0;
+		/* What a burst or the handshake held can be large: give it
+		 * back, keep a gathering buffer's worth. */
+		if (l->pend_cap > 4 * NODE_FRAME_MAX) {
+			free(l->pend);
+			l->pend = NULL;
+			l->pend_cap = 0;
+		}
 	}
-	if (rc == 0 && l->finish_wanted)
+	return rc;
+}
+
+/* Writes what was gathered or held, then END if the caller finished
+ * meanwhile. */
+static int node_flush(link_node *l)
+{
+	int rc = node_flush_data(l);
+
+	if (rc == 0 && l->finish_wanted && l->state == NODE_ACTIVE)
 		rc = node_send_end(l);
 	if (rc < 0)
 		node_failf(l, rc, "cannot write to %s: %s", uv_strerror(rc));
@@ -1859,8 +1878,9 @@ int link_node_start(link_node **node, uv_loop_t *loop, const char *head, const l
 		return rc;
 	}
 	uv_timer_init(loop, &l->timer);
-	l->timer.data = l;
-	l->handles = 1;
+	uv_prepare_init(loop, &l->flusher);
+	l->timer.data = l->flusher.data = l;
+	l->handles = 2;
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -1876,13 +1896,32 @@ int link_node_start(link_node **node, uv_loop_t *loop, const char *head, const l
 	return 0;
 }
 
+static void node_flusher(uv_prepare_t *p)
+{
+	link_node *l = p->data;
+
+	uv_prepare_stop(p);
+	if (l->state == NODE_ACTIVE && !l->burst && node_flush_data(l) < 0)
+		node_failf(l, -EIO, "cannot write to %s: %s", "the write failed");
+}
+
 int link_node_send(link_node *l, const void *data, size_t len)
 {
+	bool hold;
+	int rc;
+
 	if (l->state == NODE_DONE || l->state == NODE_ENDING || l->finish_wanted)
 		return -EPIPE;
 	if (len == 0)
 		return 0;
-	if (l->state != NODE_ACTIVE || l->burst) {
+	hold = l->state != NODE_ACTIVE || l->burst;
+	if (!hold && len >= NODE_GATHER_MAX) {
+		rc = node_flush_data(l);
+		if (rc == 0)
+			rc = node_send_data(l, data, len);
+		if (rc < 0)
+			return rc;
+	} else {
 		if (l->pend_len + len > l->pend_cap) {
 			size_t cap = l->pend_cap ? l->pend_cap : 64 * 1024;
 			while (cap < l->pend_len + len)
@@ -1895,10 +1934,13 @@ int link_node_send(link_node *l, const void *data, size_t len)
 		}
 		memcpy(l->pend + l->pend_len, data, len);
 		l->pend_len += len;
-	} else {
-		int rc = node_send_data(l, data, len);
-		if (rc < 0)
-			return rc;
+		if (!hold && l->pend_len >= NODE_FRAME_MAX) {
+			rc = node_flush_data(l);
+			if (rc < 0)
+				return rc;
+		} else if (!hold) {
+			uv_prepare_start(&l->flusher, node_flusher);
+		}
 	}
 	if (link_node_queued(l) >= LINK_LOW_WATER)
 		l->notify_writable = true;
@@ -1938,6 +1980,7 @@ void link_node_close(link_node *l)
 	l->state = NODE_DONE;
 	node_close_tcp(l);
 	uv_close((uv_handle_t *)&l->timer, node_handle_closed);
+	uv_close((uv_handle_t *)&l->flusher, node_handle_closed);
 	if (l->gai_pending)
 		uv_cancel((uv_req_t *)&l->gai);
 	node_maybe_free(l);
