@@ -982,6 +982,45 @@ static void write_seeds(const char *dir)
 	}
 }
 
+static int emit_feed(void *ctx, const void *data, size_t len)
+{
+	return mstream_feed(ctx, data, len);
+}
+
+/* The bulk: nchunks chunks of size bytes on 8 threads, synced straight
+ * into a reader (as the link would carry them): MB/s of the whole. */
+static void bench_bulk(size_t nchunks, size_t size)
+{
+	model_trace *t = model_new(), *u = model_new();
+	unsigned char *data = malloc(size);
+	mstream_writer *w;
+	mstream_reader *r;
+	model_process *p;
+	bool more;
+	double t0, t1;
+
+	MUST(t && u && data);
+	memset(data, 0x5a, size);
+	MUST(p = model_add_process(t, 1));
+	for (int k = 0; k < 8; k++)
+		MUST(model_add_thread(t, p, k + 1));
+	for (size_t i = 0; i < nchunks; i++)
+		MUST(model_add_chunk(t, &p->threads[i % 8], 0, data, size) == 0);
+	MUST(w = mstream_writer_new(t));
+	MUST(r = mstream_reader_new(u));
+	t0 = now_s();
+	CHECK_INT(mstream_sync(w, emit_feed, r, SIZE_MAX, &more), ==, 0);
+	t1 = now_s();
+	CHECK_UINT(u->procs[0]->threads[7].chunk_bytes, ==, nchunks / 8 * size);
+	printf("bench: %zu chunks of %zu KiB, sync into a reader: %.0f MB/s\n", nchunks,
+	       size / 1024, (double)(nchunks * size) / (t1 - t0) / 1e6);
+	mstream_reader_free(r);
+	mstream_writer_free(w);
+	model_free(u);
+	model_free(t);
+	free(data);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 2 && strcmp(argv[1], "seeds") == 0) {
@@ -990,6 +1029,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && strcmp(argv[1], "bench") == 0) {
 		bench(10000, 50);
+		bench_bulk(4096, 256 * 1024);
+		bench_bulk(65536, 4096);
 		return check_done("test_mstream bench");
 	}
 	test_roundtrip();
