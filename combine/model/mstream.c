@@ -65,6 +65,7 @@ typedef struct thread_sent {
 typedef struct proc_sent {
 	uint64_t hash;
 	bool sent;
+	int64_t parent; /* the parent index sent, -1: none */
 	seg_sent *segs;
 	size_t nsegs, segs_cap;
 	thread_sent *threads;
@@ -80,8 +81,11 @@ struct mstream_writer {
 	size_t nclocks, nsamples, nmissing;
 	proc_sent *procs;
 	size_t nprocs, procs_cap;
-	size_t nsent;  /* processes [0, nsent) are known to the reader */
-	bool deferred; /* a process went out without its parent (not sent yet) */
+	size_t nsent; /* processes [0, nsent) are known to the reader */
+	/* Processes that went out without their parent in this round (not
+	 * sent yet, or it would have closed a loop), for the second round. */
+	size_t *defer;
+	size_t ndefer, defer_cap;
 
 	/* The record being built: 4 bytes of length, then its msgpack. */
 	char *buf;
@@ -128,6 +132,7 @@ void mstream_writer_free(mstream_writer *w)
 		free(w->procs[i].threads);
 	}
 	free(w->procs);
+	free(w->defer);
 	free(w->buf);
 	free(w);
 }
@@ -506,6 +511,18 @@ static int send_chunk(mstream_writer *w, const model_process *p, size_t i, const
 	return rec_end_tail(w, c->data, c->len);
 }
 
+/* Would parent, as the reader knows the parents (those sent), lead back
+ * to process i? */
+static bool closes_loop(const mstream_writer *w, size_t i, int64_t parent)
+{
+	for (size_t steps = 0; parent >= 0 && steps <= w->nsent; steps++) {
+		if ((size_t)parent == i)
+			return true;
+		parent = (size_t)parent < w->nsent ? w->procs[parent].parent : -1;
+	}
+	return parent >= 0;
+}
+
 /* Sends what changed in process i. Returns 0, 1 when the budget ran out
  * first, or a negative errno. */
 static int sync_proc(mstream_writer *w, size_t i)
@@ -518,11 +535,16 @@ static int sync_proc(mstream_writer *w, size_t i)
 	uint64_t h;
 	int err;
 
-	/* The reader refuses a parent it does not have yet: such a process
-	 * goes out without one, and again once its parent went out. */
-	if (parent >= (int64_t)known) {
+	/* The reader refuses a parent it does not have yet, and one that
+	 * closes a loop of parents as it knows them (parents re-pointed
+	 * since the last sync, whose other half comes later in this one):
+	 * such a process goes out without one, and again once the parent
+	 * went out or the loop is gone. A loop in t itself stays open. */
+	if (parent >= (int64_t)known || closes_loop(w, i, parent)) {
 		parent = -1;
-		w->deferred = true;
+		if (vec_grow(&w->defer, &w->defer_cap, w->ndefer + 1, sizeof(*w->defer), 16) < 0)
+			return -ENOMEM;
+		w->defer[w->ndefer++] = i;
 	}
 	h = proc_hash(p, parent);
 	if (!ps->sent || h != ps->hash) {
@@ -532,6 +554,7 @@ static int sync_proc(mstream_writer *w, size_t i)
 			return err;
 		ps->sent = true;
 		ps->hash = h;
+		ps->parent = parent;
 		if (w->nsent < i + 1)
 			w->nsent = i + 1;
 	}
@@ -619,22 +642,21 @@ int mstream_sync(mstream_writer *w, mstream_emit_fn emit, void *ctx, size_t max_
 	 * new ones in. A sync that max_bytes stopped goes on where it stopped:
 	 * what went out before is no longer different from what was sent,
 	 * and a thread's chunks go on after its last chunk sent. A second
-	 * round sends the parents that were not there yet in the first. */
-	for (int round = 0; round < 2; round++) {
-		w->deferred = false;
-		for (size_t i = 0; i < n; i++) {
-			err = sync_proc(w, i);
-			if (err < 0)
-				return err;
-			if (err > 0) {
-				*more = true;
-				return 0;
-			}
-		}
-		if (!w->deferred)
+	 * round, over the processes deferred in the first, sends the parents
+	 * that were not there yet (every process is, then). */
+	w->ndefer = 0;
+	for (size_t i = 0; i < n; i++) {
+		err = sync_proc(w, i);
+		if (err != 0)
 			break;
 	}
-	return 0;
+	for (size_t k = 0, nd = w->ndefer; err == 0 && k < nd; k++)
+		err = sync_proc(w, w->defer[k]);
+	if (err > 0) {
+		*more = true;
+		return 0;
+	}
+	return err;
 }
 
 int mstream_end(mstream_writer *w, mstream_emit_fn emit, void *ctx)

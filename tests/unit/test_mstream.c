@@ -518,6 +518,51 @@ static void test_incremental(void)
 	model_free(t);
 }
 
+/* Parents re-pointed between two syncs so that, sent in index order, the
+ * reader would see a loop of parents for a moment (B's new parent A still
+ * has B as parent there); a model with a loop of its own. Neither stops
+ * the stream, and the reader ends up with the writer's tree. */
+static void test_parent_moves(void)
+{
+	model_trace *t = model_new(), *u = model_new();
+	model_process *b, *a, *c;
+	mstream_writer *w;
+	mstream_reader *r;
+	bytes out = {0};
+	char why[200];
+
+	MUST(t && u);
+	MUST(b = model_add_process(t, 10));
+	MUST(a = model_add_process(t, 11));
+	MUST(c = model_add_process(t, 12));
+	a->parent = b;
+	MUST(w = mstream_writer_new(t));
+	MUST(r = mstream_reader_new(u));
+	sync_all(w, &out);
+	CHECK_INT(mstream_feed(r, out.p, out.len), ==, 0);
+	out.len = 0;
+	a->parent = NULL;
+	b->parent = a;
+	sync_all(w, &out);
+	CHECK_MSG(mstream_feed(r, out.p, out.len) == 0, "%s", mstream_error(r));
+	CHECK_MSG(model_diff(t, u, why, sizeof(why)) == NULL, "%s", why);
+	out.len = 0;
+	/* A loop in the writer's model: sent without the parent that
+	 * closes it. */
+	c->parent = c;
+	sync_all(w, &out);
+	CHECK_MSG(mstream_feed(r, out.p, out.len) == 0, "%s", mstream_error(r));
+	CHECK(u->procs[2]->parent == NULL);
+	out.len = 0;
+	sync_all(w, &out);
+	CHECK_UINT(out.len, ==, 0);
+	free(out.p);
+	mstream_reader_free(r);
+	mstream_writer_free(w);
+	model_free(u);
+	model_free(t);
+}
+
 /* Every split of a small stream into two feeds, and one byte at a time. */
 static void test_split(void)
 {
@@ -1035,6 +1080,7 @@ int main(int argc, char **argv)
 	}
 	test_roundtrip();
 	test_incremental();
+	test_parent_moves();
 	test_split();
 	test_max_bytes();
 	test_hostile();
