@@ -3,8 +3,10 @@
 (tests/unit/model_fixture.c: build_head_model, build_node2_part,
 build_node3_part) against docs/TRACE_FORMAT.md, "Multi-host runs".
 
-Usage: check_multihost.py run|again|offline|tools FILE
+Usage: check_multihost.py run|again|offline|tools|ftnode FILE
 
+ftnode (FT_BIN): FILE, the head's trace file, combined with both parts
+node-output files beside it (multihost_node2.ftnode, multihost_node3.ftnode).
 tools (FT_BIN: the forktrace binary): FILE, the run's trace, as HDF5
 (`forktrace combine -o .h5`, read with h5py), that file read back
 (`forktrace combine` of it to JSON) and `forktrace info` of both.
@@ -231,10 +233,44 @@ def check_tools(path):
                 raise AssertionError(f"forktrace info {src}: no line {line!r} in:\n{out}")
 
 
+def check_ftnode(headf):
+    d = os.path.dirname(headf)
+    out = os.path.join(d, "multihost_ftnode.json")
+    forktrace("combine", headf, os.path.join(d, "multihost_node3.ftnode"),
+              os.path.join(d, "multihost_node2.ftnode"), "-o", out)
+    with open(out, "rb") as f:
+        doc = json.load(f)
+    fp = meta(doc, "forktrace_process")
+    by = {(a["host"], a["pid"]): (p, a) for p, a in fp.items()}
+    eq("processes", sorted(by), sorted([("head", 100), ("head", 200), ("head", 300),
+                                        ("head", 400), ("node2", 100), ("node2", 200),
+                                        ("node2", 201), ("node3", 100), ("node3", 150)]))
+    n2root, a2 = by[("node2", 100)]
+    n3root, a3 = by[("node3", 100)]
+    eq("node2 root's parent", a2["parent"], 200)
+    eq("node3 root's parent", a3["parent"], 300)
+    near("node2 root start_ns (measured, from its file)", a2["start_ns"],
+         2002 * S + S // 2 + 25000)
+    eq("node3 root start_ns (realtime anchor)", a3["start_ns"], 2002 * S)
+    eq("node3 worker's exit", by[("node3", 150)][1]["exit"], {"kind": "host_lost"})
+    hosts = {h["name"]: h for h in doc["otherData"]["forktrace"]["hosts"]}
+    eq("hosts", sorted(hosts), ["head", "node2", "node3"])
+    eq("node2's clock", (hosts["node2"]["clock"], hosts["node2"]["samples"]), ("measured", 11))
+    eq("node3's clock", hosts["node3"]["clock"], "realtime anchor")
+    eq("node3's state", (hosts["node3"]["state"], hosts["node3"]["lost_ns"]), ("lost", 2015 * S))
+    # A node-output file alone: its own trace, on the head's clock.
+    info = forktrace("info", os.path.join(d, "multihost_node2.ftnode"))
+    if "node2: 3 processes, clock measured" not in info:
+        raise AssertionError(f"forktrace info of node2's file:\n{info}")
+
+
 def main():
     mode, path = sys.argv[1], sys.argv[2]
-    with open(path, "rb") as f:
-        doc = json.loads(f.read().decode("utf-8"))
+    if mode in ("tools", "ftnode"):
+        doc = None
+    else:
+        with open(path, "rb") as f:
+            doc = json.loads(f.read().decode("utf-8"))
     if mode == "run":
         check_run(doc, False)
     elif mode == "again":
@@ -247,6 +283,8 @@ def main():
         check_offline(doc)
     elif mode == "tools":
         check_tools(path)
+    elif mode == "ftnode":
+        check_ftnode(path)
     else:
         raise SystemExit(f"unknown mode {mode}")
     print(f"check_multihost.py {mode}: ok")

@@ -22,6 +22,7 @@
 #include "check.h"
 #include "merge.h"
 #include "model_fixture.h"
+#include "mstream.h"
 #include "sink.h"
 
 #define S_NS 1000000000LL
@@ -133,6 +134,28 @@ static int merge_to(const merge_source *src, size_t n, const merge_opts *o, cons
 	return err;
 }
 
+static int emit_fd(void *ctx, const void *data, size_t len)
+{
+	int fd = *(int *)ctx;
+
+	return write(fd, data, len) == (ssize_t)len ? 0 : -EIO;
+}
+
+/* t as a node-output file (mstream.h) at path. */
+static void write_ftnode(const model_trace *t, const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	mstream_writer *w = mstream_writer_new(t);
+	bool more = false;
+
+	MUST(fd >= 0 && w != NULL);
+	MUST(write(fd, MSTREAM_FILE_MAGIC, MSTREAM_FILE_MAGIC_LEN) == MSTREAM_FILE_MAGIC_LEN);
+	MUST(mstream_sync(w, emit_fd, &fd, SIZE_MAX, &more) == 0 && !more);
+	MUST(mstream_end(w, emit_fd, &fd) == 0);
+	mstream_writer_free(w);
+	MUST(close(fd) == 0);
+}
+
 static int run_check(const char *python, const char *script, const char *mode, const char *path)
 {
 	int status;
@@ -230,6 +253,17 @@ int main(int argc, char **argv)
 		CHECK(merge_to(src, 2, &combine, offline, &res) == 0);
 		merge_result_free(&res);
 		CHECK(run_check(argv[1], argv[2], "offline", offline) == 0);
+	}
+	/* Both parts as node-output files, combined with the head's trace
+	 * by forktrace combine: node2's samples travel in its file. */
+	{
+		char f2[4096], f3[4096];
+
+		snprintf(f2, sizeof(f2), "%s/multihost_node2.ftnode", argv[3]);
+		snprintf(f3, sizeof(f3), "%s/multihost_node3.ftnode", argv[3]);
+		write_ftnode(n2, f2);
+		write_ftnode(n3, f3);
+		CHECK(run_check(argv[1], argv[2], "ftnode", headf) == 0);
 	}
 	model_free(head);
 	model_free(n2);
