@@ -659,7 +659,7 @@ struct link_conn {
 	link_aead rx, tx;
 	/* A DATA frame as it arrives (sealed), and opened. */
 	uint8_t *sealed, *opened;
-	size_t sealed_len;
+	size_t sealed_len, buf_cap;
 	link_parser parser;
 	uint8_t rbuf[HEAD_READ_BUF];
 };
@@ -947,10 +947,16 @@ static int conn_data(link_conn *c, const uint8_t *p, size_t len, bool last)
 	link_head *h = c->h;
 	int rc = 0;
 
-	if (!c->sealed) {
-		c->sealed = malloc(LINK_DATA_MAX);
-		c->opened = malloc(LINK_DATA_MAX);
+	/* As large as the frames this node sends (the parser bounds the
+	 * length by LINK_DATA_MAX), not larger. */
+	if (c->buf_cap < c->parser.len) {
+		free(c->sealed);
+		free(c->opened);
+		c->sealed = malloc(c->parser.len);
+		c->opened = malloc(c->parser.len);
+		c->buf_cap = c->parser.len;
 		if (!c->sealed || !c->opened) {
+			c->buf_cap = 0;
 			conn_fail(c, -ENOMEM, "out of memory");
 			return -1;
 		}
@@ -1291,6 +1297,7 @@ struct link_node {
 	uint8_t info[LINK_AUTH_MAX - NONCE_LEN - MAC_LEN];
 	size_t info_len;
 	char run_id[LINK_RUN_ID_LEN + 1];
+	char expect_run_id[LINK_RUN_ID_LEN + 1]; /* empty: any */
 	uint8_t key[LINK_KEY_LEN];
 	uint8_t head_nonce[NONCE_LEN], nonce[NONCE_LEN];
 	link_aead rx, tx;
@@ -1554,6 +1561,13 @@ static int node_challenge(link_node *l, const uint8_t *p)
 	memcpy(l->head_nonce, p + LINK_RUN_ID_LEN, NONCE_LEN);
 	if (!is_run_id(l->run_id)) {
 		node_failf(l, -EPROTO, "%s sent %s", "a malformed challenge");
+		return -1;
+	}
+	/* Another run of this user's would take the node's part (its key
+	 * is in the same directory). */
+	if (l->expect_run_id[0] && strcmp(l->run_id, l->expect_run_id) != 0) {
+		snprintf(why, sizeof(why), "another run (%s, not %s)", l->run_id, l->expect_run_id);
+		node_failf(l, -EACCES, "%s is the head of %s", why);
 		return -1;
 	}
 	rc = link_key_dir(dir, sizeof(dir));
@@ -1856,7 +1870,7 @@ int link_node_start(link_node **node, uv_loop_t *loop, const char *head, const l
 	*node = NULL;
 	if (sodium_init() < 0)
 		return -EIO;
-	if (!head || !info->host || !info->host[0])
+	if (!head || !info->host || !info->host[0] || (info->run_id && !is_run_id(info->run_id)))
 		return -EINVAL;
 	l = calloc(1, sizeof(*l));
 	if (!l)
@@ -1868,6 +1882,8 @@ int link_node_start(link_node **node, uv_loop_t *loop, const char *head, const l
 	l->idle_ms = LINK_IDLE_MS;
 	l->best_rtt = INT64_MAX;
 	snprintf(l->head, sizeof(l->head), "%s", head);
+	if (info->run_id)
+		memcpy(l->expect_run_id, info->run_id, LINK_RUN_ID_LEN + 1);
 	rc = addr_split(head, l->host, sizeof(l->host), l->port, sizeof(l->port));
 	if (rc == 0 && (!l->host[0] || atoi(l->port) == 0))
 		rc = -EINVAL;

@@ -72,6 +72,10 @@ typedef struct link_node_info {
 	const char *launched_as; /* destination as the launcher named it, or NULL */
 	const char *fallback;    /* where the node writes its part if the link
 				  * fails ("node2:/shared/out/node2-77.ftnode") */
+	/* link_node_start only: the run this node belongs to, when it knows
+	 * (the run id is no secret); a head of another run is then refused.
+	 * NULL: the run the head's challenge names (--join). */
+	const char *run_id;
 } link_node_info;
 
 typedef struct link_head_cb {

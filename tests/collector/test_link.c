@@ -264,7 +264,10 @@ static void node_pump(node_rec *r)
 	}
 }
 
-static const link_node_info node_info = {"node7", NULL, 4242, "node7.cluster", "node7:/shared/x"};
+static const link_node_info node_info = {.host = "node7",
+					 .launcher_pid = 4242,
+					 .launched_as = "node7.cluster",
+					 .fallback = "node7:/shared/x"};
 
 static void node_start(uv_loop_t *loop, node_rec *r, const char *head)
 {
@@ -435,6 +438,45 @@ static void t_wrong_key(void)
 	link_head_close(hr.h);
 	loop_finish(&loop);
 	key_file_write(key);
+}
+
+/*
+ * A node that knows its run refuses the head of another run of the same
+ * user (whose key it also has), and one of its own run joins.
+ */
+static void t_other_run(void)
+{
+	char id2[LINK_RUN_ID_LEN + 1], path2[600], dial[64];
+	uint8_t key2[LINK_KEY_LEN];
+	link_node_info info = node_info;
+	link_node *bad;
+	uv_loop_t loop;
+	head_rec hr;
+	node_rec nr;
+
+	MUST(link_key_create(key_dir, id2, key2, path2, sizeof(path2)) == 0);
+	uv_loop_init(&loop);
+	head_start(&loop, &hr, "127.0.0.1:0");
+	snprintf(dial, sizeof(dial), "127.0.0.1:%d", hr.port);
+	info.run_id = id2;
+	memset(&nr, 0, sizeof(nr));
+	MUST(link_node_start(&nr.l, &loop, dial, &info, &node_cbs, &nr) == 0);
+	CHECK(run_until(&loop, node_finished, &nr, 5000));
+	CHECK_INT(nr.connected_err, ==, -EACCES);
+	CHECK_MSG(strstr(nr.why, "another run") != NULL, "node says: %s", nr.why);
+	CHECK_INT(hr.joined, ==, 0);
+	link_node_close(nr.l);
+	info.run_id = run_id;
+	memset(&nr, 0, sizeof(nr));
+	MUST(link_node_start(&nr.l, &loop, dial, &info, &node_cbs, &nr) == 0);
+	CHECK(run_until(&loop, node_connected_any, &nr, 5000));
+	CHECK_INT(nr.connected_err, ==, 0);
+	CHECK_INT(hr.joined, ==, 1);
+	info.run_id = "not a run id";
+	CHECK_INT(link_node_start(&bad, &loop, dial, &info, &node_cbs, NULL), ==, -EINVAL);
+	link_node_close(nr.l);
+	link_head_close(hr.h);
+	loop_finish(&loop);
 }
 
 /* A raw TCP peer of the head's: connects and sends bytes (blocking; the
@@ -1364,15 +1406,25 @@ static const struct {
 	const char *name;
 	void (*fn)(void);
 } scenarios[] = {
-	{"stream", t_stream},         {"small_pieces", t_small_pieces},
-	{"addresses", t_addresses},   {"wrong_key", t_wrong_key},
-	{"refuse_raw", t_refuse_raw}, {"mutual", t_mutual},
-	{"clock", t_clock},           {"clock_offset", t_clock_offset},
-	{"sealed", t_sealed},         {"head_killed", t_head_killed},
-	{"head_hangs", t_head_hangs}, {"node_killed", t_node_killed},
-	{"node_hangs", t_node_hangs}, {"data_refused", t_data_refused},
-	{"head_close", t_head_close}, {"no_head", t_no_head},
-	{"key_files", t_key_files},   {"bench", t_bench},
+	{"stream", t_stream},
+	{"small_pieces", t_small_pieces},
+	{"addresses", t_addresses},
+	{"wrong_key", t_wrong_key},
+	{"refuse_raw", t_refuse_raw},
+	{"mutual", t_mutual},
+	{"other_run", t_other_run},
+	{"clock", t_clock},
+	{"clock_offset", t_clock_offset},
+	{"sealed", t_sealed},
+	{"head_killed", t_head_killed},
+	{"head_hangs", t_head_hangs},
+	{"node_killed", t_node_killed},
+	{"node_hangs", t_node_hangs},
+	{"data_refused", t_data_refused},
+	{"head_close", t_head_close},
+	{"no_head", t_no_head},
+	{"key_files", t_key_files},
+	{"bench", t_bench},
 };
 
 static void remove_tree(const char *dir)
