@@ -164,5 +164,25 @@ def ftnode_directory(t):
     check(res.rc == 0 and res.out.count("processes:  2") == 2, f"info:\n  {res.describe()}")
 
 
+@test
+def ftnode_from_node_run(t):
+    """A node collector that cannot reach its head (`forktrace run --join`
+    to a port nobody listens on, with --node-output) writes its part to
+    DIR/HOST-PID.ftnode; combine of DIR writes the very events of the
+    node's own local trace (-o), and says nothing is wrong with it."""
+    d = t.subdir("parts")
+    res = t.forktrace(["run", "-q", "-o", "local.json", "--join", "127.0.0.1:1",
+                       "--node-output", d, "--", prog("ev_prog"), "forkexec", "2", "20"])
+    check(res.rc == 0, f"the node run failed:\n  {res.describe()}")
+    files = [n for n in os.listdir(d) if n.endswith(".ftnode")]
+    check(len(files) == 1, f"node-output files: {os.listdir(d)}\n  {res.describe()}")
+    check(os.path.join(d, files[0]) in res.err, f"the run does not say where:\n  {res.describe()}")
+    local = ft.load_json(t.path("local.json"))
+    res = combine(t, [d], "combined.json")
+    check("warning" not in res.err, f"a warning for a whole file:\n  {res.describe()}")
+    check(res.doc["traceEvents"] == local["traceEvents"] and len(local["traceEvents"]) > 50,
+          f"the part read back differs from the node's own trace:\n  {res.describe()}")
+
+
 if __name__ == "__main__":
     ft.main()
