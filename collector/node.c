@@ -129,6 +129,10 @@ static void on_connected(void *ctx, int err, const char *why)
 		return;
 	}
 	n->connected = true;
+	/* A tree that ended before the connection was up is waiting for its
+	 * last burst: this one is it, and it gets its full time from now. */
+	if (n->phase == NODE_LAST_BURST)
+		n->stall_since_ms = (int64_t)uv_now(n->loop);
 	link_node_clock_burst(n->link);
 	sync_some(n);
 	if (n->phase == NODE_DRAINING)
@@ -399,9 +403,11 @@ void node_deliver(node_state *n, void (*done)(void *ctx), void *ctx)
 	n->stall_since_ms = (int64_t)uv_now(n->loop);
 	n->last_queued = SIZE_MAX;
 	uv_timer_start(&n->end_timer, end_timer_cb, 50, 50);
-	/* Not connected yet (a slow head): the burst waits for the
-	 * connection; the end goes on after NODE_LAST_BURST_MS either way. */
-	if (!n->connected || link_node_clock_burst(n->link) < 0)
+	/* Not connected yet (a slow head, a busy machine): on_connected
+	 * starts the burst, which is the part's only clock measurement when
+	 * the tree was this short; the end goes on after NODE_LAST_BURST_MS
+	 * either way. */
+	if (n->connected && link_node_clock_burst(n->link) < 0)
 		n->stall_since_ms -= NODE_LAST_BURST_MS;
 }
 
