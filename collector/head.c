@@ -245,6 +245,18 @@ static bool launch_joined(const head_state *h, const proc_remote *r)
 	return false;
 }
 
+/* Did a process of the head's own tree launch a node as pid? */
+static bool launched_here(const head_state *h, int64_t pid)
+{
+	const proc_remote *r = NULL;
+	size_t n = h->o.tree ? proc_remotes(h->o.tree, &r) : 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (r[i].pid == pid && !r[i].failed)
+			return true;
+	return false;
+}
+
 /* A launch after which a node is to join. */
 static bool launch_expected(const proc_remote *r)
 {
@@ -360,6 +372,13 @@ void head_finish(head_state *h)
 		int64_t at = p->ended ? p->ended_ns : now;
 
 		p->model->node.is_node = true;
+		/* A launcher the head's tree does not know ran on another
+		 * node (a nested hop: its pid is that node's): the part's root
+		 * must not go under whichever of the head's processes has the
+		 * same pid. */
+		if (p->model->node.launcher_pid >= 0 &&
+		    !launched_here(h, p->model->node.launcher_pid))
+			p->model->node.launcher_pid = -1;
 		/* Named by what it said at join if its stream never did. */
 		if (!p->model->host)
 			p->model->host = model_strdup(p->model, p->host);

@@ -18,7 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftcheck as ft  # noqa: E402
-from ftcheck import check, test  # noqa: E402
+from ftcheck import check, fail, test  # noqa: E402
 
 JOIN_PREFIX = "forktrace: nodes join with: forktrace run --join "
 # What the node's job does: output on both streams, a child, an exit code.
@@ -253,8 +253,9 @@ class FakeSsh:
             f.write(f"#!/bin/sh\nexec {ft.PYTHON} {HERE}/fake_sshd.py ssh {sock} \"$@\"\n")
         os.chmod(os.path.join(d, "ssh"), 0o755)
         self.env = dict(key_env(t, "keys"), PATH=d + ":" + os.environ["PATH"])
+        # The hosts have the same ssh, for nested hops.
         self.server = subprocess.Popen([ft.PYTHON, os.path.join(HERE, "fake_sshd.py"), "serve",
-                                        sock], cwd=t.dir, env=key_env(t, "keys"),
+                                        sock], cwd=t.dir, env=self.env,
                                        stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
         t.expected_leftovers.add(self.server.pid)
         check(self.server.stdout.readline() == b"ready\n", "the fake sshd did not start")
@@ -295,6 +296,37 @@ def test_mh_fake_ssh(t):
     check(len(ssh) == 1, f"no one ssh process in the trace:\n{tr.dump()}")
     check(any(ssh[0] in tr.ancestors(p) for p in shells),
           f"the remote command is not under the ssh that launched it:\n{tr.dump()}")
+
+
+@test
+def test_mh_nested_hop(t):
+    """ssh from a node to another node (a nested hop): the second node's
+    collector joins the head directly (FORKTRACE_HEAD resolved on the
+    first), its processes are in the trace with its host, and none is put
+    under a head process. (On one machine no head process can have the
+    launcher's pid; hosts whose pids collide are the cluster's.)"""
+    if not has_uts():
+        raise ft.Skip("telling hosts apart needs a UTS namespace (root, unshare)")
+    sshd = FakeSsh(t)
+    a, b, marker = node_name(), node_name(), "m" + secrets.token_hex(4)
+    inner = f"echo on-b {marker}; exit 2"
+    script = f"ssh {a} \"echo on-a; ssh {b} '{inner}'; echo back \\$?\"; echo after $?"
+    try:
+        res = t.run_compare(["sh", "-c", script], env=sshd.env, single_root=False)
+    finally:
+        sshd.close()
+    check(res.stdout == b"on-a\non-b " + marker.encode() + b"\nback 2\nafter 0\n",
+          f"stdout {res.stdout!r}")
+    tr = res.trace
+    on_b = [p for p in tr.all() if p.rec.get("host") == b]
+    check(any(marker in " ".join(p.argv or []) for p in on_b),
+          f"the second hop's command is not in the trace with host {b}:\n{tr.dump()}")
+    head_host = tr.meta.get("host")
+    for p in on_b:
+        parent = tr.parent_of(p)
+        if parent is not None and parent.rec.get("host") not in (a, b):
+            fail(f"{p.describe()} is under {parent.describe()} of host "
+                 f"{parent.rec.get('host')}, not a process of {a} or {b}:\n{tr.dump()}")
 
 
 @test
