@@ -180,7 +180,8 @@ def test_mh_wrong_key(t):
 @test
 def test_mh_head_unreachable(t):
     """A node whose head does not answer writes its part to --node-output
-    (one line on stderr says where), its job runs as untraced, and
+    (one line on stderr says where) and its local copy (-o), its job runs
+    as untraced, and
     `forktrace combine` of the head's trace and that file holds the node's
     processes."""
     marker = "m" + secrets.token_hex(4)
@@ -189,10 +190,13 @@ def test_mh_head_unreachable(t):
     port = s.getsockname()[1]
     s.close()  # nothing listens there now: connection refused
     out = t.subdir("parts")
-    p = run_node(t, ["--join", f"127.0.0.1:{port}", "--node-output", out, "-q"], marker,
-                 env=key_env(t, "keys"))
+    p = run_node(t, ["--join", f"127.0.0.1:{port}", "--node-output", out, "-q", "-o",
+                     "local.json"], marker, env=key_env(t, "keys"))
     note = p.stderr.split(b"\n", 1)[1] if b"\n" in p.stderr else b""
     check_job_untouched(p, marker, extra_err=note)
+    # -o with --join: a local copy of the node's own trace.
+    local = ft.load_trace(t.path("local.json"))
+    check(len(node_procs(local, marker)) >= 2, f"the node's local copy:\n{local.dump()}")
     parts = glob.glob(os.path.join(out, "*.ftnode"))
     check(len(parts) == 1 and parts[0].encode() in note,
           f"expected one part file named on stderr: {parts}, {p.stderr!r}")
