@@ -395,14 +395,17 @@ void head_finish(head_state *h)
 		}
 		/* Its part is in the trace as far as it came; a node
 		 * collector that lived on writes the whole of it there. */
-		if (p->ended)
+		if (p->ended) {
+			size_t lost = say_count_exits(p->model, MODEL_EXIT_HOST_LOST);
+
 			fprintf(stderr,
-				"forktrace: warning: node %s (%s): %s; its processes still open "
-				"then are marked host lost%s%s\n",
+				"forktrace: warning: node %s (%s): %s; %zu of its processes, "
+				"still open then, are marked host lost%s%s\n",
 				say_esc(p->host), say_esc(p->peer),
 				p->malformed ? "its model stream did not parse" : "connection lost",
-				p->fallback ? "; if it lived on, its whole part is in " : "",
+				lost, p->fallback ? "; if it lived on, its whole part is in " : "",
 				p->fallback ? say_esc(p->fallback) : "");
+		}
 	}
 	n = h->o.tree ? proc_remotes(h->o.tree, &r) : 0;
 	for (size_t i = 0; i < n; i++) {

@@ -237,6 +237,15 @@ void say_limit_end(say_limit *l, const char *what, const char *unit)
 	memset(l, 0, sizeof(*l));
 }
 
+size_t say_count_exits(const model_trace *t, enum model_exit_kind kind)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->nprocs; i++)
+		n += t->procs[i]->exit_kind == kind;
+	return n;
+}
+
 void say_report_running(const model_trace *t, const char *why)
 {
 	size_t n = 0;

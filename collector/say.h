@@ -85,4 +85,8 @@ void say_limit_end(say_limit *l, const char *what, const char *unit);
  * running; why says when ("after --wait-timeout 5s"). */
 void say_report_running(const model_trace *t, const char *why);
 
+/* How many processes of t ended as kind says (MODEL_EXIT_HOST_LOST: the
+ * processes a lost host's part closed). */
+size_t say_count_exits(const model_trace *t, enum model_exit_kind kind);
+
 #endif

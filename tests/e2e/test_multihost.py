@@ -7,6 +7,7 @@ when the test runs as root; otherwise its processes are told apart by
 their command lines. The simulated cluster (tests/cluster/) runs the same
 code across namespaces with sshd."""
 import glob
+import re
 import os
 import secrets
 import shutil
@@ -241,6 +242,11 @@ def test_mh_node_killed(t):
     hosts = [h for h in tr.meta.get("hosts") or [] if h.get("role") == "node"]
     check(len(hosts) == 1 and hosts[0].get("state") == "lost",
           f"the node's host is not marked lost: {hosts}")
+    lost = [q for q in tr.all() if (q.rec.get("exit") or {}).get("kind") == "host_lost"]
+    said = re.findall(r"; (\d+) of its processes, still open then, are marked host lost",
+                      res.err)
+    check(said == [str(len(lost))],
+          f"the warning does not count the {len(lost)} processes marked host lost:\n{res.err}")
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
