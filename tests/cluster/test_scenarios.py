@@ -392,6 +392,44 @@ def test_host_killed(t):
 
 
 @test
+def test_host_silent(t):
+    """node2 loses power: cut off the network, then killed, so that no
+    connection of it ends, it just goes quiet. The job's ssh gives up by
+    its keepalive; the head, with no --wait-timeout, does not wait for
+    node2 forever (it learns from its own connection: the kernel reports
+    the vanished neighbour unreachable, else the link drops a node silent
+    for LINK_IDLE_MS), so node2 is "lost" and its sleep ends "host_lost";
+    the trace and the job's exit code are written."""
+    c = start_cluster(t, 2)
+    with c:
+        started = os.path.join(c.shared, "started")
+        script = os.path.join(c.shared, "job.sh")
+        with open(script, "w") as f:
+            f.write(f"#!/bin/sh\nssh node1 hostname\n"
+                    f"ssh -o ServerAliveInterval=1 -o ServerAliveCountMax=2 node2 'touch {started}; exec sleep 60'\n"
+                    "echo ssh to node2 exited $?\nexit 3\n")
+        os.chmod(script, 0o755)
+        trace = os.path.join(c.shared, "trace.json")
+        argv = [ft.forktrace_bin(), "run", "-o", trace, "--", script]
+        head = c.popen_on("head", argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        wait_file(started, "node2's job to start", head)
+        time.sleep(0.3)
+        c.kill_host("node2", silently=True)
+        res = finish(head, argv, timeout=60)
+        check(res.rc == 3, f"exit code {res.rc}, not the job's 3\n{res.describe()}")
+        check(res.out == "node1\nssh to node2 exited 255\n", f"job output\n{res.describe()}")
+        # ssh's keepalive (about 3 s), then the head's own detection.
+        check(res.elapsed < 40, f"the head took {res.elapsed:.1f} s after node2 went quiet")
+        tr = load(res, trace)
+        hosts = check_hosts(tr, {"head": "complete", "node1": "complete", "node2": "lost"}, res)
+        sleeps = on_host(tr, "node2", name="sleep")
+        ft.assert_count(sleeps, 1, "sleep on node2 (what node2 sent before it went quiet)", tr)
+        check((sleeps[0].exit or {}).get("kind") == "host_lost", f"sleep on node2: {sleeps[0].describe()}")
+        check(sleeps[0].rec.get("end_ns") <= hosts["node2"]["lost_ns"] + 10**9,
+              f"sleep ended at {sleeps[0].rec.get('end_ns')}, node2 lost at {hosts['node2']['lost_ns']}")
+
+
+@test
 def test_wrong_key(t):
     """A node collector with a wrong key for the run is refused with a
     warning naming its address, and nothing it sends is in the trace; its
