@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""forktrace's multi-host benchmark (docs/MULTIHOST.md), on the simulated
+cluster of tests/cluster/ (root; scripts/setup-deps installs what it needs).
+
+  remote   a fork+exec loop (scripts/bench/spawn_loop.c, N children of
+           /bin/true) on node1, started from the head with `ssh node1 LOOP`:
+           untraced, and under `forktrace run -- ssh node1 LOOP` (the node
+           collector in front of the loop); the same loop on the head,
+           untraced and traced, in the same interleaved rounds. The time
+           compared is the loop's own (it prints it); ratio = traced /
+           untraced, median of the per-round ratios with a 90% bootstrap
+           interval.
+  clock    `forktrace run -- mpirun -np 4 --host node1:2,node2:2 mpi_marks`
+           (each rank makes an instant right after each of 5 MPI_Barriers):
+           per round, the error bound the trace records per node
+           (otherData.forktrace.hosts[].err_ns) and the measured spread of
+           each barrier's four marks on the trace's clock (max - min).
+  ingest   on the machine itself (no namespaces): a head with --listen on
+           loopback and K node collectors (`forktrace run --join`) each
+           running the function-call benchmark program (scripts/bench/calls.c,
+           fib 1: 22.7 M instrumented calls), all at once. Reports the records
+           the head took (bytes, events), its wall time from the first node's
+           start to its end, its CPU time, events/s and MB/s over both, peak
+           RSS, and checks that the summary says 0 lost and every node's part
+           is complete. --no-functions keeps the trace small: the records are
+           still received, kept (within --max-memory) and checked, only not
+           written.
+
+Usage: scripts/bench/multihost.py [--build DIR] [--rounds N] [--children N]
+                                  [--only remote,clock,ingest] [--nodes K]
+"""
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "cluster"))
+
+
+def ratio_summary(r, rng):
+    """Median of the ratios r, and a 90% bootstrap interval of it."""
+    r = sorted(r)
+    if len(r) < 2:
+        return "%.3fx" % r[0]
+    boot = sorted(statistics.median(rng.choices(r, k=len(r))) for _ in range(2000))
+    return "%.3fx [90%% CI %.3f-%.3f]" % (statistics.median(r), boot[100], boot[1899])
+
+
+def loop_seconds(proc, what):
+    err = proc.stderr.decode(errors="replace")
+    m = re.search(r"spawn_loop: \d+ children in (\d+) ns", err)
+    if proc.returncode != 0 or not m:
+        sys.exit("%s failed (%d):\n%s" % (what, proc.returncode, err[-3000:]))
+    return int(m.group(1)) / 1e9
+
+
+def bench_remote(c, ft, work, a, rng):
+    loop = os.path.join(work, "spawn_loop")
+    subprocess.run(["cc", "-O2", "-o", loop, os.path.join(ROOT, "scripts/bench/spawn_loop.c")],
+                   check=True)
+    trace = os.path.join(work, "remote.json")
+    cmds = {
+        "remote untraced": ["ssh", "node1", loop, str(a.children), "fork"],
+        "remote traced": [ft, "run", "-q", "-o", trace, "--", "ssh", "node1", loop,
+                          str(a.children), "fork"],
+        "local untraced": [loop, str(a.children), "fork"],
+        "local traced": [ft, "run", "-q", "-o", trace, "--", loop, str(a.children), "fork"],
+    }
+    t = {k: [] for k in cmds}
+    for _ in range(a.rounds):
+        order = list(cmds)
+        rng.shuffle(order)
+        for k in order:
+            t[k].append(loop_seconds(c.run_on("head", cmds[k], timeout=300), k))
+    # The traced remote loop really ran behind a node collector: its
+    # children are in the trace, on node1.
+    c.run_on("head", cmds["remote traced"], timeout=300)
+    with open(trace) as f:
+        ev = json.load(f)
+    hosts = {h["name"]: h for h in ev["otherData"]["forktrace"]["hosts"]}
+    if hosts.get("node1", {}).get("state") != "complete" or hosts["node1"]["processes"] < a.children:
+        sys.exit("remote traced run: node1's part is not complete: %r" % hosts.get("node1"))
+    per = lambda k: statistics.median(t[k]) / a.children * 1e6
+    print("remote: fork+exec /bin/true x%d, %d rounds; median loop time per process:" %
+          (a.children, a.rounds))
+    for k in cmds:
+        print("  %-16s %8.1f us" % (k, per(k)))
+    print("  remote traced / untraced: %s" %
+          ratio_summary([x / y for x, y in zip(t["remote traced"], t["remote untraced"])], rng))
+    print("  local  traced / untraced: %s" %
+          ratio_summary([x / y for x, y in zip(t["local traced"], t["local untraced"])], rng))
+
+
+def bench_clock(c, ft, work, a, rng):
+    prog = os.path.join(a.build, "tests", "progs", "mpi_marks")
+    if not os.path.exists(prog):
+        print("clock: %s not built (no MPI): left out" % prog)
+        return
+    trace = os.path.join(work, "mpi.json")
+    errs, spreads = [], []
+    for _ in range(a.rounds):
+        r = c.run_on("head", [ft, "run", "-q", "-o", trace, "--", "mpirun", "--allow-run-as-root",
+                              "-np", "4", "--host", "node1:2,node2:2", prog], timeout=300)
+        if r.returncode != 0:
+            sys.exit("mpirun under forktrace failed (%d):\n%s" %
+                     (r.returncode, r.stderr.decode(errors="replace")[-3000:]))
+        with open(trace) as f:
+            ev = json.load(f)
+        hosts = ev["otherData"]["forktrace"]["hosts"]
+        nodes = [h for h in hosts if h["role"] == "node"]
+        if len(nodes) != 2 or any(h["clock"] != "measured" for h in nodes):
+            sys.exit("clock: expected 2 measured nodes: %r" % hosts)
+        errs.append(max(h["err_ns"] for h in nodes))
+        marks = {}
+        for e in ev["traceEvents"]:
+            if e.get("ph") == "i" and str(e.get("name", "")).startswith("barrier "):
+                marks.setdefault(e["name"], []).append(e["ts"])
+        if len(marks) != 5 or any(len(v) != 4 for v in marks.values()):
+            sys.exit("clock: expected 5 barriers x 4 marks: %r" %
+                     {k: len(v) for k, v in marks.items()})
+        spreads.append(max(max(v) - min(v) for v in marks.values()))  # us
+    print("clock: mpirun -np 4 across node1 and node2 (clock offsets %+d s and %+d s), %d runs:" %
+          (c.offset("node1"), c.offset("node2"), a.rounds))
+    print("  recorded error bound (worst node), median %.1f us, max %.1f us" %
+          (statistics.median(errs) / 1e3, max(errs) / 1e3))
+    print("  spread of one barrier's 4 marks (worst barrier), median %.1f us, max %.1f us" %
+          (statistics.median(spreads), max(spreads)))
+
+
+def bench_ingest(ft, work, a):
+    calls = os.path.join(work, "calls")
+    subprocess.run(["cc", "-O2", "-finstrument-functions", "-pthread", "-I",
+                    os.path.join(ROOT, "include"), "-o", calls,
+                    os.path.join(ROOT, "scripts/bench/calls.c")], check=True)
+    trace = os.path.join(work, "ingest.json")
+    go = os.path.join(work, "go")
+    port = 20000 + random.randrange(20000)
+    # The head's command waits until every node has started, so that the
+    # head is still there to take them; it then waits for their parts.
+    head_cmd = ["sh", "-c", 'while [ "$(ls %s 2>/dev/null | wc -l)" -lt %d ]; do sleep 0.01; done'
+                % (go, a.nodes)]
+    os.makedirs(go, exist_ok=True)
+    head = subprocess.Popen([ft, "run", "--listen", "127.0.0.1:%d" % port, "--no-functions",
+                             "--max-memory", a.max_memory, "-o", trace, "--"] + head_cmd,
+                            stderr=subprocess.PIPE)
+    time.sleep(0.3)
+    t0 = time.perf_counter()
+    nodes = []
+    for i in range(a.nodes):
+        nodes.append(subprocess.Popen(
+            [ft, "run", "-q", "--join", "127.0.0.1:%d" % port, "--", "sh", "-c",
+             "touch %s/%d; exec %s fib 1" % (go, i, calls)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+    for p in nodes:
+        _, err = p.communicate()
+        if p.returncode != 0:
+            sys.exit("a node failed (%d):\n%s" % (p.returncode, err.decode(errors="replace")))
+    _, status, ru = os.wait4(head.pid, 0)
+    wall = time.perf_counter() - t0
+    err = head.stderr.read().decode(errors="replace")
+    head.returncode = os.waitstatus_to_exitcode(status)
+    if head.returncode != 0 or " 0 lost" not in err and "0 lost" not in err:
+        sys.exit("head failed or lost events (%d):\n%s" % (head.returncode, err[-3000:]))
+    with open(trace) as f:
+        ev = json.load(f)
+    hosts = ev["otherData"]["forktrace"]["hosts"]
+    nodes_done = [h for h in hosts if h["role"] == "node" and h["state"] == "complete"]
+    if len(nodes_done) != a.nodes:
+        sys.exit("ingest: %d of %d nodes complete: %r" % (len(nodes_done), a.nodes, hosts))
+    m = re.search(r"([\d.]+) ([KMG]i?B) of records", err)
+    cpu = ru.ru_utime + ru.ru_stime
+    events = a.nodes * 22700000 * 2
+    print("ingest: %d node collectors on loopback, each fib 1 (22.7 M calls, %d M records);" %
+          (a.nodes, 22700000 * 2 // 1000000))
+    print("  head: wall %.2f s (first node start to head end), CPU %.2f s, peak RSS %.0f MiB" %
+          (wall, cpu, ru.ru_maxrss / 1024))
+    print("  %.1f M records/s over the wall time, %.1f M records/s of the head's CPU" %
+          (events / wall / 1e6, events / cpu / 1e6))
+    if m:
+        print("  head's summary: %s %s of records" % (m.group(1), m.group(2)))
+    print("  head's summary line: %s" % err.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--rounds", type=int, default=11)
+    ap.add_argument("--children", type=int, default=2000)
+    ap.add_argument("--nodes", type=int, default=8)
+    ap.add_argument("--max-memory", default="512M")
+    ap.add_argument("--only", default="remote,clock,ingest")
+    ap.add_argument("--seed", type=int)
+    a = ap.parse_args()
+    a.build = os.path.abspath(a.build)
+    ft = os.path.join(a.build, "bin", "forktrace")
+    seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1 << 30)
+    rng = random.Random(seed)
+    only = a.only.split(",")
+    # Outside /tmp: every host of the cluster sees it at the same path.
+    work = tempfile.mkdtemp(prefix="ft-bench-mh-", dir=a.build)
+    print("machine: %s, %d cores; seed %d" % (os.uname().release, os.cpu_count(), seed))
+    try:
+        if "remote" in only or "clock" in only:
+            import cluster as cl
+            with cl.Cluster(2, os.path.join(work, "cluster")) as c:
+                if "remote" in only:
+                    bench_remote(c, ft, work, a, rng)
+                if "clock" in only:
+                    bench_clock(c, ft, work, a, rng)
+        if "ingest" in only:
+            bench_ingest(ft, work, a)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
