@@ -180,7 +180,8 @@ static void test_names(void)
 	CHECK(agent_remote_is_rsh("rsh") && agent_remote_is_rsh("./x/rsh"));
 	CHECK(agent_remote_is_rsh("oarsh") && agent_remote_is_rsh("/a/qrsh"));
 	CHECK(!agent_remote_is_rsh("sshd") && !agent_remote_is_rsh("/usr/bin/ssh-agent"));
-	CHECK(!agent_remote_is_rsh("ssh/") && !agent_remote_is_rsh("") && !agent_remote_is_rsh("qr"));
+	CHECK(!agent_remote_is_rsh("ssh/") && !agent_remote_is_rsh("") &&
+	      !agent_remote_is_rsh("qr"));
 }
 
 /* No process table in this test (exectarget.c, linked beside). */

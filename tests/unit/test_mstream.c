@@ -974,8 +974,8 @@ static void bench(size_t nproc, int rounds)
 	t0 = now_s();
 	CHECK_INT(mstream_sync(w, emit_count, &sent, SIZE_MAX, &more), ==, 0);
 	t1 = now_s();
-	printf("bench: first sync of %zu processes: %.1f ms CPU, %zu bytes\n", nproc, (t1 - t0) * 1e3,
-	       sent);
+	printf("bench: first sync of %zu processes: %.1f ms CPU, %zu bytes\n", nproc,
+	       (t1 - t0) * 1e3, sent);
 	for (int r = 0; r < rounds; r++) {
 		size_t none = 0;
 		t0 = now_s();
@@ -984,8 +984,8 @@ static void bench(size_t nproc, int rounds)
 		CHECK_UINT(none, ==, 0);
 		best = t1 - t0 < best ? t1 - t0 : best;
 	}
-	printf("bench: no-change sync of %zu processes: %.3f ms CPU (best of %d)\n", nproc, best * 1e3,
-	       rounds);
+	printf("bench: no-change sync of %zu processes: %.3f ms CPU (best of %d)\n", nproc,
+	       best * 1e3, rounds);
 	mstream_writer_free(w);
 	model_free(t);
 }
