@@ -812,6 +812,11 @@ def main():
     own_tmp = tempfile.mkdtemp(prefix="ftt-", dir="/tmp")
     os.chmod(own_tmp, 0o1777)
     os.environ["TMPDIR"] = own_tmp
+    # Every run makes a key for multi-host runs (docs/MULTIHOST.md): here,
+    # removed with the directory, so that runs the tests kill (SIGKILL
+    # leaves the file) leave nothing in ~/.forktrace/keys. A user's
+    # variable, not the agent's: a program sees it as it would untraced.
+    os.environ.setdefault("FORKTRACE_KEY_DIR", os.path.join(own_tmp, "keys"))
     ctx = Context(name, wd)
     status = 1
     try:

@@ -237,7 +237,8 @@ def remote_not_armed(ctx):
     check([a for _, (_, _, a) in logs.items()] == [["node2", "echo", "hi"]], f"{logs}")
     out = ctx.run(["env", "FORKTRACE_HEAD=" + HEAD, "FORKTRACE_REMOTE=/x", "FORKTRACE_RSH=r",
                    "/usr/bin/python3", "-c",
-                   "import os; print(sorted(k for k in os.environ if k.startswith('FORKTRACE')))"],
+                   "import os; print(sorted(k for k in os.environ if k.startswith('FORKTRACE') "
+                   "and k != 'FORKTRACE_KEY_DIR'))"],
                   env=env, expect_rc=0, out="env.json")
     check(out.stdout.strip() == b"[]", f"the program sees {out.stdout!r}")
 
