@@ -560,11 +560,54 @@ static void raise_nofile(void)
 	}
 }
 
+/* Is path a program whose remote command the agent follows (ssh, rsh,
+ * or a name in $FORKTRACE_RSH, as agent/remote.c decides)? */
+static bool is_rsh(const char *path)
+{
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	const char *list = getenv("FORKTRACE_RSH");
+	size_t n = strlen(base);
+
+	if (!strcmp(base, "ssh") || !strcmp(base, "rsh"))
+		return true;
+	for (const char *p = list; p != NULL && *p != '\0';) {
+		const char *colon = strchr(p, ':');
+		size_t len = colon ? (size_t)(colon - p) : strlen(p);
+		if (len == n && !strncmp(p, base, n))
+			return true;
+		p += len + (colon ? 1 : 0);
+	}
+	return false;
+}
+
 static int spawn_root(run_state *rs, const char *path, char **env)
 {
 	posix_spawnattr_t attr;
+	char **argv = rs->o.command;
+	char **shim = NULL;
 	sigset_t old;
 	int rc;
+
+	/* The agent follows a remote launch where an image execs ssh: when
+	 * COMMAND is ssh itself, no image of the tree would, so it starts
+	 * through a shell that execs it at once (one short image of the
+	 * root, shown in the trace as what it is). */
+	if (rs->head_var[0] && is_rsh(path)) {
+		size_t n = 0;
+		while (argv[n])
+			n++;
+		shim = calloc(n + 4, sizeof(*shim));
+		if (shim == NULL)
+			return -ENOMEM;
+		shim[0] = "sh";
+		shim[1] = "-c";
+		shim[2] = "exec \"$0\" \"$@\"";
+		shim[3] = (char *)path;
+		for (size_t i = 1; i < n; i++)
+			shim[3 + i] = argv[i];
+		argv = shim;
+		path = "/bin/sh";
+	}
 
 	posix_spawnattr_init(&attr);
 	/* We ignore SIGPIPE to survive dead connections and catch the
@@ -573,8 +616,9 @@ static int spawn_root(run_state *rs, const char *path, char **env)
 	rsig_spawn_attr(&attr);
 	/* A signal that comes during the spawn finds COMMAND's pid known. */
 	rsig_block(&old);
-	rc = posix_spawn(&rs->root, path, NULL, &attr, rs->o.command, env);
+	rc = posix_spawn(&rs->root, path, NULL, &attr, argv, env);
 	posix_spawnattr_destroy(&attr);
+	free(shim);
 	if (rc == 0)
 		rsig_command_started(rs->root, &old);
 	else

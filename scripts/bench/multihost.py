@@ -15,32 +15,22 @@ cluster of tests/cluster/ (root; scripts/setup-deps installs what it needs).
            per round, the error bound the trace records per node
            (otherData.forktrace.hosts[].err_ns) and the measured spread of
            each barrier's four marks on the trace's clock (max - min).
-  ingest   on the machine itself (no namespaces): a head with --listen on
-           loopback and K node collectors (`forktrace run --join`) each
-           running the function-call benchmark program (scripts/bench/calls.c,
-           fib 1: 22.7 M instrumented calls), all at once. Reports the records
-           the head took (bytes, events), its wall time from the first node's
-           start to its end, its CPU time, events/s and MB/s over both, peak
-           RSS, and checks that the summary says 0 lost and every node's part
-           is complete. --no-functions keeps the trace small: the records are
-           still received, kept (within --max-memory) and checked, only not
-           written.
+
+The head's ingest of many node collectors at once is scripts/bench/ingest.py.
 
 Usage: scripts/bench/multihost.py [--build DIR] [--rounds N] [--children N]
-                                  [--only remote,clock,ingest] [--nodes K]
+                                  [--only remote,clock]
 """
 import argparse
 import json
 import os
 import random
 import re
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "cluster"))
@@ -136,68 +126,12 @@ def bench_clock(c, ft, work, a, rng):
           (statistics.median(spreads), max(spreads)))
 
 
-def bench_ingest(ft, work, a):
-    calls = os.path.join(work, "calls")
-    subprocess.run(["cc", "-O2", "-finstrument-functions", "-pthread", "-I",
-                    os.path.join(ROOT, "include"), "-o", calls,
-                    os.path.join(ROOT, "scripts/bench/calls.c")], check=True)
-    trace = os.path.join(work, "ingest.json")
-    go = os.path.join(work, "go")
-    port = 20000 + random.randrange(20000)
-    # The head's command waits until every node has started, so that the
-    # head is still there to take them; it then waits for their parts.
-    head_cmd = ["sh", "-c", 'while [ "$(ls %s 2>/dev/null | wc -l)" -lt %d ]; do sleep 0.01; done'
-                % (go, a.nodes)]
-    os.makedirs(go, exist_ok=True)
-    head = subprocess.Popen([ft, "run", "--listen", "127.0.0.1:%d" % port, "--no-functions",
-                             "--max-memory", a.max_memory, "-o", trace, "--"] + head_cmd,
-                            stderr=subprocess.PIPE)
-    time.sleep(0.3)
-    t0 = time.perf_counter()
-    nodes = []
-    for i in range(a.nodes):
-        nodes.append(subprocess.Popen(
-            [ft, "run", "-q", "--join", "127.0.0.1:%d" % port, "--", "sh", "-c",
-             "touch %s/%d; exec %s fib 1" % (go, i, calls)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-    for p in nodes:
-        _, err = p.communicate()
-        if p.returncode != 0:
-            sys.exit("a node failed (%d):\n%s" % (p.returncode, err.decode(errors="replace")))
-    _, status, ru = os.wait4(head.pid, 0)
-    wall = time.perf_counter() - t0
-    err = head.stderr.read().decode(errors="replace")
-    head.returncode = os.waitstatus_to_exitcode(status)
-    if head.returncode != 0 or " 0 lost" not in err and "0 lost" not in err:
-        sys.exit("head failed or lost events (%d):\n%s" % (head.returncode, err[-3000:]))
-    with open(trace) as f:
-        ev = json.load(f)
-    hosts = ev["otherData"]["forktrace"]["hosts"]
-    nodes_done = [h for h in hosts if h["role"] == "node" and h["state"] == "complete"]
-    if len(nodes_done) != a.nodes:
-        sys.exit("ingest: %d of %d nodes complete: %r" % (len(nodes_done), a.nodes, hosts))
-    m = re.search(r"([\d.]+) ([KMG]i?B) of records", err)
-    cpu = ru.ru_utime + ru.ru_stime
-    events = a.nodes * 22700000 * 2
-    print("ingest: %d node collectors on loopback, each fib 1 (22.7 M calls, %d M records);" %
-          (a.nodes, 22700000 * 2 // 1000000))
-    print("  head: wall %.2f s (first node start to head end), CPU %.2f s, peak RSS %.0f MiB" %
-          (wall, cpu, ru.ru_maxrss / 1024))
-    print("  %.1f M records/s over the wall time, %.1f M records/s of the head's CPU" %
-          (events / wall / 1e6, events / cpu / 1e6))
-    if m:
-        print("  head's summary: %s %s of records" % (m.group(1), m.group(2)))
-    print("  head's summary line: %s" % err.strip().splitlines()[-1])
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--rounds", type=int, default=11)
     ap.add_argument("--children", type=int, default=2000)
-    ap.add_argument("--nodes", type=int, default=8)
-    ap.add_argument("--max-memory", default="512M")
-    ap.add_argument("--only", default="remote,clock,ingest")
+    ap.add_argument("--only", default="remote,clock")
     ap.add_argument("--seed", type=int)
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
@@ -209,15 +143,12 @@ def main():
     work = tempfile.mkdtemp(prefix="ft-bench-mh-", dir=a.build)
     print("machine: %s, %d cores; seed %d" % (os.uname().release, os.cpu_count(), seed))
     try:
-        if "remote" in only or "clock" in only:
-            import cluster as cl
-            with cl.Cluster(2, os.path.join(work, "cluster")) as c:
-                if "remote" in only:
-                    bench_remote(c, ft, work, a, rng)
-                if "clock" in only:
-                    bench_clock(c, ft, work, a, rng)
-        if "ingest" in only:
-            bench_ingest(ft, work, a)
+        import cluster as cl
+        with cl.Cluster(2, os.path.join(work, "cluster")) as c:
+            if "remote" in only:
+                bench_remote(c, ft, work, a, rng)
+            if "clock" in only:
+                bench_clock(c, ft, work, a, rng)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

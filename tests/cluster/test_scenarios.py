@@ -270,6 +270,28 @@ def test_ssh_make(t):
         check(not on_host(tr, "node1"), "processes on node1, where nothing ran")
 
 
+@test
+def test_ssh_root(t):
+    """`forktrace run -- ssh node1 CMD`: ssh is COMMAND itself, so no image
+    of the tree execs it; the remote command is traced all the same, under
+    the root on the head, and stdout, stderr and the exit code are ssh's
+    as untraced."""
+    c = start_cluster(t, 1)
+    with c:
+        cmd = ["ssh", "node1", "echo out $(hostname); echo err >&2; sh -c 'exit 3'"]
+        plain = run_on(c, "head", cmd)
+        check(plain.rc == 3 and plain.out == "out node1\n", f"untraced\n{plain.describe()}")
+        res, path = traced(c, t, cmd)
+        check(res.rc == plain.rc and res.out == plain.out and res.err.startswith("err\n"),
+              f"traced differs from untraced:\n{plain.describe()}\n{res.describe()}")
+        tr = load(res, path)
+        check_hosts(tr, {"head": "complete", "node1": "complete"}, res)
+        sh = on_host(tr, "node1", name="sh")
+        check(sh, f"the remote command's sh is not on node1\n{tr.dump()}")
+        check(check_launched_from(tr, sh[-1]) == tr.root(), f"not under the root\n{tr.dump()}")
+        check_on_head_clock(tr, c, on_host(tr, "node1"), res)
+
+
 def fan_out(t, cmd_of, want_lines):
     """A launcher to node1..node3 traced from the head: each node's
     processes in the trace under an ssh on the head, output as untraced."""
