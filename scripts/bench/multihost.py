@@ -11,10 +11,13 @@ cluster of tests/cluster/ (root; scripts/setup-deps installs what it needs).
            untraced, median of the per-round ratios with a 90% bootstrap
            interval.
   clock    `forktrace run -- mpirun -np 4 --host node1:2,node2:2 mpi_marks`
-           (each rank makes an instant right after each of 5 MPI_Barriers):
+           (each rank makes an instant right after each of its MPI_Barriers):
            per round, the error bound the trace records per node
            (otherData.forktrace.hosts[].err_ns) and the measured spread of
-           each barrier's four marks on the trace's clock (max - min).
+           each barrier's four marks on the trace's clock (max - min): the
+           best barrier of the run (the ranks left it together: what is left
+           is clock error plus the barrier's own exit skew) and the median
+           one (ranks that waited for a CPU after the barrier).
 
 The head's ingest of many node collectors at once is scripts/bench/ingest.py.
 
@@ -96,7 +99,7 @@ def bench_clock(c, ft, work, a, rng):
         print("clock: %s not built (no MPI): left out" % prog)
         return
     trace = os.path.join(work, "mpi.json")
-    errs, spreads = [], []
+    errs, spreads, best = [], [], []
     for _ in range(a.rounds):
         r = c.run_on("head", [ft, "run", "-q", "-o", trace, "--", "mpirun", "--allow-run-as-root",
                               "-np", "4", "--host", "node1:2,node2:2", prog], timeout=300)
@@ -114,16 +117,19 @@ def bench_clock(c, ft, work, a, rng):
         for e in ev["traceEvents"]:
             if e.get("ph") == "i" and str(e.get("name", "")).startswith("barrier "):
                 marks.setdefault(e["name"], []).append(e["ts"])
-        if len(marks) != 5 or any(len(v) != 4 for v in marks.values()):
-            sys.exit("clock: expected 5 barriers x 4 marks: %r" %
+        if not marks or any(len(v) != 4 for v in marks.values()):
+            sys.exit("clock: expected 4 marks of each barrier: %r" %
                      {k: len(v) for k, v in marks.items()})
-        spreads.append(max(max(v) - min(v) for v in marks.values()))  # us
+        spread = sorted(max(v) - min(v) for v in marks.values())  # us
+        best.append(spread[0])
+        spreads.append(statistics.median(spread))
     print("clock: mpirun -np 4 across node1 and node2 (clock offsets %+d s and %+d s), %d runs:" %
           (c.offset("node1"), c.offset("node2"), a.rounds))
     print("  recorded error bound (worst node), median %.1f us, max %.1f us" %
           (statistics.median(errs) / 1e3, max(errs) / 1e3))
-    print("  spread of one barrier's 4 marks (worst barrier), median %.1f us, max %.1f us" %
-          (statistics.median(spreads), max(spreads)))
+    print("  spread of one barrier's 4 marks: best barrier of a run, median %.1f us; "
+          "median barrier of a run, median %.1f us, max %.1f us" %
+          (statistics.median(best), statistics.median(spreads), max(spreads)))
 
 
 def main():
