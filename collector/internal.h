@@ -217,6 +217,11 @@ pid_t proc_stat_ppid(pid_t pid);
  */
 void proc_finish(proc_tree *pt, int64_t now_ns, bool tree_done);
 
+/* Sets each process's model parent to what the tree knows now (its
+ * creator's record, else its ppid's process); proc_finish has the final
+ * word. For a node, whose model streams while it runs. */
+void proc_link_parents(proc_tree *pt);
+
 /* Closes fds received on c that no message claimed. */
 void proc_conn_drop_fds(proc_conn *c);
 
@@ -420,6 +425,7 @@ typedef struct node_opts {
 	const char *launched_as;   /* or NULL */
 	const char *node_output;   /* --node-output DIR, or NULL */
 	const char *spill_dir;     /* the run's spill directory, or NULL */
+	proc_tree *tree;           /* the run's (borrowed): parents to link */
 } node_opts;
 
 /*

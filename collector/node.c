@@ -81,6 +81,10 @@ static bool sync_some(node_state *n)
 {
 	bool more = true;
 
+	/* The parents as the tree knows them now: a part cut short must
+	 * not hold processes without the parents they had. */
+	if (!n->failed && n->connected && n->o.tree)
+		proc_link_parents(n->o.tree);
 	while (!n->failed && n->connected && more) {
 		size_t q = link_node_queued(n->link);
 		int rc;

@@ -1415,6 +1415,24 @@ static void link_shell_child(proc_entry *pe, proc_entry *parent, int64_t end_ns)
 	}
 }
 
+/*
+ * Points every process's model parent at what the tree knows of it now:
+ * its creator's FORK/SPAWN record, else the process its ppid names (the
+ * newest of that pid that started before it, so a reused pid is not
+ * taken for an older process). A node collector calls it before each sync
+ * of its model stream, so that a part cut short (the node killed) holds
+ * the parents known when it was cut, as a finished one does; a later
+ * call re-points a parent the tree learned better since.
+ */
+void proc_link_parents(proc_tree *pt)
+{
+	for (size_t i = 0; i < pt->nall; i++) {
+		proc_entry *parent = find_parent(pt, pt->all[i]);
+
+		pt->all[i]->mp->parent = parent ? parent->mp : NULL;
+	}
+}
+
 void proc_finish(proc_tree *pt, int64_t now_ns, bool tree_done)
 {
 	model_trace *t = pt->t;

@@ -1029,7 +1029,8 @@ static int start_remote(run_state *rs)
 				.launcher_pid = rs->o.launcher_pid,
 				.launched_as = rs->o.launched_as,
 				.node_output = rs->o.node_output,
-				.spill_dir = rs->spill_dir[0] ? rs->spill_dir : NULL};
+				.spill_dir = rs->spill_dir[0] ? rs->spill_dir : NULL,
+				.tree = rs->tree};
 
 		resolve_head(rs);
 		no.resolve_error = rs->resolve_err[0] ? rs->resolve_err : NULL;
