@@ -334,31 +334,6 @@ static int64_t head_to_node_ns(const model_trace *part, int64_t t)
 			 (1.0 + m.drift));
 }
 
-/* Closes what a part that stopped coming left open: its processes get
- * kind at end_ns (the node's clock), and so do their images and threads. */
-static void close_part(model_trace *t, enum model_exit_kind kind, int64_t end_ns)
-{
-	for (size_t i = 0; i < t->nprocs; i++) {
-		model_process *p = t->procs[i];
-
-		if (p->exit_kind == MODEL_EXIT_CODE || p->exit_kind == MODEL_EXIT_SIGNAL)
-			continue;
-		if (p->end_ns >= 0 && p->exit_kind != MODEL_EXIT_RUNNING &&
-		    p->exit_kind != MODEL_EXIT_UNKNOWN)
-			continue;
-		p->exit_kind = kind;
-		p->end_ns = end_ns > p->start_ns ? end_ns : p->start_ns;
-		for (size_t s = 0; s < p->nsegs; s++)
-			if (p->segs[s].end_ns < 0)
-				p->segs[s].end_ns = p->end_ns;
-		for (size_t k = 0; k < p->nthreads; k++)
-			if (p->threads[k].end_ns < 0)
-				p->threads[k].end_ns = p->end_ns;
-	}
-	if (t->end_ns < end_ns)
-		t->end_ns = end_ns;
-}
-
 void head_finish(head_state *h)
 {
 	int64_t now = proc_now_mono_ns();
@@ -388,10 +363,10 @@ void head_finish(head_state *h)
 		 * head, as a local daemon is: running. One whose connection
 		 * dropped (or whose stream broke) is lost. */
 		if (!p->ended) {
-			close_part(p->model, MODEL_EXIT_RUNNING, head_to_node_ns(p->model, at));
+			model_close_open(p->model, MODEL_EXIT_RUNNING,
+					 head_to_node_ns(p->model, at));
 		} else {
-			p->model->node.lost_ns = head_to_node_ns(p->model, at);
-			close_part(p->model, MODEL_EXIT_HOST_LOST, p->model->node.lost_ns);
+			model_mark_lost(p->model, head_to_node_ns(p->model, at));
 		}
 		/* Its part is in the trace as far as it came; a node
 		 * collector that lived on writes the whole of it there. */

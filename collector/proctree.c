@@ -1177,6 +1177,13 @@ int proc_apply(proc_tree *pt, proc_conn *c, const wire_msg *m, int64_t now_ns)
 		c->pe->exit_ts = m->ts;
 		c->pe->mp->end_ns = m->ts;
 		c->pe->end_seen = true;
+		/* How it ended, as soon as it is known: a node's part cut
+		 * short before proc_finish says so too. A wait status seen
+		 * later (a signal during exit) overrides it. */
+		if (!c->pe->status_known) {
+			c->pe->mp->exit_kind = MODEL_EXIT_CODE;
+			c->pe->mp->exit_value = (int)m->code;
+		}
 		break;
 	case FT_MSG_SIGNAL:
 		on_signal(pt, c, m);

@@ -326,6 +326,25 @@ void model_clock_fit(const model_trace *t, model_clock_map *out);
  * (-1: unknown) stay as they are. */
 int64_t model_clock_apply(const model_clock_map *m, int64_t ns);
 
+/* The latest time t holds outside its event records (processes, images,
+ * threads, marks, clock pairs and samples): the last it knew of. -1: none. */
+int64_t model_last_ns(const model_trace *t);
+
+/*
+ * Closes what a part that stopped coming (a node's connection dropped, its
+ * file cut short, the head's wait ended) left open: every process whose
+ * exit is not known (unknown, running) gets kind at end_ns (its start if
+ * later); the images and threads still open in every ended process end
+ * with it. A process already host lost keeps its time. Returns how many
+ * processes it closed.
+ */
+size_t model_close_open(model_trace *t, enum model_exit_kind kind, int64_t end_ns);
+
+/* A node's part lost at lost_ns (its own clock): node.lost_ns, and its
+ * open processes MODEL_EXIT_HOST_LOST then (model_close_open). The head
+ * and the readers of node-output files use it alike. */
+size_t model_mark_lost(model_trace *t, int64_t lost_ns);
+
 /* The thread with this tid, or NULL. */
 model_thread *model_find_thread(model_process *p, int64_t tid);
 

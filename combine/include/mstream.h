@@ -121,7 +121,9 @@ size_t mstream_held(const mstream_reader *r);
  * what came before is in the model); -EBADMSG when it is not a node-output
  * file or a record is malformed (what came before is in the model);
  * -ENOMEM, or read's negative errno. mstream_error says why for -ENODATA
- * and -EBADMSG.
+ * and -EBADMSG. After either, a model that holds anything is a node's
+ * part lost at the last time it knew of (model_mark_lost(model_last_ns)):
+ * its open processes end MODEL_EXIT_HOST_LOST then, node.lost_ns says so.
  */
 int mstream_read_file(mstream_reader *r, int fd);
 

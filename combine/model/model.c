@@ -534,6 +534,91 @@ int64_t model_clock_apply(const model_clock_map *m, int64_t ns)
 	return ns + m->offset_ns + (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
 }
 
+static void later(int64_t *last, int64_t ns)
+{
+	if (ns > *last)
+		*last = ns;
+}
+
+int64_t model_last_ns(const model_trace *t)
+{
+	int64_t last = -1;
+
+	later(&last, t->start_ns);
+	later(&last, t->end_ns);
+	for (size_t i = 0; i < t->nclocks; i++)
+		later(&last, t->clocks[i].ns);
+	for (size_t i = 0; i < t->node.nsamples; i++)
+		later(&last, t->node.samples[i].node_ns);
+	for (size_t i = 0; i < t->nprocs; i++) {
+		const model_process *p = t->procs[i];
+
+		later(&last, p->start_ns);
+		later(&last, p->end_ns);
+		later(&last, p->spawn_ns);
+		for (size_t k = 0; k < p->nsegs; k++) {
+			later(&last, p->segs[k].start_ns);
+			later(&last, p->segs[k].end_ns);
+		}
+		for (size_t k = 0; k < p->nthreads; k++) {
+			later(&last, p->threads[k].start_ns);
+			later(&last, p->threads[k].end_ns);
+		}
+		for (size_t k = 0; k < p->nmarks; k++) {
+			const model_mark *mk = &p->marks[k];
+
+			later(&last, mk->ts_ns);
+			if (mk->ts_ns >= 0 && mk->dur_ns > 0)
+				later(&last, mk->ts_ns + mk->dur_ns);
+		}
+	}
+	return last;
+}
+
+/* Ends p's images and threads still open at its end (when it has one). */
+static void close_inside(model_process *p)
+{
+	if (p->end_ns < 0)
+		return;
+	for (size_t s = 0; s < p->nsegs; s++)
+		if (p->segs[s].end_ns < 0)
+			p->segs[s].end_ns = s + 1 < p->nsegs && p->segs[s + 1].start_ns >= 0
+						    ? p->segs[s + 1].start_ns
+						    : p->end_ns;
+	for (size_t k = 0; k < p->nthreads; k++)
+		if (p->threads[k].end_ns < 0)
+			p->threads[k].end_ns = p->end_ns;
+}
+
+size_t model_close_open(model_trace *t, enum model_exit_kind kind, int64_t end_ns)
+{
+	size_t closed = 0;
+
+	for (size_t i = 0; i < t->nprocs; i++) {
+		model_process *p = t->procs[i];
+
+		/* Ended, and how is known: only what it left open. */
+		if (p->exit_kind == MODEL_EXIT_CODE || p->exit_kind == MODEL_EXIT_SIGNAL ||
+		    (p->exit_kind == MODEL_EXIT_HOST_LOST && p->end_ns >= 0)) {
+			close_inside(p);
+			continue;
+		}
+		p->exit_kind = kind;
+		p->end_ns = end_ns > p->start_ns ? end_ns : p->start_ns;
+		close_inside(p);
+		closed++;
+	}
+	if (t->end_ns < end_ns)
+		t->end_ns = end_ns;
+	return closed;
+}
+
+size_t model_mark_lost(model_trace *t, int64_t lost_ns)
+{
+	t->node.lost_ns = lost_ns;
+	return model_close_open(t, MODEL_EXIT_HOST_LOST, lost_ns);
+}
+
 model_thread *model_find_thread(model_process *p, int64_t tid)
 {
 	size_t i;

@@ -1400,7 +1400,7 @@ int mstream_feed(mstream_reader *r, const void *data, size_t len)
 	return 0;
 }
 
-int mstream_read_file(mstream_reader *r, int fd)
+static int read_file_records(mstream_reader *r, int fd)
 {
 	static const size_t chunk = 1u << 20;
 	char magic[MSTREAM_FILE_MAGIC_LEN];
@@ -1455,4 +1455,19 @@ int mstream_read_file(mstream_reader *r, int fd)
 		return -ENODATA;
 	}
 	return 0;
+}
+
+int mstream_read_file(mstream_reader *r, int fd)
+{
+	int err = read_file_records(r, fd);
+	int64_t last;
+
+	/* A file that stopped before its END (or broke) is a part lost
+	 * where it stopped, as a node whose connection dropped: what it
+	 * left open ends host lost at the last time it knew of. */
+	if ((err == -ENODATA || err == -EBADMSG) && (last = model_last_ns(r->t)) >= 0) {
+		r->t->node.is_node = true;
+		model_mark_lost(r->t, last);
+	}
+	return err;
 }

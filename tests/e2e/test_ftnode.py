@@ -107,6 +107,21 @@ def ftnode_inputs(t):
     check(res.rc == 0 and os.path.getsize(t.path("r.html")) > 1000, f"report:\n  {res.describe()}")
 
 
+def check_lost(doc, host, res):
+    """The part of host is lost, and none of its processes is left without
+    an end or a known way it ended."""
+    hosts = [h for h in doc["otherData"]["forktrace"].get("hosts") or [] if h.get("name") == host]
+    check(len(hosts) == 1 and hosts[0].get("state") == "lost",
+          f"the part of {host} is not lost: {hosts}\n  {res.describe()}")
+    for e in doc["traceEvents"]:
+        if e.get("name") != "forktrace_process":
+            continue
+        a = e["args"]
+        check(a.get("end_ns", -1) >= 0 and (a.get("exit") or {}).get("kind")
+              not in (None, "unknown", "running"),
+              f"process {e.get('pid')} left open: {a}\n  {res.describe()}")
+
+
 @test
 def ftnode_truncated(t):
     """A node that died while writing its file: combine keeps every process
@@ -125,6 +140,7 @@ def ftnode_truncated(t):
                     r"stopped writing\); the \d+ processes before it are kept", res.err),
           f"no warning:\n  {res.describe()}")
     check(len(procs(res.doc)) >= 1, f"nothing kept:\n  {res.describe()}")
+    check_lost(res.doc, "node1", res)
     # Cut between records: no END.
     with open(t.path("noend.ftnode"), "wb") as f:
         f.write(whole[:-6])
@@ -134,6 +150,7 @@ def ftnode_truncated(t):
     full = combine(t, [node], "full.json")
     check(res.doc["traceEvents"] == full.doc["traceEvents"],
           "a file without END lost events it holds")
+    check_lost(res.doc, "node1", res)
     # Damaged: a record whose kind byte is broken.
     bad = bytearray(whole)
     bad[8 + 4] = 0xc1  # the first record's msgpack: a byte msgpack never uses

@@ -923,6 +923,77 @@ static void test_file(void)
 	model_free(t);
 }
 
+/* Is everything in u ended, with a known way, and u's part lost? */
+static void check_all_closed(const model_trace *u, size_t cut)
+{
+	for (size_t i = 0; i < u->nprocs; i++) {
+		const model_process *p = u->procs[i];
+
+		if (p->end_ns < 0 || p->exit_kind == MODEL_EXIT_UNKNOWN ||
+		    p->exit_kind == MODEL_EXIT_RUNNING) {
+			fprintf(stderr,
+				"cut at %zu: process %zu (pid %lld) end %lld exit kind %d\n", cut,
+				i, (long long)p->pid, (long long)p->end_ns, (int)p->exit_kind);
+			CHECK(false);
+		}
+		for (size_t k = 0; k < p->nsegs; k++)
+			CHECK_INT(p->segs[k].end_ns, >=, 0);
+		for (size_t k = 0; k < p->nthreads; k++)
+			CHECK_INT(p->threads[k].end_ns, >=, 0);
+		CHECK_INT(u->node.lost_ns, >=, p->start_ns);
+	}
+	if (u->nprocs > 0) {
+		CHECK(u->node.is_node);
+		CHECK_INT(u->node.lost_ns, >=, 0);
+	}
+}
+
+/*
+ * A file cut short whose processes were open when it was written (a node
+ * killed while it wrote what it had): at every cut, what it left open
+ * ends host lost at the last time the part knew of, and the part is lost,
+ * as a part whose connection dropped is at the head.
+ */
+static void test_file_cut_lost(void)
+{
+	model_trace *t = full_model(), *u;
+	mstream_reader *r;
+	int fd = memfd_create("ftnode", MFD_CLOEXEC);
+	size_t len, lost = 0;
+	char *whole;
+
+	MUST(fd >= 0);
+	t->node.lost_ns = -1;
+	t->procs[0]->exit_kind = MODEL_EXIT_RUNNING;
+	t->procs[0]->end_ns = -1;
+	t->procs[1]->exit_kind = MODEL_EXIT_UNKNOWN;
+	t->procs[1]->end_ns = -1;
+	for (size_t k = 0; k < t->procs[1]->nthreads; k++)
+		t->procs[1]->threads[k].end_ns = -1;
+	for (size_t k = 0; k < t->procs[1]->nsegs; k++)
+		t->procs[1]->segs[k].end_ns = -1;
+	t->procs[3]->end_ns = -1; /* host lost, without a time */
+	CHECK_INT(mstream_write_file(t, fd, false), ==, 0);
+	MUST(whole = read_back(fd, &len));
+	for (size_t cut = MSTREAM_FILE_MAGIC_LEN; cut <= len; cut += 5) {
+		CHECK_INT(ftruncate(fd, (off_t)cut), ==, 0);
+		lseek(fd, 0, SEEK_SET);
+		MUST(u = model_new());
+		MUST(r = mstream_reader_new(u));
+		CHECK_INT(mstream_read_file(r, fd), ==, -ENODATA);
+		check_all_closed(u, cut);
+		for (size_t i = 0; i < u->nprocs; i++)
+			lost += u->procs[i]->exit_kind == MODEL_EXIT_HOST_LOST;
+		mstream_reader_free(r);
+		model_free(u);
+		CHECK_INT(pwrite(fd, whole + cut, len - cut, (off_t)cut), ==, (ssize_t)(len - cut));
+	}
+	CHECK_UINT(lost, >, 0);
+	free(whole);
+	close(fd);
+	model_free(t);
+}
+
 /* ---- speed ---------------------------------------------------------------- */
 
 /* CPU time of this process: the machine that runs the benchmark is
@@ -1087,6 +1158,7 @@ int main(int argc, char **argv)
 	test_max_bytes();
 	test_hostile();
 	test_file();
+	test_file_cut_lost();
 	bench(10000, 5);
 	return check_done("test_mstream");
 }
