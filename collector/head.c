@@ -349,11 +349,12 @@ void head_finish(head_state *h)
 		p->model->node.is_node = true;
 		/* A launcher the head's tree does not know ran on another
 		 * node (a nested hop: its pid is that node's): the part's root
-		 * must not go under whichever of the head's processes has the
-		 * same pid. */
+		 * goes under the launch of that pid to its destination in the
+		 * part that made it, never under whichever of the head's
+		 * processes has the same pid. */
 		if (p->model->node.launcher_pid >= 0 &&
 		    !launched_here(h, p->model->node.launcher_pid))
-			p->model->node.launcher_pid = -1;
+			p->model->node.launched_by_node = true;
 		/* Named by what it said at join if its stream never did. */
 		if (!p->model->host)
 			p->model->host = model_strdup(p->model, p->host);

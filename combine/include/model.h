@@ -177,6 +177,11 @@ typedef struct model_node_part {
 	 * (--join). The node's root process is its child in the trace. */
 	int64_t launcher_pid;
 	const char *launched_as; /* the destination as the launcher named it */
+	/* The launcher ran on another node (a nested hop: the head has no
+	 * such launch), so launcher_pid is that node's: the merge looks for
+	 * it among the parts (the process of that pid that marked a "remote
+	 * launch" to launched_as), never among the head's processes. */
+	bool launched_by_node;
 	model_clock_sample *samples;
 	size_t nsamples, samples_cap;
 	/* When the part stopped coming (the head's clock mapped back onto

@@ -670,6 +670,12 @@ typedef struct cmb {
 	sink_host *hosts;        /* meta.hosts, in the order found */
 	int64_t *host_launcher;  /* per host: the launcher's pid on the head */
 	size_t nhosts, hosts_cap;
+	/* Nested hops, per input: the part whose process launched it
+	 * (SIZE_MAX: none), that process (out_pid in that part), its trace
+	 * pid once that part was read (-1 before), and the input's host. */
+	size_t *launched_in;
+	int64_t *launch_src, *launch_out;
+	size_t *part_host;
 } cmb;
 
 /* A pid nobody has: the next free one from MERGE_REMAP_BASE. */
@@ -1279,7 +1285,8 @@ static void feed_part_root(cmb *c, size_t i, const model_trace *m, model_feed *f
 	start = model_clock_apply(&c->clocks[i], start);
 	f->root = root->out_pid;
 	f->launcher_pid = m->node.launcher_pid;
-	f->launcher = launcher_out(c, m->node.launcher_pid, start);
+	f->launcher = m->node.launched_by_node ? c->launch_out[i]
+					       : launcher_out(c, m->node.launcher_pid, start);
 	f->root_ts = start >= 0 ? start + f->shift_ns : JSONW_NO_TIME;
 	f->root_flow = ((uint64_t)root->index + 1) ^ (i << READER_ID_SHIFT);
 	if (f->root_ts == JSONW_NO_TIME)
@@ -1420,6 +1427,112 @@ static bool ref_anchor(cmb *c, int64_t *off)
 	return true;
 }
 
+/* Does p carry the "remote launch" mark of a launch to dest? */
+static bool marked_launch(const model_process *p, const char *dest)
+{
+	for (size_t k = 0; k < p->nmarks; k++) {
+		const model_mark *mk = &p->marks[k];
+		json_t *o;
+		bool same;
+
+		if (mk->name == NULL || strcmp(mk->name, "remote launch") != 0 ||
+		    mk->args_json == NULL)
+			continue;
+		o = json_loads(mk->args_json, 0, NULL);
+		same = json_is_string(json_object_get(o, "host")) &&
+		       strcmp(json_string_value(json_object_get(o, "host")), dest) == 0;
+		json_decref(o);
+		if (same)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The process of part m that launched a node as pid to dest: of m's
+ * processes with that pid started by at (its clock, -1: any), the last,
+ * when it marked the launch itself (it exec'd ssh) or a child of it did
+ * (it spawned ssh). NULL: none.
+ */
+static const model_process *part_launcher(const model_trace *m, int64_t pid, const char *dest,
+					  int64_t at)
+{
+	const model_process *best = NULL;
+
+	for (size_t k = 0; k < m->nprocs; k++) {
+		const model_process *p = m->procs[k];
+
+		if (p->pid == pid && (at < 0 || p->start_ns <= at) &&
+		    (best == NULL || p->start_ns > best->start_ns))
+			best = p;
+	}
+	if (best == NULL || marked_launch(best, dest))
+		return best;
+	for (size_t k = 0; k < m->nprocs; k++)
+		if (m->procs[k]->parent == best && marked_launch(m->procs[k], dest))
+			return best;
+	return NULL;
+}
+
+/*
+ * Nested hops: for each part whose launcher ran on another node, the
+ * part that launched it (the only one with that launch, by the time its
+ * root started on the trace's clock), and how deep it is in the chain of
+ * launches (parts are read after the part that launched them).
+ */
+static void plan_nested(cmb *c, size_t *depth)
+{
+	size_t n = c->res->ninputs;
+
+	for (size_t i = 0; i < n; i++) {
+		const model_trace *m = c->models[i];
+		const model_process *root = m != NULL ? part_root(m) : NULL;
+		size_t found = SIZE_MAX, nfound = 0;
+		const model_process *src = NULL;
+		int64_t at;
+
+		if (!is_part(c, i) || !m->node.launched_by_node || m->node.launcher_pid < 0 ||
+		    m->node.launched_as == NULL || root == NULL)
+			continue;
+		at = model_clock_apply(&c->clocks[i], root->start_ns);
+		for (size_t j = 0; j < n; j++) {
+			const model_process *p;
+			int64_t at_j = -1;
+
+			if (j == i || !is_part(c, j))
+				continue;
+			/* The root's start on part j's clock, by the inverse of
+			 * j's map (near enough: drift is tiny). */
+			if (at >= 0)
+				at_j = at - (model_clock_apply(&c->clocks[j], at) - at);
+			p = part_launcher(c->models[j], m->node.launcher_pid, m->node.launched_as,
+					  at_j);
+			if (p != NULL) {
+				found = j;
+				src = p;
+				nfound++;
+			}
+		}
+		/* Two parts with that launch: it is not known which. */
+		if (nfound == 1) {
+			c->launched_in[i] = found;
+			c->launch_src[i] = src->out_pid;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t d = 0;
+
+		for (size_t j = c->launched_in[i]; j != SIZE_MAX && d <= n; j = c->launched_in[j])
+			d++;
+		/* A loop of launches cannot be: none of them is followed. */
+		if (d > n) {
+			c->launched_in[i] = SIZE_MAX;
+			d = 0;
+		}
+		depth[i] = d;
+	}
+}
+
 /*
  * Each node part's clock map (model_clock_fit: measured; else by the
  * realtime anchors, as --align lines up traces), the reference input,
@@ -1431,7 +1544,10 @@ static int plan_hosts(cmb *c)
 	size_t n = c->res->ninputs, k = 0;
 	bool have_anchor = false, anchor_read = false;
 	int64_t ref_off = 0;
+	size_t *depth = calloc(n + 1, sizeof(*depth));
 
+	if (depth == NULL)
+		return -ENOMEM;
 	c->ref = SIZE_MAX;
 	for (size_t i = 0; i < n; i++) {
 		c->multi_host = c->multi_host || is_part(c, i);
@@ -1442,10 +1558,9 @@ static int plan_hosts(cmb *c)
 	 * root needs its launcher's trace pid. */
 	if (c->ref != SIZE_MAX)
 		c->order[k++] = c->ref;
-	for (int parts = 0; parts < 2; parts++)
-		for (size_t i = 0; i < n; i++)
-			if (i != c->ref && is_part(c, i) == (parts == 1))
-				c->order[k++] = i;
+	for (size_t i = 0; i < n; i++)
+		if (i != c->ref && !is_part(c, i))
+			c->order[k++] = i;
 	for (size_t i = 0; i < n; i++) {
 		const model_trace *m = c->models[i];
 		model_clock_map *map = &c->clocks[i];
@@ -1466,10 +1581,12 @@ static int plan_hosts(cmb *c)
 				else
 					map->method = "none";
 			}
+			/* A nested hop's launcher is found among the parts. */
 			h = add_host(c, m->host != NULL ? m->host : "?", "node",
-				     m->node.launcher_pid);
+				     m->node.launched_by_node ? -1 : m->node.launcher_pid);
 			if (h == NULL)
-				return -ENOMEM;
+				goto fail_nomem;
+			c->part_host[i] = c->nhosts - 1;
 			h->processes = m->nprocs;
 			h->clock = map->method;
 			h->offset_ns = map->offset_ns;
@@ -1488,7 +1605,7 @@ static int plan_hosts(cmb *c)
 			continue;
 		h = add_host(c, m->host != NULL ? m->host : "?", "head", -1);
 		if (h == NULL)
-			return -ENOMEM;
+			goto fail_nomem;
 		h->processes = m->nprocs;
 		h->clock = "reference";
 		h->err_ns = 0;
@@ -1498,16 +1615,29 @@ static int plan_hosts(cmb *c)
 			h = add_host(c, mh->host != NULL ? mh->host : "?", "node",
 				     mh->launcher_pid);
 			if (h == NULL)
-				return -ENOMEM;
+				goto fail_nomem;
 			h->state = "missing";
 			h->why = mh->why;
 			h->where = mh->where;
 			h->launched_as = mh->host;
 		}
 	}
+	/* The parts last, each after the part that launched it. */
+	plan_nested(c, depth);
+	for (size_t d = 0, placed = k; placed < n && d <= n; d++)
+		for (size_t i = 0; i < n; i++)
+			if (i != c->ref && is_part(c, i) && depth[i] == d) {
+				c->order[k++] = i;
+				placed++;
+			}
 	c->meta.hosts = c->hosts;
 	c->meta.nhosts = c->nhosts;
+	free(depth);
 	return 0;
+
+fail_nomem:
+	free(depth);
+	return -ENOMEM;
 }
 
 /* Whether host a is listed before b: the head first, then by name. */
@@ -1689,10 +1819,20 @@ static int open_inputs(cmb *c, const merge_source *src, size_t n)
 	c->runs = calloc(ni + 1, sizeof(*c->runs));
 	c->order = calloc(ni + 1, sizeof(*c->order));
 	c->clocks = calloc(ni + 1, sizeof(*c->clocks));
+	c->launched_in = calloc(ni + 1, sizeof(*c->launched_in));
+	c->launch_src = calloc(ni + 1, sizeof(*c->launch_src));
+	c->launch_out = calloc(ni + 1, sizeof(*c->launch_out));
+	c->part_host = calloc(ni + 1, sizeof(*c->part_host));
 	if (res->inputs == NULL || c->inputs == NULL || c->methods == NULL || c->shifts == NULL ||
 	    c->model == NULL || c->runs == NULL || c->order == NULL || c->clocks == NULL ||
-	    (c->tl.io = malloc(TL_IO)) == NULL)
+	    c->launched_in == NULL || c->launch_src == NULL || c->launch_out == NULL ||
+	    c->part_host == NULL || (c->tl.io = malloc(TL_IO)) == NULL)
 		return -ENOMEM;
+	for (size_t i = 0; i <= ni; i++) {
+		c->launched_in[i] = SIZE_MAX;
+		c->launch_out[i] = -1;
+		c->part_host[i] = SIZE_MAX;
+	}
 	res->ninputs = ni;
 	for (size_t i = 0; i < ni; i++) {
 		const char *path;
@@ -1818,6 +1958,17 @@ static int merge_one(cmb *c, size_t i)
 	}
 	if (err == 0 && c->err != 0)
 		err = c->err;
+	/* The parts this one launched (read after it) go under their
+	 * launcher's trace pid, and their hosts name it. */
+	for (size_t j = 0; err == 0 && j < res->ninputs; j++) {
+		int64_t out;
+
+		if (c->launched_in[j] != i || !pm_get(&c->file, c->launch_src[j], &out))
+			continue;
+		c->launch_out[j] = out;
+		if (c->part_host[j] != SIZE_MAX)
+			c->hosts[c->part_host[j]].launcher = out;
+	}
 	fill_input(in, &inf);
 	c->done_before += inf.file_bytes;
 	if (err < 0)
@@ -1891,6 +2042,10 @@ static void close_inputs(cmb *c)
 	free(c->models);
 	free(c->order);
 	free(c->clocks);
+	free(c->launched_in);
+	free(c->launch_src);
+	free(c->launch_out);
+	free(c->part_host);
 	free(c->hosts);
 	free(c->host_launcher);
 	pm_free(&c->claimed);

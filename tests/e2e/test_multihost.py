@@ -322,8 +322,8 @@ def test_mh_fake_ssh(t):
 def test_mh_nested_hop(t):
     """ssh from a node to another node (a nested hop): the second node's
     collector joins the head directly (FORKTRACE_HEAD resolved on the
-    first), its processes are in the trace with its host, and none is put
-    under a head process. (On one machine no head process can have the
+    first), its processes are in the trace with its host, and its part
+    goes under the ssh on the first node, none under a head process. (On one machine no head process can have the
     launcher's pid; hosts whose pids collide are the cluster's.)"""
     if not has_uts():
         raise ft.Skip("telling hosts apart needs a UTS namespace (root, unshare)")
@@ -341,12 +341,26 @@ def test_mh_nested_hop(t):
     on_b = [p for p in tr.all() if p.rec.get("host") == b]
     check(any(marker in " ".join(p.argv or []) for p in on_b),
           f"the second hop's command is not in the trace with host {b}:\n{tr.dump()}")
-    head_host = tr.meta.get("host")
     for p in on_b:
         parent = tr.parent_of(p)
-        if parent is not None and parent.rec.get("host") not in (a, b):
-            fail(f"{p.describe()} is under {parent.describe()} of host "
-                 f"{parent.rec.get('host')}, not a process of {a} or {b}:\n{tr.dump()}")
+        if parent is None or parent.rec.get("host") not in (a, b):
+            fail(f"{p.describe()} is under {parent and parent.describe()} of host "
+                 f"{parent and parent.rec.get('host')}, not a process of {a} or {b}:\n"
+                 f"{tr.dump()}")
+    # b's part goes under its launcher on a: the process there that ran
+    # ssh (the fake ssh execs fake_sshd.py), with the arrow of a remote
+    # launch from it, and b's host names it.
+    roots = [p for p in on_b if tr.parent_of(p).rec.get("host") == a]
+    check(len(roots) == 1, f"b's part does not have one root under a process of {a}:\n"
+          f"{tr.dump()}")
+    launcher = tr.parent_of(roots[0])
+    check(any("fake_sshd.py" in arg for arg in launcher.argv or []),
+          f"b's root is under {launcher.describe()}, not the ssh on {a}:\n{tr.dump()}")
+    ft.assert_parent(roots[0], launcher, trace=tr)
+    ft.assert_flow(tr, launcher, roots[0], "remote")
+    hosts = {h.get("name"): h for h in tr.meta.get("hosts") or []}
+    check(hosts.get(b, {}).get("launcher") == launcher.tpid,
+          f"host {b} does not name its launcher {launcher.tpid}: {hosts.get(b)}")
 
 
 @test
