@@ -181,17 +181,21 @@ static void print_hosts(const info_report *r)
 			printf("\n");
 			continue;
 		}
-		printf("%" PRIu64 " process%s, clock %s", h->processes,
-		       h->processes == 1 ? "" : "es", h->clock != NULL ? say_esc(h->clock) : "?");
+		printf("%" PRIu64 " process%s, ", h->processes, h->processes == 1 ? "" : "es");
+		if (h->clock != NULL && !strcmp(h->clock, "not aligned"))
+			printf("not aligned: no head in this trace; %s",
+			       h->anchor ? "realtime anchor available" : "no realtime anchor");
+		else
+			printf("clock %s", h->clock != NULL ? say_esc(h->clock) : "?");
 		if (h->clock != NULL && strcmp(h->clock, "reference") != 0 &&
-		    strcmp(h->clock, "none") != 0)
+		    strcmp(h->clock, "none") != 0 && strcmp(h->clock, "not aligned") != 0)
 			printf(" (offset %+.6f s, drift %+.3f ppm", (double)h->offset_ns / 1e9,
 			       h->drift_ppm);
 		if (h->clock != NULL && !strcmp(h->clock, "measured"))
 			printf(", error bound %.1f us, %" PRIu64 " sample%s)",
 			       (double)h->err_ns / 1e3, h->samples, h->samples == 1 ? "" : "s");
 		else if (h->clock != NULL && strcmp(h->clock, "reference") != 0 &&
-			 strcmp(h->clock, "none") != 0)
+			 strcmp(h->clock, "none") != 0 && strcmp(h->clock, "not aligned") != 0)
 			printf(", error bound unknown)");
 		if (!strcmp(state, "lost"))
 			print_ms(", lost at ", h->lost_ns);

@@ -203,6 +203,7 @@ typedef struct info_process {
  * sink_host). Strings owned, NULL when the trace does not say. */
 typedef struct info_host {
 	char *name, *role, *state, *clock, *why, *where;
+	bool anchor; /* its part has a realtime anchor */
 	uint64_t processes, samples;
 	int64_t offset_ns, err_ns, lost_ns;
 	double drift_ppm;

@@ -88,8 +88,10 @@ typedef struct sink_host {
 			    * (why, where) */
 	uint64_t processes;
 	/* model_clock_map: "reference" (the head: the trace's clock),
-	 * "measured", "realtime anchor", "none"; err_ns -1: unknown. */
+	 * "measured", "realtime anchor", "none"; "not aligned": a part in a
+	 * trace without a head (nothing to align it to); err_ns -1: unknown. */
 	const char *clock;
+	bool anchor; /* its part has a realtime anchor */
 	int64_t offset_ns;
 	int64_t ref_ns;
 	double drift; /* a ratio: 50e-6 is 50 ppm */

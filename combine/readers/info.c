@@ -308,6 +308,7 @@ static void info_run_meta(void *ctx, strview forktrace)
 		h->err_ns = obj_i64(ho, "err_ns", -1);
 		h->lost_ns = obj_i64(ho, "lost_ns", -1);
 		h->drift_ppm = json_number_value(json_object_get(ho, "drift_ppm"));
+		h->anchor = json_is_true(json_object_get(ho, "anchor"));
 	}
 	if (err < 0)
 		s->err = err;
@@ -338,6 +339,7 @@ static int info_model_end(trace_sink *base, const sink_meta *meta)
 		h->err_ns = mh->err_ns;
 		h->lost_ns = mh->lost_ns;
 		h->drift_ppm = mh->drift * 1e6;
+		h->anchor = mh->anchor;
 	}
 	return err;
 }

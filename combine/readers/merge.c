@@ -850,6 +850,7 @@ static int keep_hosts(cmb *c, const json_t *hosts)
 		h->role = host_str(c, o, "role", "node", &err);
 		h->state = host_str(c, o, "state", "complete", &err);
 		h->clock = host_str(c, o, "clock", "none", &err);
+		h->anchor = json_is_true(json_object_get(o, "anchor"));
 		h->why = host_str(c, o, "why", NULL, &err);
 		h->where = host_str(c, o, "where", NULL, &err);
 		h->launched_as = host_str(c, o, "launched_as", NULL, &err);
@@ -1581,6 +1582,12 @@ static int plan_hosts(cmb *c)
 				else
 					map->method = "none";
 			}
+			/* A part alone, or with other parts only: no head's
+			 * clock to put it on. */
+			if (c->ref == SIZE_MAX && strcmp(map->method, "measured") != 0) {
+				map->method = "not aligned";
+				map->offset_ns = 0;
+			}
 			/* A nested hop's launcher is found among the parts. */
 			h = add_host(c, m->host != NULL ? m->host : "?", "node",
 				     m->node.launched_by_node ? -1 : m->node.launcher_pid);
@@ -1595,6 +1602,7 @@ static int plan_hosts(cmb *c)
 			h->err_ns = map->err_ns;
 			h->samples = map->nsamples;
 			h->launched_as = m->node.launched_as;
+			h->anchor = m->anchor_real_ns > 0;
 			if (m->node.lost_ns >= 0) {
 				h->state = "lost";
 				h->lost_ns = model_clock_apply(map, m->node.lost_ns);

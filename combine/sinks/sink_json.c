@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sink.h"
 
@@ -69,6 +70,9 @@ static void write_hosts(jsonw *w, const sink_meta *meta)
 		jsonw_kv_cstr(w, "state", h->state);
 		jsonw_kv_u64(w, "processes", h->processes);
 		jsonw_kv_cstr(w, "clock", h->clock);
+		/* What a part not aligned (no head) could be placed by. */
+		if (h->clock && !strcmp(h->clock, "not aligned"))
+			jsonw_kv_bool(w, "anchor", h->anchor);
 		jsonw_kv_i64(w, "offset_ns", h->offset_ns);
 		jsonw_kv_i64(w, "ref_ns", h->ref_ns);
 		jsonw_key(w, "drift_ppm");

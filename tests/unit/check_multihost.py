@@ -262,6 +262,12 @@ def check_ftnode(headf):
     info = forktrace("info", os.path.join(d, "multihost_node2.ftnode"))
     if "node2: 3 processes, clock measured" not in info:
         raise AssertionError(f"forktrace info of node2's file:\n{info}")
+    # node3's part alone has no samples and no head to be aligned to: info
+    # says so, and that the part could be placed by its realtime anchor.
+    info = forktrace("info", os.path.join(d, "multihost_node3.ftnode"))
+    want = "node3: 2 processes, not aligned: no head in this trace; realtime anchor available"
+    if want not in info:
+        raise AssertionError(f"forktrace info of node3's file, no line {want!r}:\n{info}")
 
 
 def main():
