@@ -568,7 +568,8 @@ int64_t model_last_ns(const model_trace *t)
 			const model_mark *mk = &p->marks[k];
 
 			later(&last, mk->ts_ns);
-			if (mk->ts_ns >= 0 && mk->dur_ns > 0)
+			/* Times come from files and peers: no overflow. */
+			if (mk->ts_ns >= 0 && mk->dur_ns > 0 && mk->dur_ns <= INT64_MAX - mk->ts_ns)
 				later(&last, mk->ts_ns + mk->dur_ns);
 		}
 	}

@@ -88,6 +88,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mstream_writer_free(w);
 	mstream_reader_free(r2);
 	mstream_reader_free(r);
+	/* What a file cut short gets: whatever the stream held, nothing is
+	 * left open after it. */
+	model_mark_lost(t, model_last_ns(t));
+	for (size_t i = 0; i < t->nprocs; i++)
+		if (t->procs[i]->exit_kind == MODEL_EXIT_UNKNOWN ||
+		    t->procs[i]->exit_kind == MODEL_EXIT_RUNNING)
+			abort();
 	model_free(u);
 	model_free(t);
 	return 0;
