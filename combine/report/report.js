@@ -70,6 +70,7 @@ function clockText(h) {
   if (!h) return '';
   if (h.clock === 'reference') return 'reference clock';
   if (h.clock === 'none') return 'clock not aligned';
+  if (h.clock === 'not aligned') return 'not aligned: no head in this trace' + (h.anchor ? '; realtime anchor available' : '');
   const parts = [h.clock, 'offset ' + (h.offset_ns >= 0 ? '+' : '') + (h.offset_ns / 1e9).toFixed(6) + ' s',
     'drift ' + (h.drift_ppm >= 0 ? '+' : '') + h.drift_ppm.toFixed(2) + ' ppm'];
   parts.push(h.err_ns >= 0 ? '\u00b1' + fmtDur(h.err_ns) : 'error bound unknown');
@@ -222,8 +223,8 @@ function hostsTable() {
   for (const h of M.hosts) {
     const tr = el('tr', h.state === 'complete' ? '' : 'bad');
     tr.dataset.host = h.name;
-    const aligned = h.clock !== 'reference' && h.clock !== 'none';
-    const cells = [h.name + (h.role === 'head' ? ' (head)' : ''), fmtInt(h.processes), h.clock,
+    const aligned = h.clock !== 'reference' && h.clock !== 'none' && h.clock !== 'not aligned';
+    const cells = [h.name + (h.role === 'head' ? ' (head)' : ''), fmtInt(h.processes), h.clock === 'not aligned' ? clockText(h) : h.clock,
       aligned ? (h.offset_ns >= 0 ? '+' : '') + (h.offset_ns / 1e9).toFixed(6) + ' s' : '\u2013',
       aligned ? (h.drift_ppm >= 0 ? '+' : '') + h.drift_ppm.toFixed(2) + ' ppm' : '\u2013',
       h.err_ns >= 0 ? (h.clock === 'reference' ? '\u2013' : '\u00b1' + fmtDur(h.err_ns)) : 'unknown',

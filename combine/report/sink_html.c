@@ -1408,6 +1408,7 @@ static void write_hosts(hw_out *o, const sink_meta *meta)
 		num(o, (int64_t)hs->processes);
 		jsonw_key(w, "clock");
 		put_cstr(o, hs->clock);
+		jsonw_kv_bool(w, "anchor", hs->anchor);
 		jsonw_key(w, "offset_ns");
 		num(o, hs->offset_ns);
 		jsonw_key(w, "drift_ppm");

@@ -321,6 +321,18 @@ const tests = {
       check((await o.page.evaluate(() => window.forktraceReport.rows().filter((r) => !r.hdr).length)) === 9, 'reset does not bring node2 back');
       check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
     } finally { await o.browser.close(); }
+    // A part alone (combined without its head): nothing to align it to,
+    // and the table says so instead of an offset.
+    const part = path.join(TMP, 'part.json'), partHtml = path.join(TMP, 'part.html');
+    execFileSync(tool, ['--write-part', part]);
+    execFileSync(process.env.FT_BIN, ['report', '-q', part, '-o', partHtml]);
+    const o3 = await openPage(partHtml);
+    try {
+      const rows = await o3.page.$$eval('#hosts tr[data-host]', (trs) => trs.map((t) => t.textContent));
+      check(rows.length === 1 && rows[0].includes('not aligned: no head in this trace; realtime anchor available') && !/[+-]\d+\.\d{6} s/.test(rows[0]),
+        'a part alone: ' + rows.join(' | '));
+      check(o3.problems.length === 0, 'console errors: ' + o3.problems.join('; '));
+    } finally { await o3.browser.close(); }
     // --hosts in forktrace report: only node3's processes are embedded.
     const only = path.join(TMP, 'node3.html');
     execFileSync(process.env.FT_BIN, ['report', '-q', trace, '--hosts', 'node3', '-o', only]);

@@ -7,8 +7,9 @@
  *
  * Usage: test_multihost PYTHON CHECK_MULTIHOST_PY WORKDIR FORKTRACE
  * (FORKTRACE: the binary, for the trace through HDF5 and `info`), or
- * test_multihost --write FILE: only the run's trace, into FILE (for the
- * report's browser test).
+ * test_multihost --write FILE: only the run's trace, into FILE, or
+ * --write-part FILE: node3's part alone, combined without the head (for
+ * the report's browser test).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -202,6 +203,14 @@ int main(int argc, char **argv)
 		model_free(n2);
 		model_free(n3);
 		return check_done("test_multihost --write");
+	}
+	if (argc == 3 && strcmp(argv[1], "--write-part") == 0) {
+		merge_source src = {.model = n3 = build_node3_part(), .name = "node3"};
+
+		CHECK(merge_to(&src, 1, &combine, argv[2], &res) == 0);
+		merge_result_free(&res);
+		model_free(n3);
+		return check_done("test_multihost --write-part");
 	}
 	if (argc != 5) {
 		fprintf(stderr, "usage: %s PYTHON CHECK_MULTIHOST_PY WORKDIR FORKTRACE\n", argv[0]);
