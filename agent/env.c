@@ -346,18 +346,13 @@ static const char *agent_env_value(const char *entry, const char *name, size_t n
 static const char *const agent_rank_vars[] = {
 	"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", "RANK",
 };
-static const char *const agent_local_rank_vars[] = {
-	"OMPI_COMM_WORLD_LOCAL_RANK",
-	"MPI_LOCALRANKID",
-	"SLURM_LOCALID",
-	"LOCAL_RANK",
-};
+/* The local rank's, by precedence, are OMPI_COMM_WORLD_LOCAL_RANK,
+ * MPI_LOCALRANKID, SLURM_LOCALID and LOCAL_RANK (struct agent_start_env's
+ * local_rank[] in this order); no name of them is kept, so they are no
+ * array here. */
 _Static_assert(sizeof(agent_rank_vars) / sizeof(agent_rank_vars[0]) ==
 		       sizeof(((struct agent_start_env *)0)->rank) / sizeof(char *),
 	       "one value per rank variable");
-_Static_assert(sizeof(agent_local_rank_vars) / sizeof(agent_local_rank_vars[0]) ==
-		       sizeof(((struct agent_start_env *)0)->local_rank) / sizeof(char *),
-	       "one value per local rank variable");
 
 /* Entry v's value into e if v is a rank variable: a switch on its first
  * letter, then the one or two names with it, as the constructor's pass
@@ -423,8 +418,7 @@ void agent_env_ranks(const struct agent_start_env *e)
 			agent_g.rank_var = agent_rank_vars[k];
 			break;
 		}
-	for (size_t k = 0; k < sizeof(agent_local_rank_vars) / sizeof(agent_local_rank_vars[0]);
-	     k++)
+	for (size_t k = 0; k < sizeof(e->local_rank) / sizeof(e->local_rank[0]); k++)
 		if (e->local_rank[k] && agent_rank_value(e->local_rank[k], &agent_g.local_rank)) {
 			agent_g.has_local_rank = 1;
 			break;

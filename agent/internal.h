@@ -622,7 +622,8 @@ struct agent_start_env {
 	const char *rsh;          /* FORKTRACE_RSH */
 	struct agent_handover ho; /* FORKTRACE_EXEC_TS, all 0/NULL without one */
 	/* The launcher's rank variables (wire.h, "Ranks"), by precedence:
-	 * the values of agent_rank_vars[] and agent_local_rank_vars[]. */
+	 * the values of env.c's agent_rank_vars[], and of the local rank's
+	 * variables in the order env.c lists. */
 	const char *rank[5];
 	const char *local_rank[4];
 };
