@@ -48,6 +48,7 @@ typedef struct head_part {
 	bool ended;       /* its connection is gone */
 	bool complete;    /* its END came */
 	bool malformed;   /* its stream did not parse: dropped */
+	bool launched;    /* matched to one of the head's launches */
 	int err;          /* why it ended, 0: after END */
 	int64_t ended_ns; /* on the head's clock */
 } head_part;
@@ -236,31 +237,42 @@ const char *head_key_path(const head_state *h)
 	return h ? h->key_path : "";
 }
 
-/* Did a node of this launch join? */
-static bool launch_joined(const head_state *h, const proc_remote *r)
-{
-	for (size_t k = 0; k < h->nparts; k++)
-		if (h->parts[k]->launcher_pid == r->pid)
-			return true;
-	return false;
-}
-
-/* Did a process of the head's own tree launch a node as pid? */
-static bool launched_here(const head_state *h, int64_t pid)
-{
-	const proc_remote *r = NULL;
-	size_t n = h->o.tree ? proc_remotes(h->o.tree, &r) : 0;
-
-	for (size_t i = 0; i < n; i++)
-		if (r[i].pid == pid && !r[i].failed)
-			return true;
-	return false;
-}
-
 /* A launch after which a node is to join. */
 static bool launch_expected(const proc_remote *r)
 {
 	return !r->untraced && !r->failed;
+}
+
+static bool same_launch(const proc_remote *r, int64_t pid, const char *dest)
+{
+	return r->pid == pid && dest && strcmp(r->dest, dest) == 0;
+}
+
+/*
+ * The part of the node that launch i (of the n in r) started, or NULL
+ * when none joined (yet). A node says its launcher's pid and destination;
+ * the pid alone is ambiguous: a process that posix_spawns ssh is the
+ * launcher of every ssh it spawns, to one host or to several. Launches
+ * that share both are told apart by their order: the k-th of them has
+ * the k-th part that names them (which of two ssh to one host started
+ * which node cannot be known, and does not matter but for the parent).
+ */
+static head_part *launch_part(const head_state *h, const proc_remote *r, size_t i)
+{
+	size_t k = 0;
+
+	if (!launch_expected(&r[i]))
+		return NULL;
+	for (size_t j = 0; j < i; j++)
+		if (launch_expected(&r[j]) && same_launch(&r[j], r[i].pid, r[i].dest))
+			k++;
+	for (size_t j = 0; j < h->nparts; j++) {
+		head_part *p = h->parts[j];
+
+		if (same_launch(&r[i], p->launcher_pid, p->launched_as) && k-- == 0)
+			return p;
+	}
+	return NULL;
 }
 
 /* Nodes still sending, or (within the grace after the tree ended, when
@@ -276,7 +288,7 @@ static bool nodes_busy(head_state *h, int64_t now_ms)
 	if (now_ms - h->wait_start_ms >= HEAD_JOIN_GRACE_MS)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (launch_expected(&r[i]) && !launch_joined(h, &r[i]))
+		if (launch_expected(&r[i]) && !launch_part(h, r, i))
 			return true;
 	return false;
 }
@@ -334,26 +346,57 @@ static int64_t head_to_node_ns(const model_trace *part, int64_t t)
 			 (1.0 + m.drift));
 }
 
+/*
+ * Matches the parts to the head's launches: a part goes under the
+ * process that ran its ssh (the launcher itself for an exec, its child
+ * for a spawn), and a launch no part matched is a missing host.
+ */
+static void match_launches(head_state *h)
+{
+	const proc_remote *r = NULL;
+	size_t n = h->o.tree ? proc_remotes(h->o.tree, &r) : 0;
+
+	for (size_t i = 0; i < n; i++) {
+		head_part *p = launch_part(h, r, i);
+		char why[512];
+
+		if (p) {
+			p->launched = true;
+			p->model->node.launcher_pid = r[i].mp ? r[i].mp->pid : r[i].pid;
+			continue;
+		}
+		if (r[i].failed)
+			continue;
+		if (r[i].untraced)
+			snprintf(why, sizeof(why),
+				 "its remote command was too long to put a node collector in "
+				 "front of: it ran untraced");
+		else
+			snprintf(why, sizeof(why),
+				 "no node collector joined (forktrace not at %s on %s?)",
+				 r[i].forktrace ? r[i].forktrace : h->o.remote_path, r[i].dest);
+		model_add_missing_host(h->model, r[i].dest, r[i].pid, why, NULL);
+	}
+}
+
 void head_finish(head_state *h)
 {
 	int64_t now = proc_now_mono_ns();
-	const proc_remote *r = NULL;
-	size_t n;
 
 	if (!h)
 		return;
+	match_launches(h);
 	for (size_t i = 0; i < h->nparts; i++) {
 		head_part *p = h->parts[i];
 		int64_t at = p->ended ? p->ended_ns : now;
 
 		p->model->node.is_node = true;
-		/* A launcher the head's tree does not know ran on another
-		 * node (a nested hop: its pid is that node's): the part's root
-		 * goes under the launch of that pid to its destination in the
-		 * part that made it, never under whichever of the head's
-		 * processes has the same pid. */
-		if (p->model->node.launcher_pid >= 0 &&
-		    !launched_here(h, p->model->node.launcher_pid))
+		/* A part of none of the head's launches whose launcher pid
+		 * is known ran on another node (a nested hop: its pid is that
+		 * node's): the part's root goes under the launch of that pid
+		 * to its destination in the part that made it, never under
+		 * whichever of the head's processes has the same pid. */
+		if (!p->launched && p->model->node.launcher_pid >= 0)
 			p->model->node.launched_by_node = true;
 		/* Named by what it said at join if its stream never did. */
 		if (!p->model->host)
@@ -382,22 +425,6 @@ void head_finish(head_state *h)
 				lost, p->fallback ? "; if it lived on, its whole part is in " : "",
 				p->fallback ? say_esc(p->fallback) : "");
 		}
-	}
-	n = h->o.tree ? proc_remotes(h->o.tree, &r) : 0;
-	for (size_t i = 0; i < n; i++) {
-		char why[512];
-
-		if (r[i].failed || launch_joined(h, &r[i]))
-			continue;
-		if (r[i].untraced)
-			snprintf(why, sizeof(why),
-				 "its remote command was too long to put a node collector in "
-				 "front of: it ran untraced");
-		else
-			snprintf(why, sizeof(why),
-				 "no node collector joined (forktrace not at %s on %s?)",
-				 r[i].forktrace ? r[i].forktrace : h->o.remote_path, r[i].dest);
-		model_add_missing_host(h->model, r[i].dest, r[i].pid, why, NULL);
 	}
 }
 

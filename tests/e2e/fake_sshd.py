@@ -12,6 +12,8 @@ environment (PATH, HOME, TMPDIR, FORKTRACE_KEY_DIR as the server got them,
 SHELL=/bin/sh, SSH_CONNECTION from 127.0.0.1), outside the traced tree (so
 no agent travels with it), in a UTS namespace named after the destination
 when it may make one; it sends the exit code back, which ssh exits with.
+An ssh with FAKE_SSH_DOWN=1 in its environment fails as ssh to a host that
+is down: a line on stderr and exit code 255, the command never run.
 """
 import json
 import os
@@ -62,6 +64,9 @@ def ssh(path, args):
     while i < len(args) and args[i].startswith("-"):
         i += 2 if args[i][1:] in ARG_OPTS else 1
     host, cmd = args[i], " ".join(args[i + 1:])
+    if os.environ.get("FAKE_SSH_DOWN") == "1":
+        sys.stderr.write(f"ssh: connect to host {host} port 22: No route to host\n")
+        sys.exit(255)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(path)
     socket.send_fds(s, [json.dumps({"host": host, "cmd": cmd}).encode()], [0, 1, 2])

@@ -318,6 +318,52 @@ def test_mh_fake_ssh(t):
           f"the remote command is not under the ssh that launched it:\n{tr.dump()}")
 
 
+# One process that posix_spawns ssh once per host (argv[1:]: HOST or
+# HOST:down, the latter an ssh that cannot reach its host), one after the
+# other, and prints each exit code.
+SPAWN_SSH = """
+import os, sys
+for arg in sys.argv[1:]:
+    host, _, down = arg.partition(":")
+    env = dict(os.environ, FAKE_SSH_DOWN="1" if down else "0")
+    pid = os.posix_spawnp("ssh", ["ssh", host, "echo on-" + host], env)
+    print(host, os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+"""
+
+
+@test
+def test_mh_spawn_several(t):
+    """One process posix_spawns ssh to several hosts (every launch has its
+    pid as the launcher): a, b whose ssh cannot reach it, c, and c again,
+    unreachable. A node is matched to its launch by launcher pid and
+    destination, and launches to one destination are counted: b and the
+    second c are missing hosts although other launches of the same
+    process joined, and each node's part is under its own ssh."""
+    sshd = FakeSsh(t)
+    a, b, c = node_name(), node_name(), node_name()
+    try:
+        res = t.run_compare([ft.PYTHON, "-c", SPAWN_SSH, a, b + ":down", c, c + ":down"],
+                            env=sshd.env, single_root=False)
+    finally:
+        sshd.close()
+    check(res.stdout.decode() == f"on-{a}\n{a} 0\n{b} 255\non-{c}\n{c} 0\n{c} 255\n",
+          f"stdout {res.stdout!r}")
+    missing = sorted(re.findall(r"^forktrace: host (\S+): part missing", res.err, re.M))
+    check(missing == sorted([b, c]), f"the missing hosts are {missing}, not {b} and {c}:\n{res.err}")
+    hosts = res.trace.meta.get("hosts") or []
+    check(sorted(h.get("name") for h in hosts if h.get("state") == "missing") == sorted([b, c]),
+          f"otherData.forktrace.hosts does not list {b} and {c} as missing: {hosts}")
+    tr = res.trace
+    sshs = [p for p in tr.all() if any("fake_sshd.py" in x for x in (p.argv or []))]
+    check(len(sshs) == 4, f"not 4 ssh processes:\n{tr.dump()}")
+    for host in (a, c):
+        shells = [p for p in tr.all() if any(f"echo on-{host}" == x for x in (p.argv or []))]
+        check(len(shells) == 1, f"no one remote shell of {host}:\n{tr.dump()}")
+        ssh = [s for s in sshs if s in tr.ancestors(shells[0])]
+        check(len(ssh) == 1 and host in ssh[0].argv and ssh[0].rec.get("exit", {}).get("code") == 0,
+              f"{shells[0].describe()} is not under its own ssh:\n{tr.dump()}")
+
+
 @test
 def test_mh_nested_hop(t):
     """ssh from a node to another node (a nested hop): the second node's
