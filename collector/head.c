@@ -116,6 +116,8 @@ static void *on_joined(void *ctx, const link_node_info *info)
 		goto fail;
 	p->launcher_pid = info->launcher_pid;
 	p->ended_ns = -1;
+	if (h->o.write_opts)
+		run_set_write_opts(p->model, h->o.write_opts);
 	if (h->o.spill_dir &&
 	    model_set_spill(p->model, h->o.spill_dir, budget_for(h, p->model)) < 0)
 		fprintf(stderr,

@@ -362,6 +362,10 @@ int run_start(run_state *rs);
 /* Runs the loop until the whole tree is gone (or --wait-timeout, or a
  * signal) and finishes the model. Returns COMMAND's exit code. */
 int run_wait(run_state *rs);
+/* Sets what of t the trace writes (--no-functions, --filter, --exclude)
+ * from o (borrowed until t is written): the run's model and every node's
+ * part are written alike. */
+void run_set_write_opts(model_trace *t, const struct run_opts *o);
 /* Writes the trace (and the report) from the model and says what the run
  * ends with. code: run_wait's. Returns the exit code. */
 int run_write_outputs(run_state *rs, int code);
@@ -374,12 +378,14 @@ void run_free(run_state *rs);
 struct uv_loop_s;
 typedef struct head_state head_state;
 typedef struct head_opts {
-	const char *listen;      /* --listen [ADDR:]PORT, or NULL: every address,
+	const char *listen;                /* --listen [ADDR:]PORT, or NULL: every address,
 				  * a free port */
-	uint64_t max_memory;     /* shared by the run's model and every part */
-	const char *spill_dir;   /* where parts spill past it (borrowed) */
-	const char *remote_path; /* forktrace on the other hosts, for messages */
-	proc_tree *tree;         /* the run's, for its remote launches */
+	uint64_t max_memory;               /* shared by the run's model and every part */
+	const char *spill_dir;             /* where parts spill past it (borrowed) */
+	const char *remote_path;           /* forktrace on the other hosts, for messages */
+	proc_tree *tree;                   /* the run's, for its remote launches */
+	const struct run_opts *write_opts; /* what every part is written with
+					    * (run_set_write_opts), or NULL */
 	bool quiet;
 } head_opts;
 

@@ -852,6 +852,13 @@ static int open_outputs(run_state *rs)
 	return 0;
 }
 
+void run_set_write_opts(model_trace *t, const run_opts *o)
+{
+	t->fn_include = o->fn_filter;
+	t->fn_exclude = o->ro.exclude;
+	t->no_functions = o->no_functions;
+}
+
 /* The model of the run and its tree, with the run's metadata. Returns 0
  * or -ENOMEM, said. */
 static int make_model(run_state *rs)
@@ -865,9 +872,7 @@ static int make_model(run_state *rs)
 		return -ENOMEM;
 	}
 	rs->model->origin = "forktrace run";
-	rs->model->fn_include = rs->o.fn_filter;
-	rs->model->fn_exclude = rs->o.ro.exclude;
-	rs->model->no_functions = rs->o.no_functions;
+	run_set_write_opts(rs->model, &rs->o);
 	/* The agents skip function calls altogether (and the trace writer
 	 * again, for images that lost the variable with a cleared env). */
 	if (rs->o.no_functions)
@@ -1016,6 +1021,7 @@ static int start_remote(run_state *rs)
 			.max_memory = rs->o.max_memory,
 			.spill_dir = rs->sock_dir,
 			.tree = rs->tree,
+			.write_opts = &rs->o,
 			.quiet = rs->o.quiet};
 	int rc;
 

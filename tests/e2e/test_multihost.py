@@ -365,6 +365,38 @@ def test_mh_spawn_several(t):
 
 
 @test
+def test_mh_write_options(t):
+    """The head's write options apply to the nodes' parts as to its own
+    processes: a program built with -finstrument-functions on the head
+    and, through ssh, on a node (whose agents record every call: the
+    node's command line has no --no-functions), traced with --no-functions,
+    --filter and --exclude."""
+    funcs = [ft.prog("ev_funcs"), "calls", "20"]
+    host = node_name()
+    sshd = FakeSsh(t)
+    script = " ".join(funcs) + f" && ssh {host} '{' '.join(funcs)}'"
+    cases = [(["--no-functions"], lambda names: not names),
+             (["--filter", "^(c_leaf|lib_.*)$"], lambda names: names == {"c_leaf", "lib_add"}),
+             (["--exclude", "poke|plugin"],
+              lambda names: "c_leaf" in names and not any("poke" in x or "plugin" in x
+                                                          for x in names))]
+    try:
+        for i, (opts, ok) in enumerate(cases):
+            res = t.run(["sh", "-c", script], opts=opts, out=f"t{i}.json", env=sshd.env,
+                        expect_rc=0)
+            procs = [p for p in res.trace.all() if p.name == "ev_funcs"]
+            check(len(procs) == 2 and len({p.rec.get("host") for p in procs}) ==
+                  (2 if has_uts() else 1), f"not one ev_funcs per host:\n{res.trace.dump()}")
+            for p in procs:
+                names = {e["name"] for e in p.events
+                         if e.get("ph") == "X" and e.get("cat") == "function"}
+                check(ok(names), f"{opts}: {p.describe()} of host {p.rec.get('host')} "
+                      f"has the function slices {sorted(names)[:20]}")
+    finally:
+        sshd.close()
+
+
+@test
 def test_mh_nested_hop(t):
     """ssh from a node to another node (a nested hop): the second node's
     collector joins the head directly (FORKTRACE_HEAD resolved on the
