@@ -1509,9 +1509,17 @@ static int node_send_ping(link_node *l, bool in_burst)
 	return rc;
 }
 
+/*
+ * The burst is over: what was held during it is written first, then the
+ * sample goes to cb->clock, so that whatever the callback sends (the
+ * records of the sample, the rest of the stream, END) comes after the
+ * bytes sent before it, as a model stream must.
+ */
 static void node_end_burst(link_node *l)
 {
 	l->burst = false;
+	if (l->state == NODE_ACTIVE && node_flush(l) < 0)
+		return;
 	if (l->best_rtt != INT64_MAX && l->cb.clock) {
 		model_clock_sample s = l->best;
 		l->cb.clock(l->ctx, &s);

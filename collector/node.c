@@ -54,11 +54,10 @@ struct node_state {
 	mstream_writer *w;
 	uv_timer_t sync_timer, clock_timer, end_timer;
 	bool timers_made;
-	bool connected;  /* authenticated */
-	bool end_sent;   /* END is queued */
-	bool burst_done; /* the last clock burst ended */
-	bool failed;     /* the link will carry nothing more */
-	char why[512];   /* why it failed */
+	bool connected; /* authenticated */
+	bool end_sent;  /* END is queued */
+	bool failed;    /* the link will carry nothing more */
+	char why[512];  /* why it failed */
 	enum node_phase phase;
 	size_t last_queued;
 	int64_t stall_since_ms;
@@ -143,19 +142,15 @@ static void on_connected(void *ctx, int err, const char *why)
 		end_stream(n);
 }
 
-static void end_timer_cb(uv_timer_t *t);
-
 static void on_clock(void *ctx, const model_clock_sample *s)
 {
 	node_state *n = ctx;
 
 	model_add_clock_sample(n->model, s->node_ns, s->offset_ns, s->err_ns);
-	/* The end goes on from the loop, not from inside the link's
-	 * callback: what the link held during the burst goes out first. */
-	if (n->phase == NODE_LAST_BURST) {
-		n->burst_done = true;
-		uv_timer_start(&n->end_timer, end_timer_cb, 0, 50);
-	}
+	/* The link wrote what it held during the burst before this: the
+	 * rest of the stream and END follow it. */
+	if (n->phase == NODE_LAST_BURST)
+		end_stream(n);
 }
 
 static void on_writable(void *ctx)
@@ -320,8 +315,7 @@ static void end_timer_cb(uv_timer_t *t)
 	int64_t now = (int64_t)uv_now(n->loop);
 	size_t q;
 
-	if (n->phase == NODE_LAST_BURST &&
-	    (n->burst_done || now - n->stall_since_ms >= NODE_LAST_BURST_MS)) {
+	if (n->phase == NODE_LAST_BURST && now - n->stall_since_ms >= NODE_LAST_BURST_MS) {
 		end_stream(n);
 		return;
 	}

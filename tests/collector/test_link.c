@@ -898,6 +898,63 @@ static void t_clock_offset(void)
 	CHECK_INT(WEXITSTATUS(st), ==, 0);
 }
 
+/*
+ * What a node sends from inside its clock callback comes after what it
+ * sent before: the bytes held during the burst, then a small send and a
+ * large one (which is written at once, not gathered) from the callback,
+ * then END. The node collector ends its stream from that callback.
+ */
+#define ORDER_HELD (200u * 1024u)
+#define ORDER_LARGE (100u * 1024u)
+static uint8_t order_src[1000 + ORDER_HELD + 10 + ORDER_LARGE];
+
+static void send_on_sample(void *ctx, const model_clock_sample *s)
+{
+	node_rec *r = ctx;
+	const uint8_t *after = order_src + 1000 + ORDER_HELD;
+
+	node_clock(ctx, s);
+	CHECK_INT(link_node_send(r->l, after, 10), ==, 0);
+	CHECK_INT(link_node_send(r->l, after + 10, ORDER_LARGE), ==, 0);
+	CHECK_INT(link_node_finish(r->l), ==, 0);
+}
+
+static void t_clock_order(void)
+{
+	const link_node_cb cbs = {node_connected, send_on_sample, node_writable, node_done};
+	uv_loop_t loop;
+	head_rec hr;
+	node_rec nr;
+	char dial[64];
+
+	randombytes_buf(order_src, sizeof(order_src));
+	uv_loop_init(&loop);
+	head_start(&loop, &hr, "127.0.0.1:0");
+	snprintf(dial, sizeof(dial), "127.0.0.1:%d", hr.port);
+	memset(&nr, 0, sizeof(nr));
+	MUST(link_node_start(&nr.l, &loop, dial, &node_info, &cbs, &nr) == 0);
+	CHECK(run_until(&loop, node_connected_any, &nr, 5000));
+	MUST(nr.connected_err == 0);
+	CHECK_INT(link_node_send(nr.l, order_src, 1000), ==, 0);
+	CHECK(run_until(&loop, head_got_ten, &hr, 2000));
+	CHECK_INT(link_node_clock_burst(nr.l), ==, 0);
+	/* Held while the burst runs: records of tens of bytes. */
+	for (size_t off = 0; off < ORDER_HELD; off += 50)
+		CHECK_INT(link_node_send(nr.l, order_src + 1000 + off, 50), ==, 0);
+	CHECK(run_until(&loop, node_finished, &nr, 10000));
+	CHECK_MSG(nr.done == 1 && nr.done_err == 0, "done %d err %d: %s", nr.done, nr.done_err,
+		  nr.why);
+	CHECK_INT(nr.nsamples, ==, 1);
+	CHECK_INT(hr.ended_err, ==, 0);
+	CHECK_UINT(hr.got_len, ==, sizeof(order_src));
+	CHECK_MSG(hr.got && memcmp(hr.got, order_src, sizeof(order_src)) == 0,
+		  "the head got the bytes in another order");
+	link_node_close(nr.l);
+	link_head_close(hr.h);
+	loop_finish(&loop);
+	free(hr.got);
+}
+
 /* ---- someone on the path ------------------------------------------------- */
 
 #define MARKER "argv: --password=hunter2"
@@ -1415,6 +1472,7 @@ static const struct {
 	{"other_run", t_other_run},
 	{"clock", t_clock},
 	{"clock_offset", t_clock_offset},
+	{"clock_order", t_clock_order},
 	{"sealed", t_sealed},
 	{"head_killed", t_head_killed},
 	{"head_hangs", t_head_hangs},
