@@ -600,12 +600,41 @@ static int addr_split(const char *addr, char *host, size_t hcap, char *port, siz
 	return 0;
 }
 
-/* Low latency for the clock's round trips; keepalive so that the kernel
- * too gives up on a peer that vanished. */
-static void tcp_tune(uv_tcp_t *tcp)
+/*
+ * Low latency for the clock's round trips; keepalive so that the kernel
+ * too gives up on a peer whose host vanished: a probe after
+ * LINK_KEEPALIVE_IDLE_S of quiet, then every LINK_KEEPALIVE_INTVL_S, and
+ * LINK_KEEPALIVE_CNT unanswered ones end the connection. A live peer's
+ * kernel answers them however starved of CPU its process is. The head
+ * (user_timeout) also gives up on a connection whose bytes its peer's
+ * kernel has not acknowledged for LINK_USER_TIMEOUT_MS: probes are not
+ * sent while some are outstanding, and the head sends only PONGs, which
+ * a live node's kernel takes at once. Not the node: its DATA may wait
+ * on a full window for as long as the head is slow to read.
+ */
+static void tcp_tune(uv_tcp_t *tcp, bool user_timeout)
 {
+	int intvl = LINK_KEEPALIVE_INTVL_S, cnt = LINK_KEEPALIVE_CNT;
+	unsigned ut = LINK_USER_TIMEOUT_MS;
+	uv_os_fd_t fd;
+
 	uv_tcp_nodelay(tcp, 1);
-	uv_tcp_keepalive(tcp, 1, 10);
+	uv_tcp_keepalive(tcp, 1, LINK_KEEPALIVE_IDLE_S);
+	if (uv_fileno((uv_handle_t *)tcp, &fd) == 0) {
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+		if (user_timeout)
+			setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
+	}
+}
+
+/* How often a connection's timer looks: a fifth of the idle limit, at
+ * most the heartbeat's period (the node pings on it). */
+static unsigned tick_ms(unsigned idle_ms)
+{
+	unsigned tick = idle_ms / 5;
+
+	return tick == 0 ? 1 : tick < LINK_HEARTBEAT_MS ? tick : LINK_HEARTBEAT_MS;
 }
 
 /* Bytes the kernel has received on a socket and libuv not yet read: a
@@ -916,7 +945,7 @@ static int conn_prove(link_conn *c, const uint8_t *p, size_t len)
 	c->state = CONN_ACTIVE;
 	c->parser.allowed = 1u << LINK_DATA | 1u << LINK_PING | 1u << LINK_END;
 	c->last_rx = uv_now(h->loop);
-	unsigned tick = h->idle_ms / 5 ? h->idle_ms / 5 : 1;
+	unsigned tick = tick_ms(h->idle_ms);
 	uv_timer_start(&c->timer, conn_timer, tick, tick);
 	c->node = h->cb.joined ? h->cb.joined(h->ctx, &info) : NULL;
 	if (c->state != CONN_ACTIVE)
@@ -1117,7 +1146,7 @@ static void on_connection(uv_stream_t *server, int status)
 		conn_refuse(c, "one connection too many waiting to authenticate", "busy");
 		return;
 	}
-	tcp_tune(&c->tcp);
+	tcp_tune(&c->tcp, true);
 	c->parser.allowed = 1u << LINK_PROVE;
 	randombytes_buf(c->nonce, sizeof(c->nonce));
 	memcpy(challenge, h->run_id, LINK_RUN_ID_LEN);
@@ -1641,7 +1670,7 @@ static int node_accept(link_node *l, const uint8_t *p)
 	l->state = NODE_ACTIVE;
 	l->parser.allowed = 1u << LINK_PONG | 1u << LINK_END_ACK;
 	l->last_rx = uv_now(l->loop);
-	tick = l->idle_ms / 5 ? l->idle_ms / 5 : 1;
+	tick = tick_ms(l->idle_ms);
 	uv_timer_start(&l->timer, node_tick, tick, tick);
 	/* What was queued before comes first. */
 	if (node_flush(l) < 0)
@@ -1732,7 +1761,7 @@ static void node_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 static void node_tick(uv_timer_t *t)
 {
 	link_node *l = t->data;
-	uint64_t now = uv_now(l->loop), tick = l->idle_ms / 5;
+	uint64_t now = uv_now(l->loop), tick = tick_ms(l->idle_ms);
 	char why[64];
 
 	if (now - l->last_rx >= l->idle_ms && !unread_bytes(l->tcp)) {
@@ -1778,7 +1807,7 @@ static void node_connected(uv_connect_t *req, int status)
 		node_failf(l, status, "cannot connect to %s: %s", uv_strerror(status));
 		return;
 	}
-	tcp_tune(l->tcp);
+	tcp_tune(l->tcp, false);
 	l->state = NODE_CHALLENGE_WAIT;
 	l->parser.allowed = 1u << LINK_CHALLENGE;
 	status = uv_read_start((uv_stream_t *)l->tcp, node_alloc, node_read);
@@ -2019,7 +2048,7 @@ void link_node_set_timeouts(link_node *l, unsigned auth_ms, unsigned idle_ms)
 	if (l->state < NODE_ACTIVE && auth_ms)
 		uv_timer_start(&l->timer, node_deadline, l->auth_ms, 0);
 	else if (l->state == NODE_ACTIVE || l->state == NODE_ENDING) {
-		unsigned tick = l->idle_ms / 5 ? l->idle_ms / 5 : 1;
+		unsigned tick = tick_ms(l->idle_ms);
 		uv_timer_start(&l->timer, node_tick, tick, tick);
 	}
 }

@@ -32,10 +32,19 @@
 #define LINK_LOW_WATER (2u * 1024u * 1024u)
 /* Deadlines (link_*_set_timeouts changes them, for tests). A peer has
  * LINK_AUTH_MS to connect and prove the key; an authenticated peer silent
- * for LINK_IDLE_MS is gone (the node sends a heartbeat every fifth of it,
- * and the head answers each). */
+ * for LINK_IDLE_MS is gone. The node sends a heartbeat every
+ * LINK_HEARTBEAT_MS (or a fifth of a shorter idle limit), and the head
+ * answers each. The idle limit is long: a peer on a machine loaded far
+ * past its cores can go unscheduled for many seconds and is alive; a
+ * host that is gone is noticed sooner by TCP (the kernel's unreachable
+ * reports, keepalive: LINK_KEEPALIVE_*, about 15 s). */
 #define LINK_AUTH_MS 5000u
-#define LINK_IDLE_MS 10000u
+#define LINK_IDLE_MS 60000u
+#define LINK_HEARTBEAT_MS 2000u
+#define LINK_KEEPALIVE_IDLE_S 5
+#define LINK_KEEPALIVE_INTVL_S 2
+#define LINK_KEEPALIVE_CNT 5
+#define LINK_USER_TIMEOUT_MS 20000u
 /* Round trips per clock burst; the fastest gives the sample. */
 #define LINK_BURST 16
 

@@ -419,7 +419,8 @@ def test_host_silent(t):
     connection of it ends, it just goes quiet. The job's ssh gives up by
     its keepalive; the head, with no --wait-timeout, does not wait for
     node2 forever (it learns from its own connection: the kernel reports
-    the vanished neighbour unreachable, else the link drops a node silent
+    the vanished neighbour unreachable, or TCP's keepalive and user
+    timeout give up on it in 15 to 20 s, else the link drops a node silent
     for LINK_IDLE_MS), so node2 is "lost" and its sleep ends "host_lost";
     the trace and the job's exit code are written."""
     c = start_cluster(t, 2)

@@ -1166,6 +1166,46 @@ static void head_lost(bool hang)
 	free(src);
 }
 
+/*
+ * A head that does not run for 11 s (stopped, as a process starved of
+ * CPU on a loaded machine is, and its kernel still takes the node's
+ * bytes): with the default deadlines the node waits for it, and the
+ * part arrives whole once it runs again.
+ */
+static void t_head_starved(void)
+{
+	uv_loop_t loop;
+	node_rec nr;
+	char dial[64];
+	int port, out, st;
+	size_t total = 4u << 20;
+	uint8_t *src = random_bytes(total);
+	pid_t pid = head_child(&port, &out, true, 0);
+	head_report rep;
+
+	uv_loop_init(&loop);
+	snprintf(dial, sizeof(dial), "127.0.0.1:%d", port);
+	node_start(&loop, &nr, dial);
+	nr.src = src;
+	nr.total = total;
+	nr.finish_when_sent = true;
+	CHECK(!run_until(&loop, node_finished, &nr, 11000));
+	CHECK(waitpid(pid, &st, WNOHANG | WUNTRACED) == pid && WIFSTOPPED(st));
+	kill(pid, SIGCONT);
+	CHECK(run_until(&loop, node_finished, &nr, 10000));
+	CHECK_MSG(nr.done == 1 && nr.done_err == 0, "done %d err %d: %s", nr.done, nr.done_err,
+		  nr.why);
+	CHECK(read(out, &rep, sizeof(rep)) == sizeof(rep));
+	CHECK_INT(rep.ended, ==, 1);
+	CHECK_INT(rep.ended_err, ==, 0);
+	CHECK_UINT(rep.got, ==, total);
+	link_node_close(nr.l);
+	loop_finish(&loop);
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(out);
+	free(src);
+}
+
 static void t_head_killed(void)
 {
 	head_lost(false);
@@ -1476,6 +1516,7 @@ static const struct {
 	{"sealed", t_sealed},
 	{"head_killed", t_head_killed},
 	{"head_hangs", t_head_hangs},
+	{"head_starved", t_head_starved},
 	{"node_killed", t_node_killed},
 	{"node_hangs", t_node_hangs},
 	{"data_refused", t_data_refused},
