@@ -409,13 +409,22 @@ void head_finish(head_state *h)
 		 * head, as a local daemon is: running. One whose connection
 		 * dropped (or whose stream broke) is lost. */
 		if (!p->ended) {
-			model_close_open(p->model, MODEL_EXIT_RUNNING,
-					 head_to_node_ns(p->model, at));
+			p->model->node.lost_ns = head_to_node_ns(p->model, at);
+			p->model->node.cut = true;
+			model_close_open(p->model, MODEL_EXIT_RUNNING, p->model->node.lost_ns);
 		} else {
 			model_mark_lost(p->model, head_to_node_ns(p->model, at));
 		}
 		/* Its part is in the trace as far as it came; a node
 		 * collector that lived on writes the whole of it there. */
+		if (!p->ended)
+			fprintf(stderr,
+				"forktrace: warning: node %s (%s): still sending when the head "
+				"stopped waiting for it; its part is in the trace as far as it "
+				"came, its processes still open then marked running%s%s\n",
+				say_esc(p->host), say_esc(p->peer),
+				p->fallback ? "; if it lives on, its whole part goes to " : "",
+				p->fallback ? say_esc(p->fallback) : "");
 		if (p->ended) {
 			size_t lost = say_count_exits(p->model, MODEL_EXIT_HOST_LOST);
 

@@ -199,6 +199,8 @@ static void print_hosts(const info_report *r)
 			printf(", error bound unknown)");
 		if (!strcmp(state, "lost"))
 			print_ms(", lost at ", h->lost_ns);
+		else if (!strcmp(state, "incomplete"))
+			print_ms(", incomplete: the head stopped waiting for it at ", h->lost_ns);
 		else
 			printf(", %s", say_esc(state));
 		printf("\n");

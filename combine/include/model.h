@@ -187,6 +187,12 @@ typedef struct model_node_part {
 	/* When the part stopped coming (the head's clock mapped back onto
 	 * the node's), -1: it ended normally. */
 	int64_t lost_ns;
+	/* The part did not stop, the head stopped taking it: it was still
+	 * coming, without its END, when the head's wait for its nodes ended
+	 * (--wait-timeout, a signal). lost_ns is then when, and its
+	 * processes still open are running, not host lost ("incomplete" in
+	 * the trace's hosts, not "lost"). */
+	bool cut;
 } model_node_part;
 
 /* A host of a multi-host run whose part is not in this trace (in the

@@ -84,8 +84,9 @@ typedef struct sink_extra {
 typedef struct sink_host {
 	const char *name;
 	const char *role;  /* "head" or "node" */
-	const char *state; /* "complete", "lost" (lost_ns says when), "missing"
-			    * (why, where) */
+	const char *state; /* "complete", "lost" (lost_ns says when),
+			    * "incomplete" (the head stopped waiting for it
+			    * at lost_ns), "missing" (why, where) */
 	uint64_t processes;
 	/* model_clock_map: "reference" (the head: the trace's clock),
 	 * "measured", "realtime anchor", "none"; "not aligned": a part in a
@@ -97,7 +98,7 @@ typedef struct sink_host {
 	double drift; /* a ratio: 50e-6 is 50 ppm */
 	int64_t err_ns;
 	uint64_t samples;
-	int64_t lost_ns;         /* trace clock, -1: not lost */
+	int64_t lost_ns;         /* trace clock, -1: neither lost nor incomplete */
 	const char *why, *where; /* a missing host's, else NULL */
 	int64_t launcher;        /* trace pid of the process that launched it, -1 */
 	const char *launched_as; /* the destination as the launcher named it */

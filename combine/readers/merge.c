@@ -1604,7 +1604,7 @@ static int plan_hosts(cmb *c)
 			h->launched_as = m->node.launched_as;
 			h->anchor = m->anchor_real_ns > 0;
 			if (m->node.lost_ns >= 0) {
-				h->state = "lost";
+				h->state = m->node.cut ? "incomplete" : "lost";
 				h->lost_ns = model_clock_apply(map, m->node.lost_ns);
 			}
 			continue;

@@ -79,6 +79,7 @@ function clockText(h) {
 function stateText(h) {
   if (!h) return '';
   if (h.state === 'lost') return 'lost ' + fmtDur(h.lost) + ' into the run';
+  if (h.state === 'incomplete') return 'incomplete: the head stopped waiting for it ' + fmtDur(h.lost) + ' into the run';
   if (h.state === 'missing') return 'missing: ' + (h.why || '?') + (h.where ? ' (its part: ' + h.where + ')' : '');
   return h.state;
 }

@@ -497,6 +497,53 @@ def test_mh_node_session_dies(t):
 
 
 @test
+def test_mh_wait_cut(t):
+    """A node still sending when the head's --wait-timeout ends its wait
+    (its job runs on, no END came): its part is "incomplete", not
+    "complete" nor "lost", with the time the head stopped waiting, and its
+    open processes are running; the head says so on stderr."""
+    flag, marker, started = t.path("flag"), "m" + secrets.token_hex(4), t.path("started")
+    env = key_env(t, "keys")
+    head, addr = start_head(t, flag, extra=["--wait-timeout", "1"], env=env)
+    job = f"touch {started}; sleep 30 & wait"
+    node = subprocess.Popen([ft.forktrace_bin(), "run", "--join", addr, "-q", "--", "sh", "-c",
+                             job, marker], cwd=t.dir, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                            start_new_session=True)
+    t.expected_leftovers.add(node.pid)
+    try:
+        ft.wait_until(lambda: os.path.exists(started), "the node's job to start")
+        time.sleep(0.5)  # its first syncs
+        t0 = time.monotonic()
+        open(flag, "w").close()
+        res = t.finish(head, timeout=30)
+        elapsed = time.monotonic() - t0
+    finally:
+        os.killpg(node.pid, signal.SIGKILL)
+        node.wait()
+    check(elapsed < 10, f"the head took {elapsed:.1f} s with --wait-timeout 1")
+    res = t.load(res, out="head.json", expect_rc=3, single_root=False, allow_running=True,
+                 leftovers_ok=True)
+    tr = res.trace
+    procs = node_procs(tr, marker)
+    check(procs, f"what the node sent is not in the trace:\n{tr.dump()}")
+    running = [q for q in procs if q.name in ("sh", "sleep")]
+    check(len(running) == 2, f"not the node's sh and sleep:\n{tr.dump()}")
+    for q in running:
+        ft.assert_exit(q, kind="running", trace=tr)
+    hosts = [h for h in tr.meta.get("hosts") or [] if h.get("role") == "node"]
+    check(len(hosts) == 1 and hosts[0].get("state") == "incomplete" and
+          hosts[0].get("lost_ns", -1) > 0, f"the node's part is not incomplete: {hosts}")
+    check(max(q.rec.get("start_ns", 0) for q in procs) < hosts[0]["lost_ns"],
+          f"the node's processes start after the head stopped waiting: {hosts}")
+    check("still sending when the head stopped waiting for it" in res.err,
+          f"the head does not say it stopped waiting for the node:\n{res.err}")
+    info = t.forktrace(["info", "head.json"])
+    check("incomplete: the head stopped waiting for it at" in info.out,
+          f"forktrace info does not say the part is incomplete:\n{info.out}")
+
+
+@test
 def test_mh_options(t):
     """The multi-host options are checked before anything runs."""
     bad = [
