@@ -422,8 +422,11 @@ class Cluster:
         veth pair per node (the bridge port in the head's namespace, eth0
         in the node's), addresses; all from inside the namespaces."""
         head = self.hosts["head"]
+        # The bridge gets an address of its own: without one it takes the
+        # lowest of its ports', which changes when a killed node's port
+        # goes, and the other nodes' cached entry for the head is stale.
         cmds = ["link set lo up",
-                "link add br0 type bridge forward_delay 0 stp_state 0",
+                "link add br0 address 02:00:00:00:00:01 type bridge forward_delay 0 stp_state 0",
                 f"addr add {head.addr}/{self.prefix_len} dev br0",
                 "link set br0 up"]
         for name in self.nodes:
