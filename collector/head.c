@@ -98,6 +98,20 @@ void head_rebalance(head_state *h)
 		h->model->spill_limit = budget_for(h, h->model);
 }
 
+/* Frees a part and everything it owns. NULL: no-op. */
+static void part_free(head_part *p)
+{
+	if (p == NULL)
+		return;
+	mstream_reader_free(p->rd);
+	model_free(p->model);
+	free(p->host);
+	free(p->peer);
+	free(p->fallback);
+	free(p->launched_as);
+	free(p);
+}
+
 static void *on_joined(void *ctx, const link_node_info *info)
 {
 	head_state *h = ctx;
@@ -128,15 +142,7 @@ static void *on_joined(void *ctx, const link_node_info *info)
 	return p;
 
 fail:
-	if (p) {
-		mstream_reader_free(p->rd);
-		model_free(p->model);
-		free(p->host);
-		free(p->peer);
-		free(p->fallback);
-		free(p->launched_as);
-		free(p);
-	}
+	part_free(p);
 	fprintf(stderr, "forktrace: warning: out of memory: node %s not taken\n",
 		say_esc(info->host));
 	return NULL;
@@ -473,15 +479,7 @@ void head_free(head_state *h)
 		fprintf(stderr, "forktrace: warning: refused %" PRIu64 " more connections\n",
 			h->refused - HEAD_REFUSED_SHOWN);
 	for (size_t i = 0; i < h->nparts; i++) {
-		head_part *p = h->parts[i];
-
-		mstream_reader_free(p->rd);
-		model_free(p->model);
-		free(p->host);
-		free(p->peer);
-		free(p->fallback);
-		free(p->launched_as);
-		free(p);
+		part_free(h->parts[i]);
 	}
 	free(h->parts);
 	free(h);

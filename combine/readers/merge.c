@@ -1005,6 +1005,23 @@ typedef struct model_feed {
 	uint64_t root_flow;
 } model_feed;
 
+/* Copies ev's args into f->pad followed by JSONR_PAD zero bytes, as the
+ * JSON scanner needs them. Returns 0 or -ENOMEM. */
+static int feed_pad(model_feed *f, const jsonw_event *ev)
+{
+	if (f->pad_cap < ev->args.n + JSONR_PAD) {
+		char *np = realloc(f->pad, ev->args.n + JSONR_PAD);
+
+		if (np == NULL)
+			return -ENOMEM;
+		f->pad = np;
+		f->pad_cap = ev->args.n + JSONR_PAD;
+	}
+	memcpy(f->pad, ev->args.p, ev->args.n);
+	memset(f->pad + ev->args.n, 0, JSONR_PAD);
+	return 0;
+}
+
 /*
  * Replaces the values of the integer members keys[0..n) of ev's args
  * (forktrace_process's) with vals[0..n), where they are; a member that
@@ -1019,16 +1036,8 @@ static int feed_set_ints(model_feed *f, jsonw_event *ev, const char *const *keys
 	const char *from, *end;
 	size_t order[4], k = 0;
 
-	if (f->pad_cap < ev->args.n + JSONR_PAD) {
-		char *np = realloc(f->pad, ev->args.n + JSONR_PAD);
-
-		if (np == NULL)
-			return -ENOMEM;
-		f->pad = np;
-		f->pad_cap = ev->args.n + JSONR_PAD;
-	}
-	memcpy(f->pad, ev->args.p, ev->args.n);
-	memset(f->pad + ev->args.n, 0, JSONR_PAD);
+	if (feed_pad(f, ev) < 0)
+		return -ENOMEM;
 	end = f->pad + ev->args.n;
 	for (size_t i = 0; i < n && i < 4; i++) {
 		at[i] = jsonr_find_key((strview){f->pad, ev->args.n}, keys[i]);
@@ -1074,18 +1083,10 @@ static int feed_parent(model_feed *f, jsonw_event *ev, int64_t pid)
 		vals[1] = f->launcher_pid;
 		return feed_set_ints(f, ev, parent_keys, vals, 2);
 	}
-	/* jsonr_find_key needs the padding feed_set_ints makes: look at the
-	 * value in a padded copy first. */
-	if (f->pad_cap < ev->args.n + JSONR_PAD) {
-		char *np = realloc(f->pad, ev->args.n + JSONR_PAD);
-
-		if (np == NULL)
-			return -ENOMEM;
-		f->pad = np;
-		f->pad_cap = ev->args.n + JSONR_PAD;
-	}
-	memcpy(f->pad, ev->args.p, ev->args.n);
-	memset(f->pad + ev->args.n, 0, JSONR_PAD);
+	/* jsonr_find_key needs the padding: look at the value in a padded
+	 * copy first. */
+	if (feed_pad(f, ev) < 0)
+		return -ENOMEM;
 	pv = jsonr_find_key((strview){f->pad, ev->args.n}, "parent");
 	if (!jsonr_parse_int(pv, &parent) || parent <= 0 ||
 	    (mapped = map_pid(f->c, parent, NULL)) == parent)
