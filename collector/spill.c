@@ -38,46 +38,39 @@ static bool has_node_name(const char *name)
 	return fnmatch("*.ftnode", name, 0) == 0;
 }
 
-/* A regular file that starts like a node-output file (not a stream: see
- * sniff_spill). */
-static bool sniff_node(const char *path)
+/* Does the regular file at path start with head[0..n)? A stream ("-", a
+ * FIFO, a pipe, a device) is not opened: its reader opens it once, and
+ * what is read here would be lost to it (a FIFO's writer even gone). */
+static bool starts_with(const char *path, const void *head, size_t n)
 {
-	char h[MSTREAM_FILE_MAGIC_LEN];
+	unsigned char h[16];
 	struct stat st;
 	int fd;
 	bool yes;
 
-	if (strcmp(path, "-") == 0 || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+	if (n > sizeof(h) || strcmp(path, "-") == 0 || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
 		return false;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return false;
-	yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	      pread(fd, h, sizeof(h), 0) == sizeof(h) &&
-	      memcmp(h, MSTREAM_FILE_MAGIC, sizeof(h)) == 0;
+	yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && pread(fd, h, n, 0) == (ssize_t)n &&
+	      memcmp(h, head, n) == 0;
 	close(fd);
 	return yes;
 }
 
-/* A regular file that starts like a frame of our protocol. A stream ("-",
- * a FIFO, a pipe, a device) is not opened: its reader opens it once, and
- * what is read here would be lost to it (a FIFO's writer even gone). */
+/* A node-output file. */
+static bool sniff_node(const char *path)
+{
+	return starts_with(path, MSTREAM_FILE_MAGIC, MSTREAM_FILE_MAGIC_LEN);
+}
+
+/* A file that starts like a frame of our protocol. */
 static bool sniff_spill(const char *path)
 {
-	unsigned char h[3];
-	struct stat st;
-	int fd;
-	bool yes;
+	static const unsigned char frame[] = {FT_WIRE_MAGIC0, FT_WIRE_MAGIC1, FT_WIRE_VERSION};
 
-	if (strcmp(path, "-") == 0 || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
-		return false;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return false;
-	yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && pread(fd, h, 3, 0) == 3 &&
-	      h[0] == FT_WIRE_MAGIC0 && h[1] == FT_WIRE_MAGIC1 && h[2] == FT_WIRE_VERSION;
-	close(fd);
-	return yes;
+	return starts_with(path, frame, sizeof(frame));
 }
 
 static int push(char ***v, size_t *n, size_t *cap, char *s)
