@@ -94,6 +94,28 @@ typedef struct model_mark {
 	const char *args_json; /* a complete JSON object, or NULL */
 } model_mark;
 
+/*
+ * What a process used, as getrusage/wait4 report it (docs/INSIGHT.md):
+ * times in ns, peak resident set in KiB, the rest counts. -1: unknown.
+ */
+typedef struct model_rusage {
+	int64_t user_ns, sys_ns;  /* CPU time in user and kernel mode */
+	int64_t maxrss_kb;        /* peak resident set size */
+	int64_t minflt, majflt;   /* page faults without / with I/O */
+	int64_t nvcsw, nivcsw;    /* voluntary / involuntary context switches */
+	int64_t inblock, oublock; /* block input / output operations */
+} model_rusage;
+
+/* Where a process's model_rusage came from, most exact first. */
+enum model_ru_source {
+	MODEL_RU_NONE = 0,       /* nobody reported it */
+	MODEL_RU_WAIT,           /* the reaper's wait4 less what the process
+				  * itself reaped (its RUSAGE_CHILDREN at exit) */
+	MODEL_RU_EXIT,           /* the agent's RUSAGE_SELF at its exit call */
+	MODEL_RU_WAIT_WITH_DESC, /* the reaper's wait4 alone: includes the
+				  * descendants the process reaped */
+};
+
 typedef struct model_process {
 	uint32_t index;               /* position in model_trace.procs */
 	int64_t pid;                  /* pid on the host */
@@ -125,6 +147,10 @@ typedef struct model_process {
 	int64_t rank;
 	int64_t local_rank;
 	const char *rank_var;
+
+	/* Its own resource use (all -1 when ru_source is MODEL_RU_NONE). */
+	model_rusage ru;
+	enum model_ru_source ru_source;
 
 	model_segment *segs;
 	size_t nsegs, segs_cap;
@@ -362,5 +388,23 @@ model_thread *model_find_thread(model_process *p, int64_t tid);
 /* Program name of a process: basename of its last segment's argv[0] or
  * exe, else "pid N"-free placeholder "?"; borrowed from the model. */
 const char *model_process_name(const model_process *p);
+
+/*
+ * What people call the program an image runs (docs/INSIGHT.md "Names"):
+ * the script an interpreter runs ("configure" for /bin/sh ./configure,
+ * "venv" for python3 -m venv), with interp the interpreter ("sh",
+ * "python3"); else the basename of argv[0] (or exe) and interp NULL. name
+ * is never NULL ("?" when nothing is known). Both borrowed from s (they
+ * point into its strings).
+ */
+typedef struct model_name {
+	const char *name;
+	const char *interp;
+} model_name;
+model_name model_image_name(const model_segment *s);
+
+/* The strings of ru_source in traces: "wait", "exit", "wait+descendants";
+ * NULL for MODEL_RU_NONE. */
+const char *model_ru_source_name(enum model_ru_source src);
 
 #endif /* FT_COMBINE_MODEL_H */

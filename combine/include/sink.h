@@ -132,6 +132,9 @@ typedef struct sink_meta {
 	 * models among the inputs. Borrowed. */
 	const sink_host *hosts;
 	size_t nhosts;
+	/* The critical path (critpath.h), computed by the merge: at end only
+	 * (NULL at begin, and when the trace has no process tree). Borrowed. */
+	const struct critpath *critical_path;
 } sink_meta;
 
 typedef struct trace_sink trace_sink;

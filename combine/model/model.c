@@ -277,6 +277,8 @@ model_process *model_add_process(model_trace *t, int64_t pid)
 	p->exit_kind = MODEL_EXIT_UNKNOWN;
 	p->rank = -1;
 	p->local_rank = -1;
+	p->ru = (model_rusage){-1, -1, -1, -1, -1, -1, -1, -1, -1};
+	p->ru_source = MODEL_RU_NONE;
 	t->procs[t->nprocs++] = p;
 	return p;
 }
@@ -643,14 +645,33 @@ static const char *base_name(const char *path)
 
 const char *model_process_name(const model_process *p)
 {
-	const model_segment *s;
-
 	if (p->nsegs == 0)
 		return "?";
-	s = &p->segs[p->nsegs - 1];
+	return model_image_name(&p->segs[p->nsegs - 1]).name;
+}
+
+model_name model_image_name(const model_segment *s)
+{
+	model_name n = {"?", NULL};
+
 	if (s->argv != NULL && s->argv[0] != NULL && s->argv[0][0] != '\0')
-		return base_name(s->argv[0]);
-	if (s->exe != NULL && s->exe[0] != '\0')
-		return base_name(s->exe);
-	return "?";
+		n.name = base_name(s->argv[0]);
+	else if (s->exe != NULL && s->exe[0] != '\0')
+		n.name = base_name(s->exe);
+	return n;
+}
+
+const char *model_ru_source_name(enum model_ru_source src)
+{
+	switch (src) {
+	case MODEL_RU_WAIT:
+		return "wait";
+	case MODEL_RU_EXIT:
+		return "exit";
+	case MODEL_RU_WAIT_WITH_DESC:
+		return "wait+descendants";
+	case MODEL_RU_NONE:
+		break;
+	}
+	return NULL;
 }
