@@ -24,6 +24,19 @@ function fmtDur(ns) {
   if (m < 60) return m + 'm ' + s + 's';
   return Math.floor(m / 60) + 'h ' + (m % 60) + 'm';
 }
+/* A time from the start of the run, for people: "+12.3 s", "+350 ms". */
+function fmtStart(ns) {
+  if (ns === null || ns === undefined || ns < 0 || !isFinite(ns)) return '?';
+  return ns < 1e3 ? '+0 s' : '+' + fmtDur(ns);
+}
+/* A size in KiB, for people: "1.2 GiB", "350 MiB", "12 KiB". */
+function fmtKiB(kb) {
+  if (kb === null || kb === undefined || kb < 0 || !isFinite(kb)) return '?';
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = kb, u = 0;
+  while (v >= 1024 && u < units.length - 1) { v /= 1024; u++; }
+  return (v >= 100 || u === 0 ? v.toFixed(0) : v.toPrecision(v >= 10 ? 3 : 2)) + ' ' + units[u];
+}
 function fmtInt(n) { return (n === null || n === undefined) ? '?' : Number(n).toLocaleString('en-US'); }
 function hashStr(s) { let h = 2166136261; for (let i = 0; i < s.length; i++) { h ^= s.charCodeAt(i); h = Math.imul(h, 16777619); } return h >>> 0; }
 const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#b07aa1', '#76b7b2', '#edc948', '#ff9da7', '#9c755f',
@@ -37,15 +50,27 @@ function color(name) {
 
 /* ---- data ----------------------------------------------------------- */
 const EXIT = ['unknown', 'code', 'signal', 'running', 'host lost'];
+/* A process's resource use (sink_html.c: [source, user_ns, sys_ns,
+ * maxrss_kb, minflt, majflt, nvcsw, nivcsw, inblock, oublock], or 0): null
+ * when nobody reported it; cpu is user + sys, -1 where unknown. */
+function rusageOf(a) {
+  if (!Array.isArray(a)) return null;
+  const ru = { source: S[a[0]] || '', user: a[1], sys: a[2], maxrss: a[3], minflt: a[4], majflt: a[5], nvcsw: a[6], nivcsw: a[7], inblock: a[8], oublock: a[9] };
+  ru.cpu = ru.user >= 0 && ru.sys >= 0 ? ru.user + ru.sys : -1;
+  return ru;
+}
 const P = D.procs.map((r, i) => {
   const p = {
     i, pid: r[0], hpid: r[1], ppid: r[2], parent: r[3], name: S[r[4]] || ('pid ' + r[0]), label: S[r[5]] || '',
     start: r[6], end: r[7], ek: r[8], ev: r[9], sig: S[r[10]] || '', spawn: S[r[11]] || '', inst: !!r[12],
     lost: r[13], events: r[14], exe: S[r[15]] || '', cwd: S[r[16]] || '', sort: r[17], spawnTs: r[18],
     spawnTid: r[19], record: !!r[20], argv: r[21].map((k) => S[k]), segs: [], threads: [], marks: [],
-    marksDropped: r[25], host: S[r[26]] || M.host || '', rank: r[27], kids: [], depth: 0,
+    marksDropped: r[25], host: S[r[26]] || M.host || '', rank: r[27], localRank: r[28],
+    interp: S[r[29]] || '', launcher: S[r[30]] || '', ru: rusageOf(r[31]), kids: [], depth: 0,
     collapsed: false, visible: true, slices: []
   };
+  /* What people call it: "dh_installman (perl)". */
+  p.title = p.name + (p.interp ? ' (' + p.interp + ')' : '');
   for (let k = 0; k < r[22].length; k += 4) p.segs.push({ s: r[22][k], e: r[22][k + 1], name: S[r[22][k + 2]] || p.name, inst: !!r[22][k + 3] });
   for (let k = 0; k < r[23].length; k += 4) p.threads.push({ tid: r[23][k], name: S[r[23][k + 1]] || '', sort: r[23][k + 2], n: r[23][k + 3], slices: [] });
   for (let k = 0; k < r[24].length; k += 4) p.marks.push({ tid: r[24][k], ts: r[24][k + 1], name: S[r[24][k + 2]], cat: S[r[24][k + 3]] });
@@ -63,7 +88,11 @@ const HOSTS = M.hosts.map((h) => h.name);
 for (const p of P) if (p.host && !HOSTS.includes(p.host)) HOSTS.push(p.host);
 const MULTI = HOSTS.length > 1;
 const hostInfo = new Map(M.hosts.map((h) => [h.name, h]));
-function rankText(p) { return p.rank >= 0 ? 'rank ' + p.rank : ''; }
+/* "rank 3 (Open MPI), local rank 1". */
+function rankText(p) {
+  if (p.rank < 0) return '';
+  return 'rank ' + p.rank + (p.launcher ? ' (' + p.launcher + ')' : '') + (p.localRank >= 0 ? ', local rank ' + p.localRank : '');
+}
 /* A host's clock figures in a few words: "measured, offset +1000.0005 s,
  * drift +50.0 ppm, ±30 µs". */
 function clockText(h) {
@@ -546,10 +575,10 @@ const tl = new TimeView($('timeline'), {
     if (p !== hoverP) { hoverP = p; tl.changed(); }
     if (!p) { hideTip(); return; }
     showTip(e.clientX, e.clientY, [
-      ['t', p.name + '  (pid ' + p.pid + (MULTI ? ' on ' + p.host : '') + (p.rank >= 0 ? ', rank ' + p.rank : '') + ')'],
+      ['t', p.title + '  (pid ' + p.pid + (MULTI ? ' on ' + p.host : '') + (p.rank >= 0 ? ', rank ' + p.rank : '') + ')'],
       ['m', p.label || p.argv.join(' ')],
       [p.failed || p.killed ? 'bad' : '', fmtDur(p.end - p.start) + ' \u00b7 ' + exitText(p) + (p.segs.length > 1 ? ' \u00b7 ' + p.segs.length + ' images' : '')],
-      ['m', 'started at ' + fmtTick(p.start, 1e3) + (p.spawn ? ' by ' + p.spawn : '')]
+      ['m', 'started at ' + fmtStart(p.start) + (p.spawn ? ' by ' + p.spawn : '')]
     ]);
   },
   click(x, y) {
@@ -589,18 +618,20 @@ function layoutThread(t, p) {
 function openDetail(p) {
   selected = p;
   const sec = $('detail'); sec.hidden = false;
-  $('d-title').textContent = p.name + ' \u2014 pid ' + p.pid;
+  $('d-title').textContent = p.title + ' \u2014 pid ' + p.pid;
   const dl = $('d-info'); dl.replaceChildren();
   const add = (k, v, cls) => { dl.appendChild(el('dt', null, k)); const d = el('dd', cls); if (v instanceof Node) d.appendChild(v); else d.textContent = v; dl.appendChild(d); };
   const av = el('div', 'argv mono'); for (const a of p.argv) av.appendChild(el('span', null, a));
   add('argv', p.argv.length ? av : (p.label || '?'));
+  if (p.interp) add('program', p.name + ', a script run by ' + p.interp);
   add('exe', p.exe || '?');
   add('cwd', p.cwd || '?');
   add('exit', exitText(p), p.failed || p.killed || p.hostLost ? 'bad' : '');
   if (MULTI || p.host !== M.host) add('host', p.host + (hostInfo.has(p.host) ? ' (' + clockText(hostInfo.get(p.host)) + ')' : ''));
   if (p.rank >= 0) add('rank', rankText(p));
   add('duration', fmtDur(p.end - p.start));
-  add('start', fmtTick(p.start, 1e3) + ' after the run started');
+  add('start', fmtStart(p.start) + ' from the start of the run');
+  rusageRows(p, add);
   add('pid', p.pid + (p.hpid !== p.pid ? ' (host pid ' + p.hpid + ')' : '') + (p.ppid >= 0 ? ', parent pid ' + p.ppid : ''));
   add('created by', p.spawn || (p.parent >= 0 ? '?' : 'root of the tree'));
   add('images', String(p.segs.length) + (p.segs.length > 1 ? ': ' + p.segs.map((s) => s.name).join(' \u2192 ') : ''));
@@ -623,6 +654,23 @@ function openDetail(p) {
   dv.fit(p.start - pad, p.end + pad);
   tl.changed();
   if (curTab === 'functions' || curTab === 'processes') renderTable();
+}
+/* The detail's rows of what a process used, and how exact the figures
+ * are (docs/INSIGHT.md, "Resource use per process"). */
+const RU_SOURCE = {
+  wait: 'its reaper\'s wait4, less what it reaped itself: exact',
+  exit: 'the process itself at exit: exact up to its exit call',
+  'wait+descendants': 'its reaper\'s wait4: includes the descendants it reaped'
+};
+function rusageRows(p, add) {
+  const ru = p.ru;
+  if (!ru) { add('CPU', 'not reported (nobody reaped it and it said nothing)'); return; }
+  add('CPU', fmtDur(ru.cpu) + ' (user ' + fmtDur(ru.user) + ', system ' + fmtDur(ru.sys) + ')');
+  add('peak memory', fmtKiB(ru.maxrss) + ' resident');
+  add('page faults', fmtInt(ru.majflt) + ' major, ' + fmtInt(ru.minflt) + ' minor');
+  add('context switches', fmtInt(ru.nvcsw) + ' voluntary, ' + fmtInt(ru.nivcsw) + ' involuntary');
+  add('block I/O', fmtInt(ru.inblock) + ' in, ' + fmtInt(ru.oublock) + ' out');
+  add('figures from', RU_SOURCE[ru.source] || ru.source);
 }
 function closeDetail() { selected = null; $('detail').hidden = true; tl.changed(); if (curTab === 'functions') renderTable(); }
 const SLICE_H = 16, IMG_H = 20;
@@ -838,7 +886,7 @@ function renderTable() {
       ...(MULTI ? [{ k: 'host', h: 'Host' }] : []),
       ...(P.some((p) => p.rank >= 0) ? [{ k: 'rank', h: 'Rank', num: true, f: (v) => v >= 0 ? String(v) : '\u2013' }] : []),
       { k: 'cmd', h: 'Command', cls: () => 'cmd mono', title: (r) => r.cmd },
-      { k: 'start', h: 'Start', num: true, f: (v) => fmtTick(v, 1e3) }, { k: 'dur', h: 'Duration', num: true, f: fmtDur },
+      { k: 'start', h: 'Start', num: true, f: fmtStart }, { k: 'dur', h: 'Duration', num: true, f: fmtDur },
       { k: 'exit', h: 'Exit', cls: (r) => r.bad ? 'bad' : '' }, { k: 'threads', h: 'Threads', num: true }, { k: 'events', h: 'Events', num: true, f: fmtInt }
     ], data, 'processes', (r) => { openDetail(r.p); scrollToRow(r.p); });
   } else {

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "critpath.h"
 #include "htab.h"
 #include "report_assets.h"
 #include "sink.h"
@@ -44,6 +45,11 @@
 #define HTMLW_PROC_STATS 40
 /* Depth of the nesting stacks used for self time. */
 #define HTMLW_STACK 128
+/* The figures of a process's "rusage" (docs/INSIGHT.md), in this order. */
+#define HTMLW_RUSAGE_N 9
+static const char *const htmlw_rusage_keys[HTMLW_RUSAGE_N] = {"user_ns", "sys_ns",  "maxrss_kb",
+							      "minflt",  "majflt",  "nvcsw",
+							      "nivcsw",  "inblock", "oublock"};
 
 /* ---- small containers ---------------------------------------------------- */
 
@@ -184,6 +190,14 @@ typedef struct hw_proc {
 	uint32_t name, label, exe, cwd, spawn, signame;
 	uint32_t host; /* forktrace_process.host; 0: the trace's */
 	int64_t rank;  /* -1: none */
+	int64_t local_rank;
+	/* forktrace_process "interpreter" (a script's: "perl" for
+	 * dh_installman) and "launcher" (who set the rank): 0 when none. */
+	uint32_t interp, launcher;
+	/* forktrace_process "rusage": its source (0: none, no figures) and
+	 * the figures in model_rusage's order, -1 where unknown. */
+	uint32_t ru_source;
+	int64_t ru[HTMLW_RUSAGE_N];
 	uint32_t *argv;
 	size_t argc;
 	bool has_record, inst;
@@ -567,6 +581,7 @@ static hw_proc *proc_get(html_sink *h, int64_t pid)
 		p->ev_max = INT64_MIN;
 		p->sort = -1;
 		p->rank = -1;
+		p->local_rank = -1;
 		p->spawn_ts = -1;
 		p->exit_kind = MODEL_EXIT_UNKNOWN;
 	}
@@ -843,6 +858,15 @@ static void read_argv(html_sink *h, hw_proc *p, const json_t *a)
 	}
 }
 
+/* forktrace_process "rusage": kept only with a source (a figure without
+ * one could not say how exact it is). */
+static void read_rusage(html_sink *h, hw_proc *p, const json_t *ru)
+{
+	p->ru_source = json_object_get(ru, "source") != NULL ? json_strid(h, ru, "source") : 0;
+	for (int k = 0; k < HTMLW_RUSAGE_N; k++)
+		p->ru[k] = p->ru_source != 0 ? json_i64(ru, htmlw_rusage_keys[k], -1) : -1;
+}
+
 static void on_process_record(html_sink *h, hw_proc *p, const json_t *a)
 {
 	p->has_record = true;
@@ -862,6 +886,10 @@ static void on_process_record(html_sink *h, hw_proc *p, const json_t *a)
 	read_exit(h, p, json_object_get(a, "exit"));
 	p->host = json_strid(h, a, "host");
 	p->rank = json_i64(a, "rank", -1);
+	p->local_rank = json_i64(a, "local_rank", -1);
+	p->interp = json_strid(h, a, "interpreter");
+	p->launcher = json_strid(h, a, "launcher");
+	read_rusage(h, p, json_object_get(a, "rusage"));
 }
 
 static bool sv_is(strview s, const char *lit)
@@ -999,6 +1027,17 @@ static void series_add(html_sink *h, hw_series *s, int64_t ts, double v)
 	}
 }
 
+/* The per-process counters forktrace writes from a process's resource
+ * use ("cpu" user_ms/sys_ms and "rss" peak_mib, docs/TRACE_FORMAT.md): the
+ * page has the same figures from the process records ("rusage"), and a
+ * series per process would fill the counter plots with build jobs. */
+static bool is_rusage_counter(strview name, const char *key)
+{
+	if (sv_is(name, "cpu"))
+		return strcmp(key, "user_ms") == 0 || strcmp(key, "sys_ms") == 0;
+	return sv_is(name, "rss") && strcmp(key, "peak_mib") == 0;
+}
+
 static void on_counter(html_sink *h, hw_proc *p, const sink_event *e)
 {
 	json_t *a = parse_args(e);
@@ -1015,7 +1054,7 @@ static void on_counter(html_sink *h, hw_proc *p, const sink_event *e)
 		uint32_t id, si;
 		hw_series *s;
 
-		if (!json_is_number(v))
+		if (!json_is_number(v) || is_rusage_counter(e->ev.name, key))
 			continue;
 		if (strcmp(key, "value") != 0) {
 			int k = snprintf(buf, sizeof(buf), "%.*s.%s", (int)(n.n < 200 ? n.n : 200),
@@ -1428,6 +1467,44 @@ static void write_hosts(hw_out *o, const sink_meta *meta)
 	jsonw_arr_end(w);
 }
 
+/* The critical path (sink_meta.critical_path): null, or its span and its
+ * steps as flat quintuples: page index of the step's process (-1 when the
+ * page does not hold it: filtered out, or no record of it), trace pid,
+ * name, start, end. The page computes shares and totals from these. */
+static void write_critical_path(hw_out *o, const sink_meta *meta)
+{
+	const critpath_step *st = NULL;
+	size_t n = meta->critical_path != NULL ? critpath_steps(meta->critical_path, &st) : 0;
+	jsonw *w = &o->w;
+
+	jsonw_key(w, "critical_path");
+	if (n == 0) {
+		jsonw_null(w);
+		return;
+	}
+	jsonw_obj_begin(w);
+	jsonw_key(w, "start");
+	tnum(o, critpath_start_ns(meta->critical_path));
+	jsonw_key(w, "end");
+	tnum(o, critpath_end_ns(meta->critical_path));
+	jsonw_key(w, "steps");
+	jsonw_arr_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t k = index_get(&o->h->pmap, (uint64_t)st[i].pid);
+
+		if (i % 8 == 7)
+			jsonw_newline(w);
+		num(o,
+		    k != UINT32_MAX && o->h->procs[k].keep ? (int64_t)o->h->procs[k].out_idx : -1);
+		num(o, st[i].pid);
+		put_cstr(o, st[i].name);
+		tnum(o, st[i].start_ns);
+		tnum(o, st[i].end_ns);
+	}
+	jsonw_arr_end(w);
+	jsonw_obj_end(w);
+}
+
 static void write_meta(hw_out *o, const sink_meta *meta, uint64_t slices_total,
 		       uint64_t slices_kept, uint64_t threads)
 {
@@ -1501,6 +1578,7 @@ static void write_meta(hw_out *o, const sink_meta *meta, uint64_t slices_total,
 	put_cstr(o, h->opt_text[3]);
 	jsonw_obj_end(w);
 	write_hosts(o, meta);
+	write_critical_path(o, meta);
 	jsonw_obj_end(w);
 }
 
@@ -1580,7 +1658,9 @@ static void write_proc(hw_out *o, const hw_proc *p)
 	/* pid,hpid,ppid,parent,name,label,start,end,exit kind,exit
 	 * value,signal name,spawn,inst,lost,events,exe,cwd,sort,
 	 * spawn ts,spawn tid,record,[argv],[images],[threads],
-	 * [marks],marks dropped,host,rank */
+	 * [marks],marks dropped,host,rank,local rank,interpreter,
+	 * launcher,rusage ([source,user_ns,sys_ns,maxrss_kb,minflt,
+	 * majflt,nvcsw,nivcsw,inblock,oublock], or 0 when none) */
 	num(o, p->pid);
 	num(o, p->hpid);
 	num(o, p->ppid);
@@ -1612,6 +1692,18 @@ static void write_proc(hw_out *o, const hw_proc *p)
 	num(o, (int64_t)p->marks_dropped);
 	sid(o, p->host);
 	num(o, p->rank);
+	num(o, p->local_rank);
+	sid(o, p->interp);
+	sid(o, p->launcher);
+	if (p->ru_source != 0) {
+		jsonw_arr_begin(w);
+		sid(o, p->ru_source);
+		for (int k = 0; k < HTMLW_RUSAGE_N; k++)
+			num(o, p->ru[k]);
+		jsonw_arr_end(w);
+	} else {
+		num(o, 0);
+	}
 	jsonw_arr_end(w);
 }
 

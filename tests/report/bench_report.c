@@ -178,7 +178,7 @@ static int bench(const char *out, long nprocs, long nevents, bool as_json)
 	sink_meta meta = {.model = &mt, .processes = (uint64_t)nprocs};
 	trace_sink *s = as_json ? sink_json_new(fd, -1, &err) : sink_html_new(fd, NULL, &err);
 	long per = nevents / nprocs, sent = 0;
-	char args[512];
+	char args[1024];
 	double t;
 
 	if (s == NULL)
@@ -196,9 +196,15 @@ static int bench(const char *out, long nprocs, long nevents, bool as_json)
 			args, sizeof(args),
 			"{\"pid\":%lld,\"ppid\":%lld,\"parent\":%lld,\"name\":\"%s\",\"exe\":\"/usr/bin/%s\","
 			"\"argv\":[\"%s\",\"-c\",\"file%ld.c\"],\"cwd\":\"/src\",\"start_ns\":%lld,"
-			"\"end_ns\":%lld,\"exit\":{\"kind\":\"code\",\"code\":%d},\"instrumented\":true}",
+			"\"end_ns\":%lld,\"exit\":{\"kind\":\"code\",\"code\":%d},\"instrumented\":true,"
+			"\"rusage\":{\"source\":\"wait\",\"user_ns\":%lld,\"sys_ns\":%lld,"
+			"\"maxrss_kb\":%ld,\"minflt\":%ld,\"majflt\":%ld,\"nvcsw\":%ld,\"nivcsw\":%ld,"
+			"\"inblock\":%ld,\"oublock\":%ld}}",
 			(long long)pid, (long long)parent, (long long)parent, prog, prog, prog, i,
-			(long long)start, (long long)(start + life), i % 500 == 7 ? 1 : 0);
+			(long long)start, (long long)(start + life), i % 500 == 7 ? 1 : 0,
+			(long long)(life * 9 / 10 + i), (long long)(life / 20 + i),
+			20000 + i * 13 % 900000, 3000 + i, i % 3, 40 + i % 17, 5 + i % 11,
+			i % 5 * 8, 16 + i % 64);
 		send(s, 'M', "forktrace_process", NULL, pid, pid, JSONW_NO_TIME, JSONW_NO_TIME,
 		     args);
 		send(s, 'M', "thread_name", NULL, pid, pid, JSONW_NO_TIME, JSONW_NO_TIME,

@@ -119,6 +119,71 @@ async function laneXY(page, pid) {
   }, pid);
 }
 
+// A build-like trace written by hand, whose every figure is known: a make
+// that runs configure (a sh script, whose five compiler probes exit 1 by
+// design), two compiles, a link, a job killed by SIGKILL and two MPI ranks.
+// Each process has its resource use ("rusage", docs/INSIGHT.md) and make
+// waits for each child when it ends, so the longest chain (configure, the
+// first compile, the link) is what the run waited for. Times in seconds
+// from the run's start; cpu in seconds, rss in MiB.
+const BUILD_T0 = 5e12;
+const BUILD = [
+  // pid, parent, name, interpreter, start, end, exit, cpu user, cpu sys, rss MiB, rank, launcher
+  [100, -1, 'make', null, 0, 10, 0, 0.04, 0.01, 8],
+  [101, 100, 'configure', 'sh', 0, 2, 0, 0.3, 0.2, 4],
+  [102, 101, 'cc', null, 0.1, 0.2, 1, 0.05, 0.01, 30],
+  [103, 101, 'cc', null, 0.3, 0.4, 1, 0.05, 0.01, 31],
+  [104, 101, 'cc', null, 0.5, 0.6, 1, 0.05, 0.01, 32],
+  [105, 101, 'cc', null, 0.7, 0.8, 1, 0.05, 0.01, 33],
+  [106, 101, 'cc', null, 0.9, 1.0, 1, 0.05, 0.01, 34],
+  [110, 100, 'cc1', null, 2, 6, 0, 3.6, 0.3, 1536],
+  [111, 100, 'cc1', null, 2, 4, 0, 1.7, 0.1, 300],
+  [112, 100, 'ld', null, 6, 9.5, 0, 1.5, 0.5, 800],
+  [113, 100, 'sleep', null, 2, 3, 'SIGKILL', 0, 0, 2],
+  [120, 100, 'solver', null, 4, 5, 0, 0.9, 0.05, 120, 0, 'Open MPI'],
+  [121, 100, 'solver', null, 4, 5.2, 0, 1.0, 0.05, 125, 1, 'Open MPI']
+];
+function buildTrace(exitStatus) {
+  const ns = (s) => Math.round(BUILD_T0 + s * 1e9), us = (s) => ns(s) / 1e3, ev = [];
+  for (const [pid, parent, name, interp, s, e, exit, user, sys, rss, rank, launcher] of BUILD) {
+    const argv = interp ? [interp, './' + name] : [name, 'x' + pid];
+    const ex = exit === 'SIGKILL' ? { kind: 'signal', signal: 9, name: 'SIGKILL' } : { kind: 'code', code: exit };
+    const a = { pid, ppid: parent, parent, start_ticks: 0, name, exe: '/usr/bin/' + (interp || name), argv, cwd: '/src',
+      start_ns: ns(s), end_ns: ns(e), spawn: parent < 0 ? null : 'fork', exit: ex, instrumented: true, images: 1, lost_events: 0, host: 'builder',
+      rusage: { source: exit === 'SIGKILL' ? 'wait+descendants' : 'wait', user_ns: Math.round(user * 1e9), sys_ns: Math.round(sys * 1e9),
+        maxrss_kb: rss * 1024, minflt: 1000 + pid, majflt: pid % 7, nvcsw: 10, nivcsw: 3, inblock: 0, oublock: 8 } };
+    if (interp) a.interpreter = interp;
+    if (rank !== undefined) { a.rank = rank; a.rank_var = 'OMPI_COMM_WORLD_RANK'; a.launcher = launcher; }
+    ev.push({ ph: 'M', name: 'process_name', pid, tid: pid, args: { name: interp ? name + ' (' + interp + ')' : name } });
+    ev.push({ ph: 'M', name: 'forktrace_process', pid, tid: pid, args: a });
+    ev.push({ ph: 'X', name: interp ? name + ' (' + interp + ')' : name, cat: 'process', pid, tid: pid, ts: us(s), dur: (e - s) * 1e6,
+      args: { image: 0, exe: a.exe, argv, cwd: '/src', instrumented: true, exit: ex } });
+    // forktrace's own counters of the process's resource use, and one
+    // counter of the program's own.
+    ev.push({ ph: 'C', name: 'cpu', pid, tid: pid, ts: us(e), args: { user_ms: user * 1e3, sys_ms: sys * 1e3 } });
+    ev.push({ ph: 'C', name: 'rss', pid, tid: pid, ts: us(e), args: { peak_mib: rss } });
+    if (pid === 100) ev.push({ ph: 'C', name: 'jobs', pid, tid: pid, ts: us(1), args: { value: 4 } });
+    if (parent >= 0) {
+      ev.push({ ph: 's', name: 'fork', cat: 'fork', pid: parent, tid: parent, ts: us(s), id: pid });
+      ev.push({ ph: 'f', name: 'fork', cat: 'fork', pid, tid: pid, ts: us(s), id: pid, bp: 'e' });
+      ev.push({ ph: 'i', name: 'wait', cat: 'wait', pid: parent, tid: parent, ts: us(e), s: 't', args: { child: pid, status: 0, exit: ex } });
+    }
+  }
+  return { traceEvents: ev, otherData: { forktrace: { version: '0.1.0', origin: 'forktrace run', host: 'builder', command: ['make', '-j4'],
+    start_ns: ns(0), end_ns: ns(10), exit_status: exitStatus, processes: BUILD.length, lost_events: 0 } } };
+}
+// The report of buildTrace(exitStatus) written by `forktrace report`.
+function buildReport(exitStatus, extra) {
+  const trace = path.join(TMP, `build-${exitStatus}.json`), html = path.join(TMP, `build-${exitStatus}.html`);
+  fs.writeFileSync(trace, JSON.stringify(buildTrace(exitStatus)));
+  execFileSync(process.env.FT_BIN, ['report', '-q', trace, '-o', html, ...(extra || [])]);
+  return html;
+}
+async function openProc(page, pid) {
+  await page.evaluate((pid) => { const R = window.forktraceReport; R.open(R.procs.find((p) => p.pid === pid)); }, pid);
+  return page.textContent('#d-info');
+}
+
 const tests = {
   // Loads with no console errors and no requests but the page itself; the
   // header says what the JSON trace of the same run says.
@@ -355,6 +420,37 @@ const tests = {
     }
     const bad = spawnSync(bin, ['report', trace, '--hosts', 'a,,b', '-o', path.join(TMP, 'x.html')], { encoding: 'utf8' });
     check(bad.status === 2 && /--hosts takes host names/.test(bad.stderr), `--hosts a,,b: ${bad.status} ${bad.stderr}`);
+  },
+
+  // What each process used and who it is, from the trace's process
+  // records: the detail of a compile, of configure (a sh script) and of an
+  // MPI rank says CPU, peak memory and their source, the interpreter and
+  // the launcher, with times for people.
+  async resources() {
+    const o = await openPage(buildReport(0));
+    try {
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+      const cc1 = await openProc(o.page, 110);
+      check(cc1.includes('CPU3.90 s (user 3.60 s, system 300 ms)'), 'cc1 CPU: ' + cc1);
+      check(cc1.includes('peak memory1.5 GiB resident'), 'cc1 peak memory: ' + cc1);
+      check(cc1.includes('page faults5 major, 1,110 minor'), 'cc1 faults: ' + cc1);
+      check(cc1.includes('block I/O0 in, 8 out') && cc1.includes('context switches10 voluntary, 3 involuntary'), 'cc1 counts: ' + cc1);
+      check(cc1.includes('figures fromits reaper\'s wait4, less what it reaped itself: exact'), 'cc1 source: ' + cc1);
+      check(cc1.includes('start+2.00 s from the start of the run') && cc1.includes('duration4.00 s'), 'cc1 times: ' + cc1);
+      const killed = await openProc(o.page, 113);
+      check(killed.includes('includes the descendants it reaped'), 'the killed sleep\'s source: ' + killed);
+      const conf = await openProc(o.page, 101);
+      check(conf.includes('programconfigure, a script run by sh'), 'configure: ' + conf);
+      check((await o.page.textContent('#d-title')) === 'configure (sh) \u2014 pid 101', 'title: ' + await o.page.textContent('#d-title'));
+      const rank = await openProc(o.page, 121);
+      check(rank.includes('rank 1 (Open MPI)') && rank.includes('peak memory125 MiB'), 'rank 1: ' + rank);
+      const page = await o.page.evaluate(() => window.forktraceReport.data);
+      // The counters of resource use are in the process records: only
+      // the program's own counter is a series of the page.
+      const series = page.counters.map((c) => page.names[c[1]]);
+      check(series.length === 1 && series[0] === 'jobs', 'counter series in the page: ' + series.join(', '));
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+    } finally { await o.browser.close(); }
   },
 
   // Opening a big report (FT_REPORT_HTML, from bench_report) and panning
