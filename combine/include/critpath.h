@@ -12,6 +12,7 @@
 #ifndef FT_COMBINE_CRITPATH_H
 #define FT_COMBINE_CRITPATH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,11 +32,32 @@ critpath *critpath_new(void);
 /* critpath_free(NULL) is a no-op. */
 void critpath_free(critpath *cp);
 
-/* A process: trace pid, its parent's trace pid (-1: none known), its
- * lifetime (-1: unknown end), its name (copied). Returns 0 or -ENOMEM. */
+/*
+ * A process as the merge writes it: pid its trace pid, host_pid the pid it
+ * had on its host (forktrace_process's "pid": what its parent's waits
+ * name; it differs from the trace pid when the pid was reused or a
+ * combine remapped it), parent its parent's trace pid (-1: none known),
+ * its lifetime (-1: unknown), its name. remote: its parent launched it
+ * on another host (a node's root under its ssh), so the parent's waits
+ * never name it.
+ */
+typedef struct critpath_proc {
+	int64_t pid;
+	int64_t host_pid;
+	int64_t parent;
+	int64_t start_ns;
+	int64_t end_ns;
+	const char *name; /* copied; NULL: "?" */
+	bool remote;
+} critpath_proc;
+
+/* Adds a process (p borrowed for the call). Returns 0 or -ENOMEM. */
+int critpath_add(critpath *cp, const critpath_proc *p);
+/* critpath_add of a process whose host pid is its trace pid, not remote. */
 int critpath_add_process(critpath *cp, int64_t pid, int64_t parent, int64_t start_ns,
 			 int64_t end_ns, const char *name);
-/* Process pid reaped child at ts_ns (a wait mark). Returns 0 or -ENOMEM. */
+/* Process pid (trace pid) reaped child (the pid its wait returned: a host
+ * pid, as in a wait mark's args) at ts_ns. Returns 0 or -ENOMEM. */
 int critpath_add_wait(critpath *cp, int64_t pid, int64_t child, int64_t ts_ns);
 
 /* Computes the path from what was added. Returns 0, -ENOENT when there is
