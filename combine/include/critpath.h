@@ -12,7 +12,6 @@
 #ifndef FT_COMBINE_CRITPATH_H
 #define FT_COMBINE_CRITPATH_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,9 +36,9 @@ void critpath_free(critpath *cp);
  * had on its host (forktrace_process's "pid": what its parent's waits
  * name; it differs from the trace pid when the pid was reused or a
  * combine remapped it), parent its parent's trace pid (-1: none known),
- * its lifetime (-1: unknown), its name. remote: its parent launched it
- * on another host (a node's root under its ssh), so the parent's waits
- * never name it.
+ * its lifetime (-1: unknown), its name, its host (NULL: the trace's). A
+ * process on another host than its parent (a node's root under its ssh)
+ * was launched there, and its parent's waits never name it.
  */
 typedef struct critpath_proc {
 	int64_t pid;
@@ -48,12 +47,13 @@ typedef struct critpath_proc {
 	int64_t start_ns;
 	int64_t end_ns;
 	const char *name; /* copied; NULL: "?" */
-	bool remote;
+	const char *host; /* copied */
 } critpath_proc;
 
 /* Adds a process (p borrowed for the call). Returns 0 or -ENOMEM. */
 int critpath_add(critpath *cp, const critpath_proc *p);
-/* critpath_add of a process whose host pid is its trace pid, not remote. */
+/* critpath_add of a process whose host pid is its trace pid, on the
+ * trace's host. */
 int critpath_add_process(critpath *cp, int64_t pid, int64_t parent, int64_t start_ns,
 			 int64_t end_ns, const char *name);
 /* Process pid (trace pid) reaped child (the pid its wait returned: a host

@@ -201,6 +201,20 @@ trace_sink *sink_tee_new(trace_sink *a, trace_sink *b, int *err);
  * stats into *stats (may be NULL). */
 int sink_tee_result(const trace_sink *s, size_t which, events_stats *stats);
 
+/*
+ * A sink in front of out (borrowed: not freed with it) that computes the
+ * critical path (critpath.h) from the forktrace_process events and wait
+ * marks on their way to out, and hands it to out's end in
+ * sink_meta.critical_path (NULL when the trace has no process to walk).
+ * The merge puts one in front of every output, events_write too. Its
+ * stats after end are out's. NULL and *err = -ENOMEM when it cannot be
+ * made.
+ */
+trace_sink *sink_critpath_new(trace_sink *out, int *err);
+/* The shift (--align) of the input now being read: the ts of its events
+ * have it, the times in their args do not. */
+void sink_critpath_shift(trace_sink *s, int64_t shift_ns);
+
 /* The sink that writes format fmt on fd (events_opts for gzip level). */
 trace_sink *events_sink_for(enum trace_format fmt, int fd, const events_opts *opts, int *err);
 

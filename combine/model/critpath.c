@@ -12,6 +12,7 @@
  * its own stack (a chain of processes can be as deep as the tree).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +23,8 @@ typedef struct cp_proc {
 	int64_t pid, host_pid, parent;
 	int64_t start, end;
 	size_t name; /* offset in the name pool */
-	bool remote;
+	size_t host; /* offset in the name pool, SIZE_MAX: the trace's */
+	bool remote; /* on another host than its parent */
 	/* Set by the compute. */
 	int64_t reap;    /* when its parent reaped it, -1: no wait says */
 	int64_t eff_end; /* its end, else when its parent reaped it */
@@ -78,30 +80,48 @@ void critpath_free(critpath *cp)
 	free(cp);
 }
 
+/* Copies s into the name pool; its offset, SIZE_MAX on ENOMEM. */
+static size_t pool_add(critpath *cp, const char *s)
+{
+	size_t len = strlen(s) + 1, at = cp->names_len;
+
+	if (vec_grow(&cp->names, &cp->names_cap, cp->names_len + len, 1, 1024) < 0)
+		return SIZE_MAX;
+	memcpy(cp->names + at, s, len);
+	cp->names_len += len;
+	return at;
+}
+
 int critpath_add(critpath *cp, const critpath_proc *p)
 {
-	const char *name = p->name != NULL ? p->name : "?";
-	size_t len = strlen(name) + 1;
-	cp_proc *q;
+	size_t name, host = SIZE_MAX;
 
-	if (cp->nprocs >= NO_PROC)
+	if (cp->nprocs >= NO_PROC ||
+	    vec_grow(&cp->procs, &cp->procs_cap, cp->nprocs + 1, sizeof(*cp->procs), 64) < 0)
 		return -ENOMEM;
-	if (vec_grow(&cp->procs, &cp->procs_cap, cp->nprocs + 1, sizeof(*cp->procs), 64) < 0 ||
-	    vec_grow(&cp->names, &cp->names_cap, cp->names_len + len, 1, 1024) < 0)
+	name = pool_add(cp, p->name != NULL ? p->name : "?");
+	if (name != SIZE_MAX && p->host != NULL)
+		host = pool_add(cp, p->host);
+	if (name == SIZE_MAX || (p->host != NULL && host == SIZE_MAX))
 		return -ENOMEM;
-	memcpy(cp->names + cp->names_len, name, len);
-	q = &cp->procs[cp->nprocs++];
-	*q = (cp_proc){
+	cp->procs[cp->nprocs++] = (cp_proc){
 		.pid = p->pid,
 		.host_pid = p->host_pid,
 		.parent = p->parent,
 		.start = p->start_ns,
 		.end = p->end_ns,
-		.name = cp->names_len,
-		.remote = p->remote,
+		.name = name,
+		.host = host,
 	};
-	cp->names_len += len;
 	return 0;
+}
+
+/* Whether two processes' hosts differ (SIZE_MAX: the trace's). */
+static bool other_host(const critpath *cp, const cp_proc *a, const cp_proc *b)
+{
+	if (a->host == SIZE_MAX || b->host == SIZE_MAX)
+		return a->host != b->host;
+	return strcmp(cp->names + a->host, cp->names + b->host) != 0;
 }
 
 int critpath_add_process(critpath *cp, int64_t pid, int64_t parent, int64_t start_ns,
@@ -252,6 +272,7 @@ static void link_tree(critpath *cp, uint32_t *pids, uint32_t *kids)
 		p->walked = false;
 		p->up = p->parent >= 0 && p->parent != p->pid ? find_pid(procs, pids, n, p->parent)
 							      : NO_PROC;
+		p->remote = p->up != NO_PROC && other_host(cp, p, &procs[p->up]);
 	}
 	/* A wait names its child by host pid among the waiter's children. */
 	for (size_t i = 0; i < n; i++)

@@ -816,20 +816,29 @@ trace_sink *events_sink_for(enum trace_format fmt, int fd, const events_opts *op
 	}
 }
 
-/* The whole model t through s: begin, events_emit, end. Consumes s. */
+/* The whole model t through s: begin, events_emit, end, through the
+ * critical path's sink as the merge writes it. Consumes s. */
 static int events_write_sink(const model_trace *t, trace_sink *s, events_stats *stats)
 {
 	sink_meta meta = {.model = t, .processes = t->nprocs};
-	int err = s->begin(s, &meta);
+	trace_sink *cps;
+	int err;
 
+	cps = sink_critpath_new(s, &err);
+	if (cps == NULL) {
+		s->free(s);
+		return err;
+	}
+	err = cps->begin(cps, &meta);
 	if (err == 0)
-		err = events_emit(t, s);
+		err = events_emit(t, cps);
 	if (err == 0)
-		err = s->end(s, &meta);
+		err = cps->end(cps, &meta);
 	if (stats != NULL) {
 		*stats = s->stats;
 		stats->processes = t->nprocs;
 	}
+	cps->free(cps);
 	s->free(s);
 	return err;
 }

@@ -1951,6 +1951,7 @@ static int merge_one(cmb *c, size_t i)
 	c->in = in;
 	c->index = i;
 	c->tl.cur = i;
+	sink_critpath_shift(c->sink, in->shift_ns);
 	pm_clear(&c->file);
 	c->pids = i == c->ref ? &c->ref_pids : &c->file;
 	if (c->models[i] != NULL) {
@@ -2089,6 +2090,11 @@ int merge_inputs(const merge_source *src, size_t n, const merge_opts *o, trace_s
 	c.pids = &c.file;
 	if (c.o->model_as_trace && !own_trace_sources(src, n))
 		return -EINVAL;
+	/* Every event goes to the output through the critical path's sink,
+	 * whichever way it came. */
+	c.sink = sink_critpath_new(sink, &err);
+	if (c.sink == NULL)
+		return err;
 	err = open_inputs(&c, src, n);
 	if (err == 0)
 		err = plan_hosts(&c);
@@ -2102,6 +2108,7 @@ int merge_inputs(const merge_source *src, size_t n, const merge_opts *o, trace_s
 		err = end_output(&c);
 	res->spool_error = c.tl.spool_err;
 	close_inputs(&c);
+	c.sink->free(c.sink);
 	return err;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "critpath.h"
 #include "sink.h"
 
 typedef struct json_sink {
@@ -93,6 +94,31 @@ static void write_hosts(jsonw *w, const sink_meta *meta)
 	jsonw_arr_end(w);
 }
 
+/* otherData.forktrace.critical_path (docs/TRACE_FORMAT.md, "Critical
+ * path"): its span and its steps in time order. */
+static void write_critical_path(jsonw *w, const critpath *cp)
+{
+	const critpath_step *st;
+	size_t n = critpath_steps(cp, &st);
+
+	jsonw_key(w, "critical_path");
+	jsonw_obj_begin(w);
+	jsonw_kv_i64(w, "start_ns", critpath_start_ns(cp));
+	jsonw_kv_i64(w, "end_ns", critpath_end_ns(cp));
+	jsonw_key(w, "steps");
+	jsonw_arr_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		jsonw_obj_begin(w);
+		jsonw_kv_i64(w, "pid", st[i].pid);
+		jsonw_kv_cstr(w, "name", st[i].name);
+		jsonw_kv_i64(w, "start_ns", st[i].start_ns);
+		jsonw_kv_i64(w, "end_ns", st[i].end_ns);
+		jsonw_obj_end(w);
+	}
+	jsonw_arr_end(w);
+	jsonw_obj_end(w);
+}
+
 static void write_other_data(jsonw *w, const sink_meta *meta)
 {
 	const model_trace *t = meta->model;
@@ -118,6 +144,8 @@ static void write_other_data(jsonw *w, const sink_meta *meta)
 	jsonw_kv_u64(w, "lost_events", t->lost_events);
 	if (meta->nhosts > 0)
 		write_hosts(w, meta);
+	if (meta->critical_path != NULL)
+		write_critical_path(w, meta->critical_path);
 	if (meta->inputs != NULL) {
 		jsonw_key(w, "inputs");
 		jsonw_arr_begin(w);

@@ -87,7 +87,7 @@ static int h5_to_json(const char *in, const char *out)
 {
 	model_trace *meta = model_new();
 	sink_meta sm = {0};
-	trace_sink *s;
+	trace_sink *s, *cps;
 	int fd, err;
 
 	MUST(meta != NULL);
@@ -100,14 +100,17 @@ static int h5_to_json(const char *in, const char *out)
 	if (err == 0) {
 		sm.model = meta;
 		s = sink_json_new(fd, -1, &err);
-		if (s != NULL) {
-			err = s->begin(s, &sm);
+		/* In front of it, as in front of every output of the merge. */
+		if (s != NULL && (cps = sink_critpath_new(s, &err)) != NULL) {
+			err = cps->begin(cps, &sm);
 			if (err == 0)
-				err = reader_h5_read(in, s, NULL);
+				err = reader_h5_read(in, cps, NULL);
 			if (err == 0)
-				err = s->end(s, &sm);
-			s->free(s);
+				err = cps->end(cps, &sm);
+			cps->free(cps);
 		}
+		if (s != NULL)
+			s->free(s);
 	}
 	close(fd);
 	model_free(meta);

@@ -80,6 +80,15 @@ def check_model(text, doc):
         "exit_status": 137,
         "processes": 5,
         "lost_events": 5,
+        # 100 waited for 200 (ended last of its children that ended),
+        # 200 for 300; the running 4194305 has no end, the orphan 400
+        # ended first.
+        "critical_path": {"start_ns": 1000000000, "end_ns": 5000000000, "steps": [
+            {"pid": 100, "name": "make", "start_ns": 1000000000, "end_ns": 2000000500},
+            {"pid": 200, "name": "make", "start_ns": 2000000500, "end_ns": 2100000000},
+            {"pid": 300, "name": "as", "start_ns": 2100000000, "end_ns": 2500000000},
+            {"pid": 200, "name": "make", "start_ns": 2500000000, "end_ns": 3000000000},
+            {"pid": 100, "name": "make", "start_ns": 3000000000, "end_ns": 5000000000}]},
     })
     evs = doc["traceEvents"]
     R = 4194305  # trace pid of the reused pid 200

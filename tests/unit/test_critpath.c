@@ -19,7 +19,7 @@
 /* Times in these cases are small numbers; "end -1" is an unknown end. */
 typedef struct tproc {
 	int64_t pid, host_pid, parent, start, end;
-	bool remote;
+	const char *host;
 } tproc;
 
 typedef struct twait {
@@ -85,7 +85,7 @@ static void run_case(const tcase *tc)
 			.start_ns = p->start,
 			.end_ns = p->end,
 			.name = name,
-			.remote = p->remote,
+			.host = p->host,
 		};
 
 		snprintf(name, sizeof(name), "p%lld", (long long)p->pid);
@@ -239,7 +239,7 @@ static const tcase cases[] = {
 	{
 		/* A multi-host run: mpirun (1) on the head runs ssh (2),
 		 * whose child in the trace is the node's root (1000001,
-		 * host pid 1, on the node: remote), whose child is the rank
+		 * host pid 1, on node1), whose child is the rank
 		 * (1000007, host pid 7). ssh recorded a wait for a helper
 		 * (3, before the node started: on the path): the remote
 		 * root is on the path all the same, unreaped. A
@@ -251,8 +251,8 @@ static const tcase cases[] = {
 				{2, 0, 1, 1, 99},
 				{3, 0, 2, 1, 2},
 				{7, 0, 1, 1, 3},
-				{1000001, 1, 2, 3, 98, true},
-				{1000007, 7, 1000001, 4, 97},
+				{1000001, 1, 2, 3, 98, "node1"},
+				{1000007, 7, 1000001, 4, 97, "node1"},
 			},
 		.waits = {{2, 3, 2}, {1, 7, 3}, {1000001, 7, 97}, {1, 2, 99}},
 		.steps = "1:0-1 3:1-2 2:2-3 1000001:3-4 1000007:4-97 1000001:97-98 2:98-99 "
