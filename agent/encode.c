@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <msgpack/pack.h>
 
@@ -118,6 +119,45 @@ static int enc_kargv(msgpack_packer *pk, unsigned key, const char *const *argv, 
 	return 0;
 }
 
+static uint64_t enc_ru_ns(const struct timeval *tv)
+{
+	if (tv->tv_sec < 0 || tv->tv_usec < 0)
+		return 0;
+	return (uint64_t)tv->tv_sec * 1000000000u + (uint64_t)tv->tv_usec * 1000u;
+}
+
+static uint64_t enc_ru_count(long v)
+{
+	return v < 0 ? 0 : (uint64_t)v;
+}
+
+void enc_rusage_from(struct enc_rusage *out, const struct rusage *ru)
+{
+	out->v[FT_RU_USER_NS] = enc_ru_ns(&ru->ru_utime);
+	out->v[FT_RU_SYS_NS] = enc_ru_ns(&ru->ru_stime);
+	out->v[FT_RU_MAXRSS_KB] = enc_ru_count(ru->ru_maxrss);
+	out->v[FT_RU_MINFLT] = enc_ru_count(ru->ru_minflt);
+	out->v[FT_RU_MAJFLT] = enc_ru_count(ru->ru_majflt);
+	out->v[FT_RU_NVCSW] = enc_ru_count(ru->ru_nvcsw);
+	out->v[FT_RU_NIVCSW] = enc_ru_count(ru->ru_nivcsw);
+	out->v[FT_RU_INBLOCK] = enc_ru_count(ru->ru_inblock);
+	out->v[FT_RU_OUBLOCK] = enc_ru_count(ru->ru_oublock);
+}
+
+/* An FT_K_RUSAGE-style array under key; nothing when ru is NULL (the
+ * caller counted the key only then). */
+static int enc_krusage(msgpack_packer *pk, unsigned key, const struct enc_rusage *ru)
+{
+	if (!ru)
+		return 0;
+	if (enc_key(pk, key) || msgpack_pack_array(pk, FT_RUSAGE_N))
+		return -1;
+	for (size_t i = 0; i < FT_RUSAGE_N; i++)
+		if (msgpack_pack_uint64(pk, ru->v[i]))
+			return -1;
+	return 0;
+}
+
 /* Common prefix of every message but HELLO: TS, TID. */
 static int enc_ts_tid(msgpack_packer *pk, uint64_t ts, int32_t tid)
 {
@@ -177,15 +217,15 @@ ssize_t enc_vfork(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child
 }
 
 ssize_t enc_exec(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind, const char *path,
-		 const char *const *argv, size_t argc)
+		 const char *const *argv, size_t argc, const struct enc_rusage *ru)
 {
 	struct enc_cur c;
 	msgpack_packer pk;
 	int err;
 
-	err = enc_begin(&c, &pk, buf, cap, 5) || enc_ts_tid(&pk, ts, tid) ||
+	err = enc_begin(&c, &pk, buf, cap, 5 + (ru != NULL)) || enc_ts_tid(&pk, ts, tid) ||
 	      enc_kstr(&pk, FT_K_PATH, path) || enc_kargv(&pk, FT_K_ARGV, argv, argc) ||
-	      enc_kuint(&pk, FT_K_KIND, kind);
+	      enc_kuint(&pk, FT_K_KIND, kind) || enc_krusage(&pk, FT_K_RUSAGE, ru);
 	return enc_end(&c, FT_MSG_EXEC, err);
 }
 
@@ -215,14 +255,16 @@ ssize_t enc_spawn(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind
 	return enc_end(&c, FT_MSG_SPAWN, err);
 }
 
-ssize_t enc_wait(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child, int32_t status)
+ssize_t enc_wait(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child, int32_t status,
+		 const struct enc_rusage *ru)
 {
 	struct enc_cur c;
 	msgpack_packer pk;
 	int err;
 
-	err = enc_begin(&c, &pk, buf, cap, 4) || enc_ts_tid(&pk, ts, tid) ||
-	      enc_kint(&pk, FT_K_CHILD, child) || enc_kint(&pk, FT_K_STATUS, status);
+	err = enc_begin(&c, &pk, buf, cap, 4 + (ru != NULL)) || enc_ts_tid(&pk, ts, tid) ||
+	      enc_kint(&pk, FT_K_CHILD, child) || enc_kint(&pk, FT_K_STATUS, status) ||
+	      enc_krusage(&pk, FT_K_RUSAGE, ru);
 	return enc_end(&c, FT_MSG_WAIT, err);
 }
 
@@ -248,14 +290,17 @@ ssize_t enc_thread_name(void *buf, size_t cap, uint64_t ts, int32_t tid, const c
 	return enc_end(&c, FT_MSG_THREAD_NAME, err);
 }
 
-ssize_t enc_exit(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t code)
+ssize_t enc_exit(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t code,
+		 const struct enc_rusage *self, const struct enc_rusage *children)
 {
 	struct enc_cur c;
 	msgpack_packer pk;
 	int err;
 
-	err = enc_begin(&c, &pk, buf, cap, 3) || enc_ts_tid(&pk, ts, tid) ||
-	      enc_kint(&pk, FT_K_CODE, code);
+	err = enc_begin(&c, &pk, buf, cap, 3 + (self != NULL) + (children != NULL)) ||
+	      enc_ts_tid(&pk, ts, tid) || enc_kint(&pk, FT_K_CODE, code) ||
+	      enc_krusage(&pk, FT_K_RUSAGE, self) ||
+	      enc_krusage(&pk, FT_K_RUSAGE_CHILDREN, children);
 	return enc_end(&c, FT_MSG_EXIT, err);
 }
 

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "forktrace/wire.h"
+
 /* HELLO fields. All pointers are borrowed for the duration of the call; a
  * NULL string is encoded as "". argv may be NULL when argc is 0. */
 struct enc_hello {
@@ -48,6 +50,21 @@ struct enc_hello {
 
 ssize_t enc_hello(void *buf, size_t cap, const struct enc_hello *h);
 
+/* A struct rusage as the wire carries it (FT_K_RUSAGE: wire.h, enum
+ * ft_rusage_field): times in ns, the rest as the kernel counts them. */
+struct enc_rusage {
+	uint64_t v[FT_RUSAGE_N];
+};
+
+struct rusage;
+/* *out from *ru; negative fields (none the kernel gives) become 0.
+ * Signal-safe. */
+void enc_rusage_from(struct enc_rusage *out, const struct rusage *ru);
+
+/* The most bytes one rusage array adds to a frame: its key, the array's
+ * header, and each value as a uint64 at worst. */
+#define ENC_RUSAGE_MAX (2 + 9 * FT_RUSAGE_N)
+
 /* FORK: CHILD when err == 0, otherwise ERRNO = err and no CHILD. */
 ssize_t enc_fork(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind, int32_t child,
 		 int32_t err);
@@ -57,9 +74,10 @@ ssize_t enc_fork(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind,
 ssize_t enc_vfork(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child, uint64_t exec_ts,
 		  const char *path, const char *const *argv, size_t argc, int32_t child_err);
 
-/* EXEC: the first argc entries of argv (borrowed) are sent. */
+/* EXEC: the first argc entries of argv (borrowed) are sent; RUSAGE only
+ * when ru != NULL (borrowed). */
 ssize_t enc_exec(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind, const char *path,
-		 const char *const *argv, size_t argc);
+		 const char *const *argv, size_t argc, const struct enc_rusage *ru);
 
 ssize_t enc_exec_fail(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t err,
 		      const char *path);
@@ -68,7 +86,9 @@ ssize_t enc_exec_fail(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t e
 ssize_t enc_spawn(void *buf, size_t cap, uint64_t ts, int32_t tid, uint32_t kind, int32_t child,
 		  int32_t ret, const char *path, const char *const *argv, size_t argc);
 
-ssize_t enc_wait(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child, int32_t status);
+/* WAIT; RUSAGE only when ru != NULL (borrowed). */
+ssize_t enc_wait(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t child, int32_t status,
+		 const struct enc_rusage *ru);
 
 /* THREAD_START / THREAD_END (type selects which); NAME only when name != NULL. */
 ssize_t enc_thread(void *buf, size_t cap, unsigned type, uint64_t ts, int32_t tid,
@@ -76,7 +96,10 @@ ssize_t enc_thread(void *buf, size_t cap, unsigned type, uint64_t ts, int32_t ti
 
 ssize_t enc_thread_name(void *buf, size_t cap, uint64_t ts, int32_t tid, const char *name);
 
-ssize_t enc_exit(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t code);
+/* EXIT; RUSAGE when self != NULL, RUSAGE_CHILDREN when children != NULL
+ * (both borrowed). */
+ssize_t enc_exit(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t code,
+		 const struct enc_rusage *self, const struct enc_rusage *children);
 
 ssize_t enc_signal(void *buf, size_t cap, uint64_t ts, int32_t tid, int32_t signo);
 

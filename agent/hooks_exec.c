@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -29,18 +30,22 @@ static size_t agent_argc(char *const *argv)
 	return n;
 }
 
-/* Send EXEC; if argv does not fit the buffer, send a prefix of it (also
- * when it does not fit a table slot and no connection may be made). */
+/* Send EXEC with what the image used (its CPU is what EXEC's RUSAGE
+ * less the previous image's); if argv does not fit the buffer, send a
+ * prefix of it (also when it does not fit a table slot and no connection
+ * may be made). */
 static void agent_emit_exec(unsigned kind, const char *path, char *const *argv)
 {
 	size_t argc = agent_argc(argv);
+	struct enc_rusage ru;
+	bool has_ru = agent_rusage(RUSAGE_SELF, &ru) == 0;
 	ssize_t n;
 
 	agent_t_guard++;
 	agent_lock();
 	for (;;) {
 		n = enc_exec(agent_buf, AGENT_BUF_SIZE, agent_now(), agent_tid(), kind, path,
-			     (const char *const *)argv, argc);
+			     (const char *const *)argv, argc, has_ru ? &ru : NULL);
 		if ((n != -ENOBUFS && !agent_frame_needs_cut(n)) || argc == 0)
 			break;
 		argc /= 2;

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -146,86 +147,106 @@ static bool agent_wait_bypass(void)
 	return !__atomic_load_n(&agent_g.active, __ATOMIC_RELAXED) || agent_t_in_vfork;
 }
 
-/* Report a reaped child: exits and deaths only, not stops/continues.
- * Nested in the agent (agent_nested: a signal handler interrupted it,
- * or fork's atfork handlers run inside the fork hook; either may hold the
- * send lock), the record is queued for the next unlock to send.
- * Signal-safe. */
-static void agent_emit_wait(pid_t child, int status)
+/* Report a reaped child: exits and deaths only, not stops/continues,
+ * with ru, what wait4 said the child used (NULL: not known). Nested in
+ * the agent (agent_nested: a signal handler interrupted it, or fork's
+ * atfork handlers run inside the fork hook; either may hold the send
+ * lock), the record is queued for the next unlock to send. Signal-safe.
+ * Preserves errno. */
+static void agent_emit_wait(pid_t child, int status, const struct rusage *ru)
 {
 	int err = errno;
+	struct enc_rusage eru;
 
 	if (!WIFEXITED(status) && !WIFSIGNALED(status))
 		return;
+	if (ru)
+		enc_rusage_from(&eru, ru);
 	if (agent_nested()) {
-		agent_defer_wait(agent_now(), child, status);
+		agent_defer_wait(agent_now(), child, status, ru ? &eru : NULL);
 	} else {
-		unsigned char frame[AGENT_SMALL_FRAME];
+		unsigned char frame[AGENT_RU_FRAME];
 
 		agent_emit_frame(frame, enc_wait(frame, sizeof(frame), agent_now(), agent_tid(),
-						 child, status));
+						 child, status, ru ? &eru : NULL));
 	}
 	errno = err;
 }
 
+/*
+ * wait, waitpid and wait3 are wait4 with fewer arguments (glibc makes
+ * each of them the one wait4 system call, a cancellation point alike):
+ * the hooks call the real wait4 with a rusage of their own, so that WAIT
+ * tells what the child used at no cost of another call.
+ */
 AGENT_EXPORT pid_t wait(int *status)
 {
-	agent_wait_fn f = AGENT_REAL(wait);
+	agent_wait4_fn w4 = AGENT_REAL(wait4);
+	struct rusage ru;
 	int local;
 	pid_t ret;
 
-	if (agent_wait_bypass())
-		return f(status);
-	ret = f(status ? status : &local);
+	if (agent_wait_bypass() || !w4)
+		return AGENT_REAL(wait)(status);
+	ret = w4(-1, status ? status : &local, 0, &ru);
 	if (ret > 0)
-		agent_emit_wait(ret, status ? *status : local);
+		agent_emit_wait(ret, status ? *status : local, &ru);
 	return ret;
 }
 
 AGENT_EXPORT pid_t waitpid(pid_t pid, int *status, int options)
 {
-	agent_waitpid_fn f = AGENT_REAL(waitpid);
+	agent_wait4_fn w4 = AGENT_REAL(wait4);
+	struct rusage ru;
 	int local;
 	pid_t ret;
 
-	if (agent_wait_bypass())
-		return f(pid, status, options);
-	ret = f(pid, status ? status : &local, options);
+	if (agent_wait_bypass() || !w4)
+		return AGENT_REAL(waitpid)(pid, status, options);
+	ret = w4(pid, status ? status : &local, options, &ru);
 	if (ret > 0)
-		agent_emit_wait(ret, status ? *status : local);
+		agent_emit_wait(ret, status ? *status : local, &ru);
 	return ret;
 }
 
 AGENT_EXPORT pid_t wait3(int *status, int options, struct rusage *ru)
 {
-	agent_wait3_fn f = AGENT_REAL(wait3);
+	agent_wait4_fn w4 = AGENT_REAL(wait4);
+	struct rusage own;
+	struct rusage *r = ru ? ru : &own;
 	int local;
 	pid_t ret;
 
-	if (agent_wait_bypass())
-		return f(status, options, ru);
-	ret = f(status ? status : &local, options, ru);
+	if (agent_wait_bypass() || !w4)
+		return AGENT_REAL(wait3)(status, options, ru);
+	ret = w4(-1, status ? status : &local, options, r);
 	if (ret > 0)
-		agent_emit_wait(ret, status ? *status : local);
+		agent_emit_wait(ret, status ? *status : local, r);
 	return ret;
 }
 
 AGENT_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
 {
 	agent_wait4_fn f = AGENT_REAL(wait4);
+	struct rusage own;
+	struct rusage *r = ru ? ru : &own;
 	int local;
 	pid_t ret;
 
 	if (agent_wait_bypass())
 		return f(pid, status, options, ru);
-	ret = f(pid, status ? status : &local, options, ru);
+	ret = f(pid, status ? status : &local, options, r);
 	if (ret > 0)
-		agent_emit_wait(ret, status ? *status : local);
+		agent_emit_wait(ret, status ? *status : local, r);
 	return ret;
 }
 
 /* waitid reports a siginfo: convert exits and deaths to the raw status
- * waitpid would have given. WNOWAIT leaves the child unreaped: skip. */
+ * waitpid would have given. WNOWAIT leaves the child unreaped: skip.
+ * No rusage: the kernel gives one only through the system call's fifth
+ * argument, which libc's waitid does not pass, and the raw call would not
+ * be the cancellation point the caller's waitid is. The child's own EXIT
+ * tells what it used. */
 AGENT_EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
 {
 	agent_waitid_fn f = AGENT_REAL(waitid);
@@ -253,7 +274,7 @@ AGENT_EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
 	default:
 		return ret;
 	}
-	agent_emit_wait(si->si_pid, status);
+	agent_emit_wait(si->si_pid, status, NULL);
 	return ret;
 }
 
@@ -268,9 +289,16 @@ static void agent_emit_exit(int code)
 	/* A fork child that never spoke: its parent's WAIT tells its end. */
 	if (agent_silent_fork_child())
 		return;
-	unsigned char frame[AGENT_SMALL_FRAME];
+	/* What the process used, and what the descendants it reaped used:
+	 * its reaper's figure less the second is its own (docs/INSIGHT.md,
+	 * "Resource use per process"). */
+	unsigned char frame[AGENT_RU_FRAME];
+	struct enc_rusage self, children;
+	bool has_self = agent_rusage(RUSAGE_SELF, &self) == 0;
+	bool has_children = agent_rusage(RUSAGE_CHILDREN, &children) == 0;
 
-	agent_emit_frame(frame, enc_exit(frame, sizeof(frame), agent_now(), agent_tid(), code));
+	agent_emit_frame(frame, enc_exit(frame, sizeof(frame), agent_now(), agent_tid(), code,
+					 has_self ? &self : NULL, has_children ? &children : NULL));
 	agent_await_ack();
 }
 

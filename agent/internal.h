@@ -90,6 +90,8 @@
 
 /* Room for a frame with no string in it (FORK, WAIT, EXIT, SIGNAL, LOST). */
 #define AGENT_SMALL_FRAME 64
+/* Room for such a frame with up to two rusage arrays (WAIT, EXIT). */
+#define AGENT_RU_FRAME (AGENT_SMALL_FRAME + 2 * ENC_RUSAGE_MAX)
 
 /* The process environment (glibc's `environ`). */
 extern char **environ;
@@ -357,6 +359,10 @@ bool agent_same_process(void);
 
 /* CLOCK_BOOTTIME ns, the clock of start_ticks. Signal-safe. */
 uint64_t agent_boot_now(void);
+/* getrusage(who) into *out through the raw system call (no libc import,
+ * no cancellation point). Returns 0, or -errno (then *out is unset).
+ * Signal-safe. Preserves errno. */
+int agent_rusage(int who, struct enc_rusage *out);
 /* Field 22 (starttime, in clock ticks) of /proc/self/stat; the comm into
  * name (namecap bytes) unless name is NULL. 0 when it cannot be read.
  * Signal-safe. */
@@ -533,8 +539,9 @@ void agent_emit_frame(const void *frame, ssize_t n);
 
 /* Queue a WAIT record of this thread for its next release of the send
  * lock: for a wait hook reached from a signal handler while the thread is
- * inside the agent. Counts a loss when the queue is full. Signal-safe. */
-void agent_defer_wait(uint64_t ts, pid_t child, int status);
+ * inside the agent. ru (borrowed; NULL: none) is copied. Counts a loss
+ * when the queue is full. Signal-safe. */
+void agent_defer_wait(uint64_t ts, pid_t child, int status, const struct enc_rusage *ru);
 /* In a fork child: forget the parent's deferred records. Signal-safe. */
 void agent_defer_fork_child(void);
 

@@ -62,7 +62,7 @@ bool agent_trylock(void)
  * the record waits here, and whoever next releases the lock sends it.
  * Slots are reserved with a compare-and-swap, so that handlers on several
  * threads, or nested in each other, do not collide, and marked ready once
- * written. One queue for the process, not one per thread: 3 KiB more of
+ * written. One queue for the process, not one per thread: 13 KiB more of
  * static TLS would cost every thread, and would move the agent's
  * per-thread variables off the page of errno and the thread's descriptor,
  * onto one more page that a fork's parent then copies.
@@ -75,11 +75,13 @@ struct agent_deferred {
 	pid_t tid; /* of the thread that reaped */
 	int status;
 	int ready;
+	int has_ru;
+	struct enc_rusage ru; /* the child's, when has_ru */
 };
 
 AGENT_DATA static struct agent_deferred agent_defer_q[AGENT_DEFER_MAX];
 
-void agent_defer_wait(uint64_t ts, pid_t child, int status)
+void agent_defer_wait(uint64_t ts, pid_t child, int status, const struct enc_rusage *ru)
 {
 	unsigned h = __atomic_load_n(&agent_g.defer_head, __ATOMIC_RELAXED);
 	struct agent_deferred *d;
@@ -96,13 +98,16 @@ void agent_defer_wait(uint64_t ts, pid_t child, int status)
 	d->child = child;
 	d->tid = agent_tid();
 	d->status = status;
+	d->has_ru = ru != NULL;
+	if (ru)
+		d->ru = *ru;
 	__atomic_store_n(&d->ready, 1, __ATOMIC_RELEASE);
 }
 
 /* Send the deferred records. Caller holds the send lock. */
 static void agent_defer_flush(void)
 {
-	unsigned char buf[64];
+	unsigned char buf[AGENT_RU_FRAME];
 
 	while (agent_g.defer_tail != __atomic_load_n(&agent_g.defer_head, __ATOMIC_ACQUIRE)) {
 		struct agent_deferred *d = &agent_defer_q[agent_g.defer_tail % AGENT_DEFER_MAX];
@@ -110,7 +115,8 @@ static void agent_defer_flush(void)
 
 		if (!__atomic_load_n(&d->ready, __ATOMIC_ACQUIRE))
 			break; /* still being written by an interrupted handler */
-		n = enc_wait(buf, sizeof(buf), d->ts, d->tid, d->child, d->status);
+		n = enc_wait(buf, sizeof(buf), d->ts, d->tid, d->child, d->status,
+			     d->has_ru ? &d->ru : NULL);
 		__atomic_store_n(&d->ready, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&agent_g.defer_tail, agent_g.defer_tail + 1, __ATOMIC_RELEASE);
 		agent_write_locked(buf, n);
@@ -119,7 +125,7 @@ static void agent_defer_flush(void)
 
 /* The parent's deferred records are the parent's to send. Only the slots
  * between tail and head can be marked (a sent slot is cleared), so only
- * those are cleared: the whole 3 KiB queue would cost every fork child
+ * those are cleared: the whole 13 KiB queue would cost every fork child
  * page faults for nothing. */
 void agent_defer_fork_child(void)
 {

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <linux/kcmp.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -91,6 +92,23 @@ uint64_t agent_now(void)
 uint64_t agent_boot_now(void)
 {
 	return agent_clock_ns(CLOCK_BOOTTIME);
+}
+
+/* Under a seccomp filter the agent makes no system call the program
+ * would not make (agent_seccomp_seen): a filter may kill for getrusage. */
+int agent_rusage(int who, struct enc_rusage *out)
+{
+	struct rusage ru;
+	long r;
+
+	if (__atomic_load_n(&agent_g.seccomp, __ATOMIC_RELAXED))
+		return -EPERM;
+	r = agent_syscall(SYS_getrusage, who, &ru);
+
+	if (r < 0)
+		return (int)r;
+	enc_rusage_from(out, &ru);
+	return 0;
 }
 
 /* A fork child's copy of the cache is the parent's thread's: it is

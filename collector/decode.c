@@ -100,6 +100,30 @@ static bool obj_argv(const msgpack_object *o, wire_msg *m)
 	return true;
 }
 
+/* An FT_K_RUSAGE array: at least FT_RUSAGE_N unsigned integers an int64_t
+ * holds (a newer agent may send more: ignored). */
+static bool obj_rusage(const msgpack_object *o, model_rusage *ru)
+{
+	int64_t v[FT_RUSAGE_N];
+
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size < FT_RUSAGE_N)
+		return false;
+	for (size_t i = 0; i < FT_RUSAGE_N; i++)
+		if (o->via.array.ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+		    !obj_int(&o->via.array.ptr[i], &v[i]))
+			return false;
+	ru->user_ns = v[FT_RU_USER_NS];
+	ru->sys_ns = v[FT_RU_SYS_NS];
+	ru->maxrss_kb = v[FT_RU_MAXRSS_KB];
+	ru->minflt = v[FT_RU_MINFLT];
+	ru->majflt = v[FT_RU_MAJFLT];
+	ru->nvcsw = v[FT_RU_NVCSW];
+	ru->nivcsw = v[FT_RU_NIVCSW];
+	ru->inblock = v[FT_RU_INBLOCK];
+	ru->oublock = v[FT_RU_OUBLOCK];
+	return true;
+}
+
 /* Stores one key/value pair; false when the value has the wrong type. */
 static bool decode_field(wire_msg *m, uint64_t key, const msgpack_object *v)
 {
@@ -139,6 +163,8 @@ static bool decode_field(wire_msg *m, uint64_t key, const msgpack_object *v)
 	case FT_K_RANK: return obj_rank(v, &m->rank);
 	case FT_K_LOCAL_RANK: return obj_rank(v, &m->local_rank);
 	case FT_K_RANK_VAR: return obj_str(v, &m->rank_var);
+	case FT_K_RUSAGE: return obj_rusage(v, &m->ru);
+	case FT_K_RUSAGE_CHILDREN: return obj_rusage(v, &m->ru_children);
 	default:
 		/* Unknown keys are allowed: newer agents may add fields. */
 		return true;

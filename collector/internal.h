@@ -83,6 +83,8 @@ typedef struct wire_msg {
 	wire_str data;              /* DATA (bin) */
 	const msgpack_object *argv; /* elements of the ARGV array, or NULL */
 	uint32_t argc;
+	/* RUSAGE, RUSAGE_CHILDREN: when present (wire_has) */
+	model_rusage ru, ru_children;
 } wire_msg;
 
 static inline bool wire_has(const wire_msg *m, unsigned key)

@@ -110,7 +110,8 @@ enum ft_msg_type {
 	 * time), and CHILD_ERRNO if that call failed. */
 	FT_MSG_FORK = 2,
 	/* About to call the real exec. Keys: TS, TID, PATH, ARGV, KIND
-	 * (FT_EXEC_*). Sent and flushed before the call. */
+	 * (FT_EXEC_*), RUSAGE (the process's so far). Sent and flushed
+	 * before the call. */
 	FT_MSG_EXEC = 3,
 	/* The exec call returned: it failed. Keys: TS, TID, ERRNO, PATH. */
 	FT_MSG_EXEC_FAIL = 4,
@@ -120,14 +121,16 @@ enum ft_msg_type {
 	FT_MSG_SPAWN = 5,
 	/* A wait-family call reaped (or saw stop/continue of) a child.
 	 * Keys: TS, TID, CHILD, STATUS (raw wait status as waitpid reports
-	 * it; waitid's siginfo is converted to the same encoding). */
+	 * it; waitid's siginfo is converted to the same encoding), RUSAGE
+	 * (the child's, as wait4 reports it; absent from waitid's). */
 	FT_MSG_WAIT = 6,
 	/* A thread started / ended. Keys: TS, TID, NAME (optional). */
 	FT_MSG_THREAD_START = 7,
 	FT_MSG_THREAD_END = 8,
 	/* pthread_setname_np / prctl(PR_SET_NAME). Keys: TS, TID, NAME. */
 	FT_MSG_THREAD_NAME = 9,
-	/* exit(), _exit(), _Exit() or return from main. Keys: TS, TID, CODE. */
+	/* exit(), _exit(), _Exit() or return from main. Keys: TS, TID, CODE,
+	 * RUSAGE, RUSAGE_CHILDREN. */
 	FT_MSG_EXIT = 10,
 	/* A fatal signal arrived; the old disposition runs next.
 	 * Keys: TS, TID, SIGNO. */
@@ -229,7 +232,32 @@ enum ft_key {
 	FT_K_LOCAL_RANK = 33, /* uint: the rank among the job's processes on
 			       * this host; may come without RANK */
 	FT_K_RANK_VAR = 34,   /* str: the variable RANK was read from */
+	/* Resource use (docs/INSIGHT.md, "Resource use per process"): an
+	 * array of at least FT_RUSAGE_N unsigned integers, in the order of
+	 * enum ft_rusage_field; a reader ignores entries past those it
+	 * knows. RUSAGE on WAIT: wait4's figure for the reaped child; on
+	 * EXEC and EXIT: getrusage(RUSAGE_SELF) of the sender at the call.
+	 * RUSAGE_CHILDREN on EXIT: getrusage(RUSAGE_CHILDREN), what the
+	 * descendants the process reaped used. Absent when not known. */
+	FT_K_RUSAGE = 35,
+	FT_K_RUSAGE_CHILDREN = 36,
 	FT_K_MAX = 64
+};
+
+/* The entries of an FT_K_RUSAGE array: CPU times in nanoseconds, the
+ * peak resident set in KiB (ru_maxrss), the rest counts as struct rusage
+ * has them. */
+enum ft_rusage_field {
+	FT_RU_USER_NS = 0,
+	FT_RU_SYS_NS = 1,
+	FT_RU_MAXRSS_KB = 2,
+	FT_RU_MINFLT = 3,
+	FT_RU_MAJFLT = 4,
+	FT_RU_NVCSW = 5,
+	FT_RU_NIVCSW = 6,
+	FT_RU_INBLOCK = 7,
+	FT_RU_OUBLOCK = 8,
+	FT_RUSAGE_N = 9
 };
 
 /* How a child came to be (FT_K_KIND of FORK, SPAWN, SHELL_*). */

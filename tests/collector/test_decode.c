@@ -45,6 +45,21 @@ static char *load(const char *dir, const char *name, size_t *n)
 	return buf;
 }
 
+/* RU_SELF and RU_CHILDREN of tests/wire/README.md. */
+static bool ru_self_is(const model_rusage *r)
+{
+	return r->user_ns == 1234567890123 && r->sys_ns == 250000000 && r->maxrss_kb == 204800 &&
+	       r->minflt == 51234 && r->majflt == 3 && r->nvcsw == 17 && r->nivcsw == 300 &&
+	       r->inblock == 0 && r->oublock == 8;
+}
+
+static bool ru_children_is(const model_rusage *r)
+{
+	return r->user_ns == 5000000000 && r->sys_ns == 120000 && r->maxrss_kb == 4096 &&
+	       r->minflt == 70000 && r->majflt == 0 && r->nvcsw == 250 && r->nivcsw == 1 &&
+	       r->inblock == 96 && r->oublock == 65536;
+}
+
 /* Splits the vector into its one frame and decodes it. */
 static void decode_vector(const char *dir, const char *name, unsigned type, msgpack_unpacked *up,
 			  wire_msg *m)
@@ -155,6 +170,13 @@ static void test_vectors(const char *dir)
 	CHECK(m.ts == T0 + 2000 && m.tid == 4243 && str_is(m.path, "ls"));
 	CHECK(argv_is(&m, exec_argv, 3) && m.kind == FT_EXEC_EXECVP);
 
+	CHECK(!wire_has(&m, FT_K_RUSAGE));
+
+	decode_vector(dir, "exec_rusage", FT_MSG_EXEC, &up, &m);
+	CHECK(m.ts == T0 + 2100 && str_is(m.path, "ls") && m.argc == 1);
+	CHECK(wire_has(&m, FT_K_RUSAGE) && ru_self_is(&m.ru));
+	CHECK(!wire_has(&m, FT_K_RUSAGE_CHILDREN));
+
 	decode_vector(dir, "exec_fail", FT_MSG_EXEC_FAIL, &up, &m);
 	CHECK(m.ts == T0 + 2001 && m.err == ENOENT && str_is(m.path, "ls"));
 
@@ -171,6 +193,10 @@ static void test_vectors(const char *dir)
 
 	decode_vector(dir, "wait", FT_MSG_WAIT, &up, &m);
 	CHECK(m.ts == T0 + 4000 && m.child == 4244 && m.status == 768);
+	CHECK(!wire_has(&m, FT_K_RUSAGE));
+	decode_vector(dir, "wait_rusage", FT_MSG_WAIT, &up, &m);
+	CHECK(m.ts == T0 + 4100 && m.child == 4248 && m.status == 9);
+	CHECK(wire_has(&m, FT_K_RUSAGE) && ru_children_is(&m.ru));
 
 	decode_vector(dir, "thread_start", FT_MSG_THREAD_START, &up, &m);
 	CHECK(m.ts == T0 + 5000 && m.tid == 4245);
@@ -181,6 +207,11 @@ static void test_vectors(const char *dir)
 
 	decode_vector(dir, "exit", FT_MSG_EXIT, &up, &m);
 	CHECK(m.ts == T0 + 8000 && m.code == -1);
+	CHECK(!wire_has(&m, FT_K_RUSAGE) && !wire_has(&m, FT_K_RUSAGE_CHILDREN));
+	decode_vector(dir, "exit_rusage", FT_MSG_EXIT, &up, &m);
+	CHECK(m.ts == T0 + 8100 && m.code == 0);
+	CHECK(wire_has(&m, FT_K_RUSAGE) && ru_self_is(&m.ru));
+	CHECK(wire_has(&m, FT_K_RUSAGE_CHILDREN) && ru_children_is(&m.ru_children));
 	decode_vector(dir, "signal", FT_MSG_SIGNAL, &up, &m);
 	CHECK(m.ts == T0 + 9000 && m.signo == 11);
 
@@ -267,6 +298,10 @@ static void test_bad_payloads(void)
 		{"\x81\x20\xff", 3, "a negative RANK"},
 		{"\x81\x21\xa1x", 4, "LOCAL_RANK as a string"},
 		{"\x81\x22\x01", 3, "RANK_VAR as an integer"},
+		{"\x81\x23\x98\x01\x01\x01\x01\x01\x01\x01\x01", 11, "RUSAGE of 8 entries"},
+		{"\x81\x24\x99\x01\x01\x01\x01\xff\x01\x01\x01\x01", 12,
+		 "RUSAGE_CHILDREN with a negative entry"},
+		{"\x81\x23\x01", 3, "RUSAGE as an integer"},
 	};
 	msgpack_unpacked up;
 	wire_msg m;
@@ -278,6 +313,10 @@ static void test_bad_payloads(void)
 	}
 	/* Unknown keys are skipped: a newer agent may send more. */
 	CHECK(wire_decode("\x82\x01\x05\x3f\xa3new", 8, FT_MSG_EXIT, &up, &m) == 0 && m.ts == 5);
+	/* So are entries of a RUSAGE past the nine this collector knows. */
+	CHECK(wire_decode("\x81\x23\x9a\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a", 13, FT_MSG_EXIT,
+			  &up, &m) == 0 &&
+	      m.ru.user_ns == 1 && m.ru.oublock == 9);
 	msgpack_unpacked_destroy(&up);
 }
 

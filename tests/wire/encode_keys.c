@@ -46,6 +46,6 @@ int main(void)
 	CHECK_INT(frame_with_keys(buf, FT_WIRE_HEADER_SIZE + 1 + 2 + 2, 3, 3), ==, -ENOBUFS);
 	/* The public encoders keep their counts: one of them, every variant
 	 * of every message is in wire_vectors. */
-	CHECK_INT(enc_exit(buf, sizeof(buf), 1, 2, 3), ==, n);
+	CHECK_INT(enc_exit(buf, sizeof(buf), 1, 2, 3, NULL, NULL), ==, n);
 	return check_done("encode_keys");
 }

@@ -20,13 +20,18 @@ HELLO, FORK, EXEC, EXEC_FAIL, SPAWN, WAIT, THREAD_START, THREAD_END, THREAD_NAME
 # enum ft_key
 TS, TID, PID, PPID, CHILD, PATH, ARGV, CWD, EXE, REALTIME, START_TICKS, ERRNO, STATUS, CODE, \
     SIGNO, NAME, KIND, COUNT, CMD, FLAGS, EXEC_TS, SLOT, OFFSET, TSC, DATA, ADDR, LO, HI, SIZE, \
-    TABLE_SLOT, CHILD_ERRNO, RANK, LOCAL_RANK, RANK_VAR = range(1, 35)
+    TABLE_SLOT, CHILD_ERRNO, RANK, LOCAL_RANK, RANK_VAR, RUSAGE, RUSAGE_CHILDREN = range(1, 37)
 # enum ft_ev_type, for the records in an EVENTS frame
 EV_TIME, EV_REGION_BEGIN, EV_REGION_END = 0, 3, 4
 VERSION = 1
 
 T0 = 5_000_000_000_000  # a monotonic time past 2^32 ns, so TS is a uint64
 TSC0 = 0x123456789abc  # a time stamp counter value past 2^32
+
+# Resource use (enum ft_rusage_field: user_ns, sys_ns, maxrss_kb, minflt, majflt, nvcsw,
+# nivcsw, inblock, oublock) in each integer form.
+RU_SELF = [1234567890123, 250000000, 204800, 51234, 3, 17, 300, 0, 8]
+RU_CHILDREN = [5000000000, 120000, 4096, 70000, 0, 250, 1, 96, 65536]
 
 # The records an EVENTS frame carries in DATA: TIME, then a region.
 RECORDS = (msgpack.packb([EV_TIME, TSC0]) + msgpack.packb([EV_REGION_BEGIN, 10, 'step']) +
@@ -67,16 +72,22 @@ VECTORS = [
                                ARGV: ['nope', 'x'], KIND: 1, EXEC_TS: T0 + 1600,
                                CHILD_ERRNO: 2}),
     ('exec', EXEC, {TS: T0 + 2000, TID: 4243, PATH: 'ls', ARGV: ['ls', '-l', '/'], KIND: 2}),
+    ('exec_rusage', EXEC, {TS: T0 + 2100, TID: 4243, PATH: 'ls', ARGV: ['ls'], KIND: 2,
+                           RUSAGE: RU_SELF}),
     ('exec_fail', EXEC_FAIL, {TS: T0 + 2001, TID: 4243, PATH: 'ls', ERRNO: 2}),
     ('spawn', SPAWN, {TS: T0 + 3000, TID: 4242, CHILD: 4244, PATH: 'sh',
                       ARGV: ['sh', '-c', 'exit 3'], ERRNO: 0, KIND: 3}),
     ('spawn_failed', SPAWN, {TS: T0 + 3100, TID: 4242, PATH: '/nonexistent',
                              ARGV: ['nonexistent'], ERRNO: 2, KIND: 2}),
     ('wait', WAIT, {TS: T0 + 4000, TID: 4242, CHILD: 4244, STATUS: 768}),
+    ('wait_rusage', WAIT, {TS: T0 + 4100, TID: 4242, CHILD: 4248, STATUS: 9,
+                           RUSAGE: RU_CHILDREN}),
     ('thread_start', THREAD_START, {TS: T0 + 5000, TID: 4245}),
     ('thread_end', THREAD_END, {TS: T0 + 7000, TID: 4245}),
     ('thread_name', THREAD_NAME, {TS: T0 + 6000, TID: 4245, NAME: 'worker-1'}),
     ('exit', EXIT, {TS: T0 + 8000, TID: 4242, CODE: -1}),
+    ('exit_rusage', EXIT, {TS: T0 + 8100, TID: 4242, CODE: 0, RUSAGE: RU_SELF,
+                           RUSAGE_CHILDREN: RU_CHILDREN}),
     ('signal', SIGNAL, {TS: T0 + 9000, TID: 4242, SIGNO: 11}),
     ('shell_begin', SHELL_BEGIN, {TS: T0 + 10000, TID: 4242, KIND: 4, CMD: 'echo hi | wc -c'}),
     ('shell_end', SHELL_END, {TS: T0 + 11000, TID: 4242, STATUS: 0, KIND: 4,

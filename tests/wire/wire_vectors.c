@@ -193,7 +193,21 @@ static ssize_t v_exec(unsigned char *b, size_t cap)
 {
 	static const char *const argv[] = {"ls", "-l", "/"};
 
-	return enc_exec(b, cap, T0 + 2000, 4243, FT_EXEC_EXECVP, "ls", argv, 3);
+	return enc_exec(b, cap, T0 + 2000, 4243, FT_EXEC_EXECVP, "ls", argv, 3, NULL);
+}
+
+/* Resource use in each integer form: CPU times past 2^32 ns (uint64) and
+ * below (uint32), counts as uint32, uint16, uint8 and fixint. */
+static const struct enc_rusage ru_self = {
+	{1234567890123ull, 250000000, 204800, 51234, 3, 17, 300, 0, 8}};
+static const struct enc_rusage ru_children = {
+	{5000000000ull, 120000, 4096, 70000, 0, 250, 1, 96, 65536}};
+
+static ssize_t v_exec_rusage(unsigned char *b, size_t cap)
+{
+	static const char *const argv[] = {"ls"};
+
+	return enc_exec(b, cap, T0 + 2100, 4243, FT_EXEC_EXECVP, "ls", argv, 1, &ru_self);
 }
 
 static ssize_t v_exec_fail(unsigned char *b, size_t cap)
@@ -218,7 +232,13 @@ static ssize_t v_spawn_failed(unsigned char *b, size_t cap)
 
 static ssize_t v_wait(unsigned char *b, size_t cap)
 {
-	return enc_wait(b, cap, T0 + 4000, 4242, 4244, 3 << 8);
+	return enc_wait(b, cap, T0 + 4000, 4242, 4244, 3 << 8, NULL);
+}
+
+/* A child killed by SIGKILL, reaped through wait4. */
+static ssize_t v_wait_rusage(unsigned char *b, size_t cap)
+{
+	return enc_wait(b, cap, T0 + 4100, 4242, 4248, 9, &ru_children);
 }
 
 static ssize_t v_thread_start(unsigned char *b, size_t cap)
@@ -238,7 +258,12 @@ static ssize_t v_thread_name(unsigned char *b, size_t cap)
 
 static ssize_t v_exit(unsigned char *b, size_t cap)
 {
-	return enc_exit(b, cap, T0 + 8000, 4242, -1);
+	return enc_exit(b, cap, T0 + 8000, 4242, -1, NULL, NULL);
+}
+
+static ssize_t v_exit_rusage(unsigned char *b, size_t cap)
+{
+	return enc_exit(b, cap, T0 + 8100, 4242, 0, &ru_self, &ru_children);
 }
 
 static ssize_t v_signal(unsigned char *b, size_t cap)
@@ -350,14 +375,17 @@ static const struct {
 	{"vfork_exec", v_vfork_exec},
 	{"vfork_exec_fail", v_vfork_exec_fail},
 	{"exec", v_exec},
+	{"exec_rusage", v_exec_rusage},
 	{"exec_fail", v_exec_fail},
 	{"spawn", v_spawn},
 	{"spawn_failed", v_spawn_failed},
 	{"wait", v_wait},
+	{"wait_rusage", v_wait_rusage},
 	{"thread_start", v_thread_start},
 	{"thread_end", v_thread_end},
 	{"thread_name", v_thread_name},
 	{"exit", v_exit},
+	{"exit_rusage", v_exit_rusage},
 	{"signal", v_signal},
 	{"shell_begin", v_shell_begin},
 	{"shell_end", v_shell_end},
