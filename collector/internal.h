@@ -195,7 +195,7 @@ int proc_apply(proc_tree *pt, proc_conn *c, const wire_msg *m, int64_t now_ns);
 void proc_conn_closed(proc_tree *pt, proc_conn *c, int64_t now_ns);
 
 /* The collector's own waitpid reaped pid with raw status at now_ns. */
-void proc_reaped(proc_tree *pt, pid_t pid, int status, int64_t now_ns);
+void proc_reaped(proc_tree *pt, pid_t pid, int status, const model_rusage *ru, int64_t now_ns);
 
 /* Registers the root command before its agent says hello. */
 proc_entry *proc_add_root(proc_tree *pt, pid_t pid, const char *const *argv, const char *exe,

@@ -59,6 +59,12 @@ struct proc_entry {
 	shm_image *shm; /* event buffers of image shm_seg (a reference) */
 	size_t shm_seg;
 	void *table_entry; /* ptab_'s open slot of the current image */
+	/* What the records said it used (docs/INSIGHT.md, "Resource use per
+	 * process"): its reaper's wait4 figure, and its agent's RUSAGE_SELF
+	 * and RUSAGE_CHILDREN at exit. ru_settle makes mp->ru of them,
+	 * whichever order they come in. */
+	model_rusage wait_ru, exit_ru, exit_children;
+	bool has_wait_ru, has_exit_ru, has_exit_children;
 };
 
 struct proc_tree {
@@ -331,6 +337,7 @@ static model_segment *insert_front_segment(proc_tree *pt, proc_entry *pe)
 	memset(s, 0, sizeof(*s));
 	s->start_ns = -1;
 	s->end_ns = -1;
+	s->end_user_ns = s->end_sys_ns = s->end_maxrss_kb = -1;
 	for (size_t i = 0; i < p->nthreads; i++)
 		for (model_chunk *ch = p->threads[i].chunks; ch; ch = ch->next)
 			ch->seg++;
@@ -379,6 +386,11 @@ static int add_fork_image(proc_tree *pt, proc_entry *pe, bool at_end)
 		s->cwd = src->cwd;
 		s->instrumented = src->instrumented;
 	}
+	/* Not at the end: the child exec'd since, without a word (its new
+	 * image's HELLO is why this runs): see model_segment's end_*. Its
+	 * peak resident set is not known. */
+	if (!at_end)
+		s->end_user_ns = s->end_sys_ns = 0;
 	pe->fork_image = true;
 	return 0;
 }
@@ -401,6 +413,54 @@ static void set_spawn(proc_tree *pt, proc_entry *child, proc_entry *parent, int6
 	}
 	if (child->hello_seen)
 		add_fork_image(pt, child, false);
+}
+
+/* a - b field by field, at least 0 (unknown, -1, stays unknown). */
+static model_rusage ru_less(const model_rusage *a, const model_rusage *b)
+{
+	const int64_t *x = &a->user_ns, *y = &b->user_ns;
+	model_rusage r;
+	int64_t *z = &r.user_ns;
+
+	_Static_assert(sizeof(model_rusage) == 9 * sizeof(int64_t), "model_rusage is 9 int64_t");
+	for (size_t i = 0; i < 9; i++)
+		z[i] = x[i] < 0 ? -1 : y[i] < 0 ? x[i] : x[i] > y[i] ? x[i] - y[i] : 0;
+	return r;
+}
+
+/*
+ * The process's own resource use from what is known so far, the most
+ * exact first: the reaper's figure less what the process's own reaped
+ * descendants used (its RUSAGE_CHILDREN at exit; it reaps nothing after
+ * its exit call), with its own peak resident set at exit (wait4's is the
+ * largest of it and its descendants'); else its RUSAGE_SELF at exit;
+ * else the reaper's figure whole (killed, static, agent-less: no EXIT).
+ */
+static void ru_settle(proc_entry *pe)
+{
+	model_process *p = pe->mp;
+
+	if (pe->has_wait_ru && pe->has_exit_ru && pe->has_exit_children) {
+		p->ru = ru_less(&pe->wait_ru, &pe->exit_children);
+		p->ru.maxrss_kb = pe->exit_ru.maxrss_kb;
+		p->ru_source = MODEL_RU_WAIT;
+	} else if (pe->has_exit_ru) {
+		p->ru = pe->exit_ru;
+		p->ru_source = MODEL_RU_EXIT;
+	} else if (pe->has_wait_ru) {
+		p->ru = pe->wait_ru;
+		p->ru_source = MODEL_RU_WAIT_WITH_DESC;
+	}
+}
+
+/* The reaper's figure for pe, reaped with status (an exit or a death). */
+static void set_wait_ru(proc_entry *pe, int status, const model_rusage *ru)
+{
+	if (!ru || (!WIFEXITED(status) && !WIFSIGNALED(status)))
+		return;
+	pe->wait_ru = *ru;
+	pe->has_wait_ru = true;
+	ru_settle(pe);
 }
 
 static void set_status(proc_entry *pe, int status, int64_t ts)
@@ -677,6 +737,13 @@ static void on_exec(proc_tree *pt, proc_conn *c, const wire_msg *m)
 	c->exec_ts = m->ts;
 	c->exec_path = dup_ws(pt->t, m->path);
 	c->exec_argv = dup_argv(pt->t, m, &c->exec_argc);
+	if (wire_has(m, FT_K_RUSAGE) && c->seg < pe->mp->nsegs) {
+		model_segment *s = &pe->mp->segs[c->seg];
+
+		s->end_user_ns = m->ru.user_ns;
+		s->end_sys_ns = m->ru.sys_ns;
+		s->end_maxrss_kb = m->ru.maxrss_kb;
+	}
 	if (c->seg + 1 < pe->mp->nsegs) {
 		/* The new image said hello before this record was read: just
 		 * move the boundary to the exec call. */
@@ -698,6 +765,12 @@ static void on_exec_fail(proc_tree *pt, proc_conn *c, const wire_msg *m)
 
 	c->exec_sent = false;
 	pe->exec_pending = false;
+	/* The image goes on: the EXEC's figure was not its end. */
+	if (c->seg < pe->mp->nsegs && c->seg + 1 == pe->mp->nsegs) {
+		model_segment *s = &pe->mp->segs[c->seg];
+
+		s->end_user_ns = s->end_sys_ns = s->end_maxrss_kb = -1;
+	}
 	if (c->remote_pending)
 		pt->remotes[c->remote_pending - 1].failed = true;
 	c->remote_pending = 0;
@@ -859,8 +932,10 @@ static void on_wait(proc_tree *pt, proc_conn *c, const wire_msg *m)
 		if (child)
 			child->mp->ppid = c->pe->mp->pid;
 	}
-	if (child)
+	if (child) {
 		set_status(child, (int)m->status, m->ts);
+		set_wait_ru(child, (int)m->status, wire_has(m, FT_K_RUSAGE) ? &m->ru : NULL);
+	}
 	mk = model_add_mark(pt->t, c->pe->mp);
 	if (!mk)
 		return;
@@ -1184,6 +1259,15 @@ int proc_apply(proc_tree *pt, proc_conn *c, const wire_msg *m, int64_t now_ns)
 			c->pe->mp->exit_kind = MODEL_EXIT_CODE;
 			c->pe->mp->exit_value = (int)m->code;
 		}
+		if (wire_has(m, FT_K_RUSAGE)) {
+			c->pe->exit_ru = m->ru;
+			c->pe->has_exit_ru = true;
+		}
+		if (wire_has(m, FT_K_RUSAGE_CHILDREN)) {
+			c->pe->exit_children = m->ru_children;
+			c->pe->has_exit_children = true;
+		}
+		ru_settle(c->pe);
 		break;
 	case FT_MSG_SIGNAL:
 		on_signal(pt, c, m);
@@ -1279,7 +1363,7 @@ void proc_conn_handover(proc_conn *from, proc_conn *to)
 	from->pe = NULL;
 }
 
-void proc_reaped(proc_tree *pt, pid_t pid, int status, int64_t now_ns)
+void proc_reaped(proc_tree *pt, pid_t pid, int status, const model_rusage *ru, int64_t now_ns)
 {
 	proc_entry *pe = find_child(pt, NULL, pid);
 
@@ -1290,6 +1374,7 @@ void proc_reaped(proc_tree *pt, pid_t pid, int status, int64_t now_ns)
 			return;
 	}
 	set_status(pe, status, now_ns);
+	set_wait_ru(pe, status, ru);
 }
 
 proc_entry *proc_add_root(proc_tree *pt, pid_t pid, const char *const *argv, const char *exe,

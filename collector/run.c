@@ -507,14 +507,35 @@ static void sig_async_cb(uv_async_t *a)
 	stop_waiting(rs, rsig_stop_signal());
 }
 
+/* A struct rusage as the model keeps it: times in ns. */
+static model_rusage rusage_of(const struct rusage *ru)
+{
+	return (model_rusage){
+		.user_ns = (int64_t)ru->ru_utime.tv_sec * 1000000000 + ru->ru_utime.tv_usec * 1000,
+		.sys_ns = (int64_t)ru->ru_stime.tv_sec * 1000000000 + ru->ru_stime.tv_usec * 1000,
+		.maxrss_kb = ru->ru_maxrss,
+		.minflt = ru->ru_minflt,
+		.majflt = ru->ru_majflt,
+		.nvcsw = ru->ru_nvcsw,
+		.nivcsw = ru->ru_nivcsw,
+		.inblock = ru->ru_inblock,
+		.oublock = ru->ru_oublock,
+	};
+}
+
+/* Reaps through wait4, whose figure for an orphan (and for the command)
+ * is the only one when no traced parent reaps it. */
 static void reap(run_state *rs)
 {
 	for (;;) {
 		int status;
-		pid_t pid = waitpid(-1, &status, WNOHANG);
+		struct rusage ru;
+		pid_t pid = wait4(-1, &status, WNOHANG, &ru);
 
 		if (pid > 0) {
-			proc_reaped(rs->tree, pid, status, proc_now_mono_ns());
+			model_rusage mru = rusage_of(&ru);
+
+			proc_reaped(rs->tree, pid, status, &mru, proc_now_mono_ns());
 			if (pid == rs->root) {
 				rs->root_done = true;
 				rs->root_status = status;

@@ -48,6 +48,15 @@ typedef struct model_segment {
 	bool argv_truncated;
 	model_module *mods; /* loaded objects, as the agent reported them */
 	size_t nmods, mods_cap;
+	/* The process's CPU times and peak resident set, cumulative over its
+	 * images, when an exec ended this image (the EXEC record's
+	 * getrusage(RUSAGE_SELF)): this image's CPU is its end less the
+	 * previous image's. -1: unknown; the last image ends with the
+	 * process, whose ru tells it. A fork child's copy of its parent's
+	 * image that exec'd without a word ends at 0 CPU (peak unknown): what
+	 * it ran between fork and exec (microseconds) counts with the image
+	 * it exec'd. */
+	int64_t end_user_ns, end_sys_ns, end_maxrss_kb;
 } model_segment;
 
 /*
@@ -319,8 +328,9 @@ const char **model_strv_alloc(model_trace *t, size_t n);
  * out_pid = pid). Returns it, owned by t, or NULL on allocation failure. */
 model_process *model_add_process(model_trace *t, int64_t pid);
 
-/* Appends and returns a zero-filled element (times set to -1), owned by
- * p; valid until the next add of the same kind. NULL on failure. */
+/* Appends and returns a zero-filled element (times, and a segment's end_*
+ * resource use, set to -1), owned by p; valid until the next add of the
+ * same kind. NULL on failure. */
 model_segment *model_add_segment(model_trace *t, model_process *p);
 model_thread *model_add_thread(model_trace *t, model_process *p, int64_t tid);
 model_mark *model_add_mark(model_trace *t, model_process *p);

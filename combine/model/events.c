@@ -334,6 +334,64 @@ static size_t make_labels(events_ctx *c, const model_process *p, const char *nam
 	return n + make_label(p, name, buf + n);
 }
 
+/* forktrace_process's "rusage": what the process itself used and where
+ * the figure came from (docs/TRACE_FORMAT.md); nothing when unknown. */
+static void write_rusage(jsonw *w, const model_process *p)
+{
+	const model_rusage *r = &p->ru;
+	const char *source = model_ru_source_name(p->ru_source);
+
+	if (source == NULL)
+		return;
+	jsonw_key(w, "rusage");
+	jsonw_obj_begin(w);
+	jsonw_kv_cstr(w, "source", source);
+	jsonw_kv_i64(w, "user_ns", r->user_ns);
+	jsonw_kv_i64(w, "sys_ns", r->sys_ns);
+	jsonw_kv_i64(w, "maxrss_kb", r->maxrss_kb);
+	jsonw_kv_i64(w, "minflt", r->minflt);
+	jsonw_kv_i64(w, "majflt", r->majflt);
+	jsonw_kv_i64(w, "nvcsw", r->nvcsw);
+	jsonw_kv_i64(w, "nivcsw", r->nivcsw);
+	jsonw_kv_i64(w, "inblock", r->inblock);
+	jsonw_kv_i64(w, "oublock", r->oublock);
+	jsonw_obj_end(w);
+}
+
+/* The process's CPU times and peak resident set at the end of image i,
+ * cumulative over its images: its EXEC's figure, or for the last image
+ * the process's own. False when unknown. */
+static bool segment_ru_end(const model_process *p, size_t i, model_rusage *out)
+{
+	const model_segment *s = &p->segs[i];
+
+	if (s->end_user_ns >= 0 && s->end_sys_ns >= 0) {
+		out->user_ns = s->end_user_ns;
+		out->sys_ns = s->end_sys_ns;
+		out->maxrss_kb = s->end_maxrss_kb;
+		return true;
+	}
+	if (i + 1 == p->nsegs && p->ru_source != MODEL_RU_NONE && p->ru.user_ns >= 0 &&
+	    p->ru.sys_ns >= 0) {
+		*out = p->ru;
+		return true;
+	}
+	return false;
+}
+
+/* CPU time (user + system) of image i: its end less the previous
+ * image's (nothing before the first); -1 when either is unknown. */
+static int64_t segment_cpu_ns(const model_process *p, size_t i)
+{
+	model_rusage end, before = {.user_ns = 0, .sys_ns = 0};
+	int64_t d;
+
+	if (!segment_ru_end(p, i, &end) || (i > 0 && !segment_ru_end(p, i - 1, &before)))
+		return -1;
+	d = (end.user_ns + end.sys_ns) - (before.user_ns + before.sys_ns);
+	return d > 0 ? d : 0;
+}
+
 /* The four process-level metadata events. */
 static void write_process_meta(events_ctx *c, const model_process *p, const char *name,
 			       uint64_t sort_index)
@@ -383,6 +441,7 @@ static void write_process_meta(events_ctx *c, const model_process *p, const char
 	}
 	if (p->local_rank >= 0)
 		jsonw_kv_i64(w, "local_rank", p->local_rank);
+	write_rusage(w, p);
 	meta_end(c);
 }
 
@@ -478,10 +537,56 @@ static void write_segments(events_ctx *c, const model_process *p)
 		jsonw_kv_bool(w, "instrumented", s->instrumented);
 		if (s->argv_truncated)
 			jsonw_kv_bool(w, "argv_truncated", true);
+		int64_t cpu = segment_cpu_ns(p, i);
+		if (cpu >= 0)
+			jsonw_kv_i64(w, "cpu_ns", cpu);
 		if (i + 1 == p->nsegs) {
 			jsonw_key(w, "exit");
 			write_exit(w, p);
 		}
+		ev.args = args_end(c);
+		emit(c, &ev);
+	}
+}
+
+/*
+ * The process's counter tracks "cpu" (user_ms, sys_ms: cumulative) and
+ * "rss" (peak_mib) at the end of each image where getrusage's figure is
+ * known, so that a viewer shows where a process's CPU and memory went.
+ */
+static void write_ru_counters(events_ctx *c, const model_process *p)
+{
+	jsonw *w = &c->w;
+
+	for (size_t i = 0; i < p->nsegs; i++) {
+		const model_segment *s = &p->segs[i];
+		int64_t end = s->end_ns >= 0 ? s->end_ns : p->end_ns;
+		model_rusage ru;
+		jsonw_event ev = {
+			.ph = 'C',
+			.cat = strview_c("rusage"),
+			.pid = p->out_pid,
+			.tid = p->out_pid,
+			.ts_ns = end,
+			.dur_ns = JSONW_NO_TIME,
+		};
+
+		if (end < 0 || !segment_ru_end(p, i, &ru))
+			continue;
+		ev.name = strview_c("cpu");
+		args_begin(c);
+		jsonw_key(w, "user_ms");
+		jsonw_f64(w, (double)ru.user_ns / 1e6);
+		jsonw_key(w, "sys_ms");
+		jsonw_f64(w, (double)ru.sys_ns / 1e6);
+		ev.args = args_end(c);
+		emit(c, &ev);
+		if (ru.maxrss_kb < 0)
+			continue;
+		ev.name = strview_c("rss");
+		args_begin(c);
+		jsonw_key(w, "peak_mib");
+		jsonw_f64(w, (double)ru.maxrss_kb / 1024.0);
 		ev.args = args_end(c);
 		emit(c, &ev);
 	}
@@ -609,6 +714,7 @@ static void write_process(events_ctx *c, const model_process *p, uint64_t sort_i
 	write_process_meta(c, p, name, sort_index);
 	write_threads(c, p, name);
 	write_segments(c, p);
+	write_ru_counters(c, p);
 	write_flow(c, p);
 	write_marks(c, p);
 	write_records(c, p);

@@ -294,6 +294,7 @@ model_segment *model_add_segment(model_trace *t, model_process *p)
 	memset(s, 0, sizeof(*s));
 	s->start_ns = -1;
 	s->end_ns = -1;
+	s->end_user_ns = s->end_sys_ns = s->end_maxrss_kb = -1;
 	return s;
 }
 

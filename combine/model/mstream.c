@@ -30,6 +30,11 @@
 #include "mstream.h"
 #include "vec.h"
 
+/* The fields of a model_rusage, as PROC carries them. */
+#define MSTREAM_RU_FIELDS 9
+_Static_assert(sizeof(model_rusage) == MSTREAM_RU_FIELDS * sizeof(int64_t),
+	       "model_rusage is its nine int64_t fields");
+
 /* Clock pairs and samples per record: keeps a record of a long run's
  * pairs well under MSTREAM_RECORD_MAX. */
 #define CLOCKS_PER_RECORD 65536u
@@ -378,6 +383,9 @@ static uint64_t proc_hash(const model_process *p, int64_t parent)
 	h = mix(h, (uint64_t)p->rank);
 	h = mix(h, (uint64_t)p->local_rank);
 	h = mixp(h, p->rank_var);
+	h = mix(h, (uint64_t)p->ru_source);
+	for (const int64_t *v = &p->ru.user_ns; v <= &p->ru.oublock; v++)
+		h = mix(h, (uint64_t)*v);
 	return h;
 }
 
@@ -393,6 +401,9 @@ static uint64_t seg_hash(const model_segment *s)
 	h = mixp(h, s->cwd);
 	h = mix(h, (uint64_t)s->instrumented << 1 | s->argv_truncated);
 	h = mix(h, s->nmods);
+	h = mix(h, (uint64_t)s->end_user_ns);
+	h = mix(h, (uint64_t)s->end_sys_ns);
+	h = mix(h, (uint64_t)s->end_maxrss_kb);
 	return h;
 }
 
@@ -425,7 +436,7 @@ static int64_t parent_index(const model_trace *t, const model_process *p)
 
 static int send_proc(mstream_writer *w, const model_process *p, int64_t parent)
 {
-	rec_begin(w, MSTREAM_R_PROC, 18);
+	rec_begin(w, MSTREAM_R_PROC, 18 + 1 + MSTREAM_RU_FIELDS);
 	put_uint(w, p->index);
 	put_int(w, p->pid);
 	put_int(w, p->out_pid);
@@ -444,6 +455,9 @@ static int send_proc(mstream_writer *w, const model_process *p, int64_t parent)
 	put_int(w, p->rank);
 	put_int(w, p->local_rank);
 	put_str(w, p->rank_var);
+	put_uint(w, (uint64_t)p->ru_source);
+	for (const int64_t *v = &p->ru.user_ns; v <= &p->ru.oublock; v++)
+		put_int(w, *v);
 	return rec_end(w);
 }
 
@@ -451,7 +465,7 @@ static int send_seg(mstream_writer *w, const model_process *p, size_t i, size_t 
 {
 	const model_segment *s = &p->segs[i];
 
-	rec_begin(w, MSTREAM_R_SEG, 10);
+	rec_begin(w, MSTREAM_R_SEG, 13);
 	put_uint(w, p->index);
 	put_uint(w, i);
 	put_int(w, s->start_ns);
@@ -468,6 +482,9 @@ static int send_seg(mstream_writer *w, const model_process *p, size_t i, size_t 
 		put_uint(w, s->mods[m].lo);
 		put_uint(w, s->mods[m].hi);
 	}
+	put_int(w, s->end_user_ns);
+	put_int(w, s->end_sys_ns);
+	put_int(w, s->end_maxrss_kb);
 	return rec_end(w);
 }
 
@@ -1098,6 +1115,15 @@ static int read_proc(rec *c)
 	p->rank = f_int(c, 15);
 	p->local_rank = f_int(c, 16);
 	f_str(c, 17, &p->rank_var);
+	/* Resource use, from writers that send it (fields 18 to 27). */
+	if (c->n >= 18 + 1 + MSTREAM_RU_FIELDS) {
+		int64_t *v = &p->ru.user_ns;
+
+		p->ru_source = (enum model_ru_source)f_range(c, 18, MODEL_RU_NONE,
+							     MODEL_RU_WAIT_WITH_DESC);
+		for (uint32_t i = 0; i < MSTREAM_RU_FIELDS; i++)
+			v[i] = f_int(c, 19 + i);
+	}
 	if ((err = rec_check(c)) < 0)
 		return err;
 	if (parent < -1 || parent >= (int64_t)t->nprocs)
@@ -1141,6 +1167,11 @@ static int read_seg(rec *c)
 	f_str(c, 6, &s->cwd);
 	s->instrumented = f_bool(c, 7);
 	s->argv_truncated = f_bool(c, 8);
+	if (c->n >= 13) {
+		s->end_user_ns = f_int(c, 10);
+		s->end_sys_ns = f_int(c, 11);
+		s->end_maxrss_kb = f_int(c, 12);
+	}
 	if ((err = rec_check(c)) < 0)
 		return err;
 	c->f = mods->via.array.ptr;

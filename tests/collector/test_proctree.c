@@ -6,6 +6,8 @@
  * process with its parent and its exit status. Every permutation is
  * applied here to the collector's proctree.c (the e2e tests in
  * tests/e2e/test_adv_tree.py check the orders real programs produce).
+ * So must its resource use: EXIT's own figure and its descendants', the
+ * reaper's (WAIT or the collector's) make the same ru in every order.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,14 @@
 
 enum fact { F_FORK, F_HELLO, F_EXIT, F_WAIT, F_REAP, F_N };
 static const char *const fact_name[F_N] = {"FORK", "HELLO", "EXIT", "WAIT", "REAP"};
+
+/* The child's RUSAGE_SELF and RUSAGE_CHILDREN at exit, its reaper's wait4
+ * figure (at least their sum), and what the reaper's less its children's
+ * is, with its own peak. */
+static const model_rusage ru_exit_self = {100, 50, 2000, 10, 1, 3, 4, 5, 6};
+static const model_rusage ru_exit_children = {40, 20, 9000, 5, 1, 1, 1, 2, 3};
+static const model_rusage ru_reaper = {150, 75, 9000, 16, 2, 4, 5, 7, 9};
+static const model_rusage ru_own = {110, 55, 2000, 11, 1, 3, 4, 5, 6};
 
 static wire_msg msg(unsigned type, int64_t ts, int64_t tid)
 {
@@ -100,7 +110,10 @@ static void run_order(const struct scenario *sc, const enum fact *order, int n)
 		case F_EXIT:
 			m = msg(FT_MSG_EXIT, T0 + 30, CHILD);
 			m.code = 4;
-			m.present |= 1ull << FT_K_CODE;
+			m.ru = ru_exit_self;
+			m.ru_children = ru_exit_children;
+			m.present |= (1ull << FT_K_CODE) | (1ull << FT_K_RUSAGE) |
+				     (1ull << FT_K_RUSAGE_CHILDREN);
 			CHECK_MSG(proc_apply(pt, &child_c, &m, T0 + 100) == 0, "%s", desc);
 			proc_conn_closed(pt, &child_c, T0 + 100);
 			break;
@@ -108,18 +121,20 @@ static void run_order(const struct scenario *sc, const enum fact *order, int n)
 			m = msg(FT_MSG_WAIT, T0 + 40, ROOT);
 			m.child = CHILD;
 			m.status = status;
-			m.present |= (1ull << FT_K_CHILD) | (1ull << FT_K_STATUS);
+			m.ru = ru_reaper;
+			m.present |= (1ull << FT_K_CHILD) | (1ull << FT_K_STATUS) |
+				     (1ull << FT_K_RUSAGE);
 			CHECK_MSG(proc_apply(pt, &root_c, &m, T0 + 100) == 0, "%s", desc);
 			break;
 		case F_REAP:
-			proc_reaped(pt, CHILD, status, T0 + 50);
+			proc_reaped(pt, CHILD, status, &ru_reaper, T0 + 50);
 			break;
 		default:
 			break;
 		}
 	}
 	proc_conn_closed(pt, &root_c, T0 + 60);
-	proc_reaped(pt, ROOT, 0, T0 + 60);
+	proc_reaped(pt, ROOT, 0, NULL, T0 + 60);
 	proc_finish(pt, T0 + 200, true);
 
 	model_process *root = NULL, *child = NULL;
@@ -161,6 +176,15 @@ static void run_order(const struct scenario *sc, const enum fact *order, int n)
 			want = 2;
 		CHECK_MSG(child->nsegs == want, "%s: %zu images, expected %zu", desc, child->nsegs,
 			  want);
+		/* With EXIT: the reaper's less its descendants'; without: the
+		 * reaper's whole. */
+		enum model_ru_source src = sc->hello ? MODEL_RU_WAIT : MODEL_RU_WAIT_WITH_DESC;
+		const model_rusage *ru = sc->hello ? &ru_own : &ru_reaper;
+		CHECK_MSG(child->ru_source == src && memcmp(&child->ru, ru, sizeof(*ru)) == 0,
+			  "%s: rusage source %d user %lld sys %lld maxrss %lld minflt %lld", desc,
+			  (int)child->ru_source, (long long)child->ru.user_ns,
+			  (long long)child->ru.sys_ns, (long long)child->ru.maxrss_kb,
+			  (long long)child->ru.minflt);
 	}
 	proc_tree_free(pt);
 	model_free(t);
@@ -240,7 +264,7 @@ static void reuse_run(const int *order)
 			proc_apply(pt, &root_c, &m, T0 + 100);
 			break;
 		case R_REAP_A:
-			proc_reaped(pt, CHILD, 4 << 8, T0 + 15);
+			proc_reaped(pt, CHILD, 4 << 8, NULL, T0 + 15);
 			break;
 		case R_HELLO_B:
 			m = hello(CHILD, getpid(), 888, T0 + 25, 0);
@@ -254,12 +278,12 @@ static void reuse_run(const int *order)
 			proc_conn_closed(pt, &b_c, T0 + 100);
 			break;
 		case R_REAP_B:
-			proc_reaped(pt, CHILD, 5 << 8, T0 + 30);
+			proc_reaped(pt, CHILD, 5 << 8, NULL, T0 + 30);
 			break;
 		}
 	}
 	proc_conn_closed(pt, &root_c, T0 + 60);
-	proc_reaped(pt, ROOT, 0, T0 + 60);
+	proc_reaped(pt, ROOT, 0, NULL, T0 + 60);
 	proc_finish(pt, T0 + 200, true);
 
 	model_process *a = NULL, *b = NULL;
@@ -424,7 +448,7 @@ static void img_run(const int *order)
 		}
 	}
 	proc_conn_closed(pt, &root_c, T0 + 60);
-	proc_reaped(pt, ROOT, 0, T0 + 60);
+	proc_reaped(pt, ROOT, 0, NULL, T0 + 60);
 	proc_finish(pt, T0 + 200, true);
 
 	model_process *ch = NULL;

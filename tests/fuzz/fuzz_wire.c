@@ -3,7 +3,9 @@
  * collector. The input is a script of reads on up to four connections:
  *
  *   byte 0: op (low 2 bits: connection; bit 2: close it; bit 3: the
- *           collector reaps a pid; otherwise read data)
+ *           collector reaps a pid: int32 pid, int32 status, then the
+ *           rusage it got as a model_rusage if L has room; otherwise
+ *           read data)
  *   byte 1..2: length L (little-endian), then L bytes of stream data
  *
  * Each connection assembles frames exactly as the server does, decodes them
@@ -98,7 +100,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				int32_t pid, st;
 				memcpy(&pid, data + i, 4);
 				st = len >= 8 ? (memcpy(&st, data + i + 4, 4), st) : 0;
-				proc_reaped(pt, pid, st, now);
+				/* The subreaper's wait4 figure: what follows, if
+				 * there is room for it. */
+				model_rusage ru;
+				bool has_ru = len >= 8 + sizeof(ru);
+				if (has_ru)
+					memcpy(&ru, data + i + 8, sizeof(ru));
+				proc_reaped(pt, pid, st, has_ru ? &ru : NULL, now);
 			}
 		} else {
 			feed(pt, &up, c, data + i, len, now);

@@ -153,6 +153,8 @@ static const char *model_diff(const model_trace *a, const model_trace *b, char *
 			     p->lost_events == q->lost_events && p->rank == q->rank &&
 			     p->local_rank == q->local_rank && str_eq(p->rank_var, q->rank_var),
 		     "process %zu", i);
+		DIFF(p->ru_source == q->ru_source && !memcmp(&p->ru, &q->ru, sizeof(p->ru)),
+		     "process %zu: rusage", i);
 		DIFF(p->nsegs == q->nsegs && p->nthreads == q->nthreads && p->nmarks == q->nmarks,
 		     "process %zu: counts", i);
 		for (size_t j = 0; j < p->nsegs; j++) {
@@ -162,7 +164,10 @@ static const char *model_diff(const model_trace *a, const model_trace *b, char *
 				     str_eq(s->exe, z->exe) && s->argc == z->argc &&
 				     strv_eq(s->argv, z->argv, s->argc) && str_eq(s->cwd, z->cwd) &&
 				     s->instrumented == z->instrumented &&
-				     s->argv_truncated == z->argv_truncated && s->nmods == z->nmods,
+				     s->argv_truncated == z->argv_truncated &&
+				     s->nmods == z->nmods && s->end_user_ns == z->end_user_ns &&
+				     s->end_sys_ns == z->end_sys_ns &&
+				     s->end_maxrss_kb == z->end_maxrss_kb,
 			     "process %zu image %zu", i, j);
 			for (size_t m = 0; m < s->nmods; m++)
 				DIFF(str_eq(s->mods[m].path, z->mods[m].path) &&
@@ -292,6 +297,15 @@ static model_trace *full_model(void)
 	p->rank = 3;
 	p->local_rank = 1;
 	p->rank_var = model_strdup(t, "OMPI_COMM_WORLD_RANK");
+	/* Resource use: the process's, and its first image's end (an exec);
+	 * a count past 2^32 and one unknown field. */
+	p->ru = (model_rusage){5000000000, 250000000, 204800, 51234, 3, 17, 300, -1, 8};
+	p->ru_source = MODEL_RU_WAIT;
+	p->segs[0].end_user_ns = 1000000;
+	p->segs[0].end_sys_ns = 2000000;
+	p->segs[0].end_maxrss_kb = 4096;
+	t->procs[1]->ru = (model_rusage){1, 2, 3, 4, 5, 6, 7, 8, 9};
+	t->procs[1]->ru_source = MODEL_RU_WAIT_WITH_DESC;
 	CHECK_INT(
 		model_add_module(t, &p->segs[1], "/usr/bin/make", 13, 0x400000, 0x400000, 0x500000),
 		==, 0);

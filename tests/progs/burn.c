@@ -1,0 +1,71 @@
+/*
+ * burn MS MIB [kill]: touches MIB MiB of memory, then spins until it has
+ * used MS ms of user CPU time, prints what getrusage(RUSAGE_SELF) says it
+ * used ("user_ns sys_ns maxrss_kb"), and exits 0 (or, with kill, dies of
+ * SIGKILL: no exit call, so no agent's EXIT).
+ * burn waitpid MS MIB [kill]: forks a child that execs burn MS MIB [kill]
+ * and reaps it with waitpid.
+ * burn orphan MS MIB: forks a child that execs burn MS MIB and exits at
+ * once, leaving the child to the subreaper.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static long long ns_of(struct timeval tv)
+{
+	return (long long)tv.tv_sec * 1000000000 + (long long)tv.tv_usec * 1000;
+}
+
+static int burn(long ms, long mib, int kill_self)
+{
+	struct rusage ru;
+	size_t n = (size_t)mib << 20;
+	volatile unsigned long sink = 0;
+	char *mem = n ? malloc(n) : NULL;
+
+	if (n && !mem)
+		return 2;
+	/* Every page written: resident, and page faults (system time). */
+	for (size_t i = 0; i < n; i += 4096)
+		mem[i] = (char)i;
+	do {
+		for (int i = 0; i < 100000; i++)
+			sink += (unsigned long)i * 7u;
+		getrusage(RUSAGE_SELF, &ru);
+	} while (ns_of(ru.ru_utime) < ms * 1000000LL);
+	printf("%lld %lld %ld\n", ns_of(ru.ru_utime), ns_of(ru.ru_stime), ru.ru_maxrss);
+	fflush(stdout);
+	if (kill_self)
+		raise(SIGKILL);
+	free(mem);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 4 && (strcmp(argv[1], "waitpid") == 0 || strcmp(argv[1], "orphan") == 0)) {
+		char *args[] = {"burn", argv[2], argv[3], argc > 4 ? argv[4] : NULL, NULL};
+		int status;
+		pid_t pid = fork();
+
+		if (pid < 0)
+			return 3;
+		if (pid == 0) {
+			execv("/proc/self/exe", args);
+			_exit(127);
+		}
+		if (argv[1][0] == 'o')
+			return 0;
+		if (waitpid(pid, &status, 0) != pid)
+			return 4;
+		return 0;
+	}
+	if (argc < 3)
+		return 1;
+	return burn(atol(argv[1]), atol(argv[2]), argc > 3 && strcmp(argv[3], "kill") == 0);
+}
