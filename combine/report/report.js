@@ -151,8 +151,8 @@ for (const p of P) p.kids.sort(byStart);
   const seen = new Uint8Array(P.length);
   while (st.length) { const [p, d] = st.pop(); if (seen[p.i]) continue; seen[p.i] = 1; p.depth = d; for (const c of p.kids) st.push([c, d + 1]); }
 })();
-/* Deep trees start collapsed below a few levels, so the page opens readable. */
-if (P.length > 400) for (const p of P) if (p.depth >= 3 && p.kids.length) p.collapsed = true;
+/* Big trees open in the packed view, with short processes folded
+ * (report_timeline.js); the tree view starts expanded. */
 
 let T0 = 0, T1 = Math.max(1, M.end);
 for (const p of P) { if (p.end > T1) T1 = p.end; }
@@ -312,7 +312,10 @@ class TimeView {
     c.addEventListener('mouseleave', () => { if (this.o.hover) this.o.hover(-1, -1, null); });
     new ResizeObserver(() => this.draw()).observe(c.parentElement);
   }
-  plotW() { return Math.max(10, this.c.clientWidth - this.gutter); }
+  /* The plot's width, read from the layout once per draw (x() runs for
+   * every bar, and each layout read costs). */
+  plotW() { return this.pw || this.measure(); }
+  measure() { this.pw = Math.max(10, this.c.clientWidth - this.gutter); return this.pw; }
   x(t) { return this.gutter + (t - this.t0) * this.plotW() / (this.t1 - this.t0); }
   t(x) { return this.t0 + (x - this.gutter) * (this.t1 - this.t0) / this.plotW(); }
   zoomAt(x, f) {
@@ -362,57 +365,58 @@ class TimeView {
     const ctx = this.ctx; ctx.fillStyle = 'rgba(0,0,0,0.045)';
     for (const t of ticks) { const x = Math.round(this.x(t)); if (x >= this.gutter) ctx.fillRect(x, y0, 1, y1 - y0); }
   }
-  draw() { this.o.draw(this); }
+  draw() { this.measure(); this.o.draw(this); }
 }
 
 /* ---- process timeline ----------------------------------------------- */
+/* The rows come from report_timeline.js (FT_LANES): the tree or the packed
+ * view, with folds; this part draws them and answers the mouse. */
 const ROW = 20, AXIS = 24, GUT = 230;
 let rows = [];
-let hoverP = null, selected = null;
+let hoverP = null, selected = null, found = null;
+/* 'packed' or 'tree': the packed view is the default for big traces; the
+ * choice stays through filtering. */
+let view = P.length > FT_LANES.PACKED_ABOVE ? 'packed' : 'tree';
+/* Folds the reader opened, by their parent's index: kept through
+ * filtering and switching views. */
+const foldOpen = new Set();
+/* A process's CPU time in ns, when the trace has it. */
+function cpuOf(p) { return p.ru && p.ru.cpu >= 0 ? p.ru.cpu : undefined; }
 function rebuildRows() {
-  rows = [];
-  /* A hidden process's children move up to its nearest visible ancestor. */
-  const vkidsAll = (p) => { const out = []; const st = p.kids.slice().reverse(); while (st.length) { const c = st.pop(); if (c.visible) out.push(c); else for (let k = c.kids.length - 1; k >= 0; k--) st.push(c.kids[k]); } return out.sort(byStart); };
-  const vroots = []; { const st = roots.slice().reverse(); while (st.length) { const c = st.pop(); if (c.visible) vroots.push(c); else for (let k = c.kids.length - 1; k >= 0; k--) st.push(c.kids[k]); } }
-  vroots.sort(byStart);
-  /* Several hosts: each host's processes under a heading row, the head
-   * first; a process launched from another host (a node's root under its
-   * ssh) starts its host's tree. */
-  const groups = MULTI ? HOSTS.filter((name) => !F.hosts || F.hosts.has(name)).map((name) => ({ hdr: true, host: name, info: hostInfo.get(name), roots: [], n: 0 })) : [{ roots: vroots }];
-  const vkids = MULTI ? (p) => vkidsAll(p).filter((c) => c.host === p.host) : vkidsAll;
-  if (MULTI) {
-    const byHost = new Map(groups.map((g) => [g.host, g]));
-    /* A host's roots: its visible processes whose nearest visible
-     * ancestor is on another host, or that have none. */
-    for (const p of P) {
-      if (!p.visible) continue;
-      let q = p.parent >= 0 && p.parent !== p.i ? P[p.parent] : null;
-      while (q && !q.visible) q = q.parent >= 0 && q.parent !== q.i ? P[q.parent] : null;
-      const g = byHost.get(p.host);
-      if (!g) continue;
-      if (!q || q.host !== p.host) g.roots.push(p);
-      g.n++;
-    }
-    for (const g of groups) g.roots.sort(byStart);
-  }
-  for (const g of groups) {
-    if (g.hdr) { g.row = rows.length; rows.push(g); }
-    const st = g.roots.slice().reverse().map((p) => [p, 0]);
-    while (st.length) {
-      const [p, d] = st.pop();
-      p.vdepth = d; p.vkids = vkids(p); p.row = rows.length; rows.push(p);
-      if (!p.collapsed) for (let k = p.vkids.length - 1; k >= 0; k--) st.push([p.vkids[k], d + 1]);
-    }
-  }
-  for (const p of P) if (!p.visible) p.row = -1;
-  markHidden();
+  const groups = FT_LANES.forest(P, { byStart, multi: MULTI, hosts: HOSTS, hostInfo, hostFilter: F.hosts });
+  FT_LANES.folds(groups, T1 - T0, foldOpen);
+  rows = view === 'packed' ? FT_LANES.packedRows(P, groups, byStart) : FT_LANES.treeRows(P, groups);
+  const btn = $('tl-view');
+  btn.textContent = view === 'packed' ? 'Tree view' : 'Packed view';
+  btn.title = view === 'packed' ? 'one row per process, under its parent' : 'processes packed into as few lanes as they need, like job slots';
+  $('tl-expand').textContent = view === 'packed' ? 'Unfold all' : 'Expand all';
+  $('tl-fold').hidden = foldOpen.size === 0;
 }
-function markHidden() {
-  const shown = new Uint8Array(P.length);
-  for (const p of rows) if (!p.hdr) shown[p.i] = 1;
-  for (const p of P) p.shown = !!shown[p.i];
+function setView(v) { view = v; rebuildRows(); tl.scrollY = 0; tl.changed(); }
+/* The fold or process under (x, y) of the timeline: {row, item}. */
+function hitAt(x, y) {
+  const r = Math.floor((y - AXIS + tl.scrollY) / ROW);
+  if (y <= AXIS || r < 0 || r >= rows.length || rows[r].hdr) return null;
+  const row = rows[r];
+  if (!row.lane) return { row, item: row };
+  if (x < GUT) return { row, item: null };
+  const it = FT_LANES.laneItemAt(row, tl.t(x), 4 * (tl.t1 - tl.t0) / tl.plotW());
+  return { row, item: it };
 }
-function procAtRow(y, view) { const r = Math.floor((y - AXIS + view.scrollY) / ROW); return r >= 0 && r < rows.length && !rows[r].hdr ? rows[r] : null; }
+function toggleFold(f) {
+  f.open = !f.open;
+  if (f.open) foldOpen.add(f.parent.i); else foldOpen.delete(f.parent.i);
+  rebuildRows(); tl.scroll(0, true); tl.changed();
+}
+/* "412 processes under configure: 3.2 s CPU, 5 non-zero exits". */
+function foldText(f) {
+  const s = FT_LANES.foldStats(f, cpuOf);
+  const parts = [fmtDur(s.wall) + ' wall'];
+  if (s.hasCpu) parts.push(fmtDur(s.cpu) + ' CPU');
+  parts.push(s.nonzero ? fmtInt(s.nonzero) + ' non-zero exit' + (s.nonzero === 1 ? '' : 's') : 'no non-zero exits');
+  if (s.killed) parts.push(fmtInt(s.killed) + ' killed');
+  return fmtInt(s.n) + ' processes under ' + f.parent.title + ': ' + parts.join(', ');
+}
 
 function hatch(ctx) {
   const c = document.createElement('canvas'); c.width = c.height = 6;
@@ -421,6 +425,112 @@ function hatch(ctx) {
   return ctx.createPattern(c, 'repeat');
 }
 let HATCH = null;
+
+/* Rectangles gathered by fill style and drawn style by style: a canvas
+ * pays for each change of fill style, and the packed view draws
+ * thousands of bars a frame. Layers keep their order: bars, hatching of
+ * what was not instrumented, the white cuts between images. */
+function rectBatch() {
+  const m = new Map();
+  return {
+    add(style, x, y, w, h) { let a = m.get(style); if (!a) { a = []; m.set(style, a); } a.push(x, y, w, h); },
+    flush(ctx) {
+      for (const [style, a] of m) {
+        ctx.fillStyle = style;
+        for (let k = 0; k < a.length; k += 4) ctx.fillRect(a[k], a[k + 1], a[k + 2], a[k + 3]);
+      }
+      m.clear();
+    }
+  };
+}
+const BARS = [rectBatch(), rectBatch(), rectBatch()];
+/* One process's bar at y (its images, its exit, its marks) into BARS;
+ * what goes on top (labels, outlines, marks) into deco, drawn after;
+ * room: the pixels free after it for its exit text. */
+function drawProc(ctx, v, p, y, bh, w, room, deco) {
+  const segs = p.segs.length ? p.segs : [{ s: p.start, e: p.end, name: p.name, inst: p.inst }];
+  const x0 = v.x(p.start), x1 = v.x(p.end);
+  if (x1 < GUT || x0 > w) return;
+  for (let k = 0; k < segs.length; k++) {
+    const s = segs[k];
+    let a = v.x(s.s), b = v.x(s.e);
+    if (b < GUT || a > w) continue;
+    a = Math.max(a, GUT - 2); b = Math.min(b, w + 2);
+    const bw = Math.max(1.5, b - a);
+    BARS[0].add(color(s.name), a, y, bw, bh);
+    if (!s.inst) BARS[1].add(HATCH, a, y, bw, bh);
+    if (k > 0) BARS[2].add('#fff', a - 0.5, y - 1, 1.5, bh + 2);
+    if (bw > 36) {
+      deco.push(() => {
+        ctx.fillStyle = '#1d2330';
+        ctx.save(); ctx.beginPath(); ctx.rect(a, y, bw, bh); ctx.clip();
+        ctx.fillText(s.name, Math.max(a, GUT) + 4, y + bh / 2 + 0.5); ctx.restore();
+      });
+    }
+  }
+  const marked = p.marks.length && p.marks.some((m) => m.cat === 'exec' || m.cat === 'signal');
+  if (p !== found && p !== selected && !p.failed && !p.killed && !p.running && !p.hostLost && !marked) return;
+  deco.push(() => {
+    if (p === found || p === selected) {
+      ctx.strokeStyle = p === found ? '#e8590c' : '#2f6fdf'; ctx.lineWidth = 2;
+      ctx.strokeRect(Math.max(x0, GUT - 2) - 2, y - 2, Math.max(2, Math.min(x1, w + 2) - Math.max(x0, GUT - 2)) + 4, bh + 4);
+      ctx.lineWidth = 1;
+    }
+    const text = room > 60;
+    if (p.failed || p.killed) {
+      ctx.strokeStyle = '#d23b3b'; ctx.lineWidth = 1.5;
+      ctx.strokeRect(Math.max(x0, GUT - 2), y - 0.5, Math.max(2, Math.min(x1, w + 2) - Math.max(x0, GUT - 2)), bh + 1);
+      ctx.lineWidth = 1;
+      if (text) {
+        const ex = Math.min(x1, w - 6) + 3;
+        ctx.fillStyle = '#d23b3b';
+        ctx.font = 'bold 11px system-ui, sans-serif';
+        ctx.fillText(p.killed ? '\u26a1 ' + (p.sig || 'signal ' + p.ev) : '\u2715 exit ' + p.ev, ex, y + bh / 2 + 0.5);
+        ctx.font = '12px system-ui, sans-serif';
+      }
+    } else if (p.running && text) {
+      ctx.fillStyle = '#c97a00'; ctx.fillText('\u2026 running', Math.min(x1, w - 60) + 3, y + bh / 2 + 0.5);
+    } else if (p.hostLost && text) {
+      ctx.fillStyle = '#d23b3b'; ctx.fillText('\u2716 host lost', Math.min(x1, w - 70) + 3, y + bh / 2 + 0.5);
+    }
+    for (const m of p.marks) {
+      if (m.cat !== 'exec' && m.cat !== 'signal') continue;
+      const mx = v.x(m.ts);
+      if (mx < GUT || mx > w) continue;
+      ctx.fillStyle = '#d23b3b'; ctx.beginPath(); ctx.moveTo(mx, y - 2); ctx.lineTo(mx + 4, y + bh / 2); ctx.lineTo(mx, y + bh + 2); ctx.lineTo(mx - 4, y + bh / 2); ctx.fill();
+    }
+  });
+}
+/* A closed fold: a band over its span, its processes' bars thin inside
+ * it, its summary on it where there is room. */
+function drawFold(ctx, v, f, y, bh, w) {
+  const x0 = Math.max(GUT - 2, v.x(f.start)), x1 = Math.min(w + 2, v.x(f.end));
+  if (x1 < GUT || x0 > w) return;
+  ctx.fillStyle = f.open ? '#f3f4f7' : '#e4e8f0'; ctx.fillRect(x0, y, Math.max(2, x1 - x0), bh);
+  if (!f.open) {
+    const a = f.procs, fb = rectBatch();
+    let lastPx = -1;
+    for (let k = 0; k < a.length; k++) {
+      const p = a[k];
+      if (p.start > v.t1) break;
+      if (p.end < v.t0) continue;
+      const xa = Math.max(GUT - 2, v.x(p.start)), xb = Math.min(w + 2, v.x(p.end));
+      if (xb - xa < 1 && Math.floor(xa) === lastPx && !p.failed && !p.killed) continue;
+      lastPx = Math.floor(xa);
+      fb.add(color(p.name), xa, y + 3, Math.max(1, xb - xa), bh - 6);
+      if (p.failed || p.killed) fb.add('#d23b3b', xa, y + bh - 3, Math.max(1.5, xb - xa), 3);
+    }
+    fb.flush(ctx);
+  }
+  ctx.strokeStyle = '#9aa3b5'; ctx.setLineDash([3, 2]); ctx.strokeRect(x0 + 0.5, y + 0.5, Math.max(2, x1 - x0) - 1, bh - 1); ctx.setLineDash([]);
+  if (x1 - x0 > 80) {
+    ctx.save(); ctx.beginPath(); ctx.rect(x0, y, x1 - x0, bh); ctx.clip();
+    const txt = (f.open ? '\u25bc ' : '\u25b6 ') + foldText(f), tx = Math.max(x0, GUT) + 4, tw = ctx.measureText(txt).width;
+    ctx.fillStyle = 'rgba(255,255,255,0.85)'; ctx.fillRect(tx - 2, y + 2, tw + 4, bh - 4);
+    ctx.fillStyle = '#1d2330'; ctx.fillText(txt, tx, y + bh / 2 + 0.5);
+    ctx.restore();
+  }
+}
 
 function drawTimeline(v) {
   const ctx = v.ctx, w = v.c.clientWidth;
@@ -435,7 +545,8 @@ function drawTimeline(v) {
   for (let r = first; r < last; r++) {
     const p = rows[r], y = AXIS + r * ROW - v.scrollY;
     if (p.hdr) { ctx.fillStyle = p.info && p.info.state !== 'complete' ? '#fdecec' : '#eef1f6'; ctx.fillRect(0, y, w, ROW); continue; }
-    if (p === selected) { ctx.fillStyle = '#e6eeff'; ctx.fillRect(0, y, w, ROW); }
+    if (p === found || (found && found.row === r)) { ctx.fillStyle = '#fff1e6'; ctx.fillRect(0, y, w, ROW); }
+    else if (p === selected) { ctx.fillStyle = '#e6eeff'; ctx.fillRect(0, y, w, ROW); }
     else if (p === hoverP) { ctx.fillStyle = '#f2f6ff'; ctx.fillRect(0, y, w, ROW); }
     else if (r % 2) { ctx.fillStyle = '#fafbfc'; ctx.fillRect(0, y, w, ROW); }
   }
@@ -443,6 +554,7 @@ function drawTimeline(v) {
   const ticks = v.axis(AXIS);
   ctx.save(); ctx.beginPath(); ctx.rect(GUT, AXIS, w - GUT, h - AXIS); ctx.clip();
   v.grid(ticks, AXIS, h);
+  const deco = [];
   for (let r = first; r < last; r++) {
     const p = rows[r], y = AXIS + r * ROW - v.scrollY + 3, bh = ROW - 6;
     if (p.hdr) {
@@ -453,52 +565,31 @@ function drawTimeline(v) {
       ctx.font = '12px system-ui, sans-serif';
       continue;
     }
-    const segs = p.segs.length ? p.segs : [{ s: p.start, e: p.end, name: p.name, inst: p.inst }];
-    const x0 = v.x(p.start), x1 = v.x(p.end);
-    if (x1 < GUT || x0 > w) continue;
-    for (let k = 0; k < segs.length; k++) {
-      const s = segs[k];
-      let a = v.x(s.s), b = v.x(s.e);
-      if (b < GUT || a > w) continue;
-      a = Math.max(a, GUT - 2); b = Math.min(b, w + 2);
-      const bw = Math.max(1.5, b - a);
-      ctx.fillStyle = color(s.name); ctx.fillRect(a, y, bw, bh);
-      if (!s.inst) { ctx.fillStyle = HATCH; ctx.fillRect(a, y, bw, bh); }
-      if (k > 0) { ctx.fillStyle = '#fff'; ctx.fillRect(a - 0.5, y - 1, 1.5, bh + 2); }
-      if (bw > 36) {
-        ctx.fillStyle = '#1d2330';
-        const label = s.name + (k === 0 && segs.length === 1 ? '' : '');
-        ctx.save(); ctx.beginPath(); ctx.rect(a, y, bw, bh); ctx.clip();
-        ctx.fillText(label, Math.max(a, GUT) + 4, y + bh / 2 + 0.5); ctx.restore();
-      }
-    }
-    if (p.failed || p.killed) {
-      ctx.strokeStyle = '#d23b3b'; ctx.lineWidth = 1.5;
-      ctx.strokeRect(Math.max(x0, GUT - 2), y - 0.5, Math.max(2, Math.min(x1, w + 2) - Math.max(x0, GUT - 2)), bh + 1);
-      ctx.lineWidth = 1;
-      const ex = Math.min(x1, w - 6) + 3;
-      ctx.fillStyle = '#d23b3b';
-      ctx.font = 'bold 11px system-ui, sans-serif';
-      ctx.fillText(p.killed ? '\u26a1 ' + (p.sig || 'signal ' + p.ev) : '\u2715 exit ' + p.ev, ex, y + bh / 2 + 0.5);
-      ctx.font = '12px system-ui, sans-serif';
-    } else if (p.running) {
-      ctx.fillStyle = '#c97a00'; ctx.fillText('\u2026 running', Math.min(x1, w - 60) + 3, y + bh / 2 + 0.5);
-    } else if (p.hostLost) {
-      ctx.fillStyle = '#d23b3b'; ctx.fillText('\u2716 host lost', Math.min(x1, w - 70) + 3, y + bh / 2 + 0.5);
-    }
-    for (const m of p.marks) {
-      if (m.cat !== 'exec' && m.cat !== 'signal') continue;
-      const mx = v.x(m.ts);
-      if (mx < GUT || mx > w) continue;
-      ctx.fillStyle = '#d23b3b'; ctx.beginPath(); ctx.moveTo(mx, y - 2); ctx.lineTo(mx + 4, y + bh / 2); ctx.lineTo(mx, y + bh + 2); ctx.lineTo(mx - 4, y + bh / 2); ctx.fill();
+    if (p.isFold) { drawFold(ctx, v, p, y - 2, bh + 4, w); continue; }
+    if (!p.lane) { drawProc(ctx, v, p, y, bh, w, Infinity, deco); continue; }
+    /* A lane: only its items in view; a run of items under one pixel
+     * is drawn once. */
+    const a = p.items;
+    let lastPx = -1;
+    for (let k = FT_LANES.laneFirst(p, v.t0); k < a.length; k++) {
+      const it = a[k];
+      if (it.start > v.t1) break;
+      if (it.isFold) { drawFold(ctx, v, it, y - 2, bh + 4, w); lastPx = -1; continue; }
+      const xa = v.x(it.start), xb = v.x(it.end);
+      if (xb - xa < 1 && Math.floor(xa) === lastPx && !it.failed && !it.killed && it !== found && it !== selected) continue;
+      lastPx = Math.floor(xa);
+      const next = k + 1 < a.length ? v.x(a[k + 1].start) : w;
+      drawProc(ctx, v, it, y, bh, w, next - xb, deco);
     }
   }
+  for (const b of BARS) b.flush(ctx);
+  for (const d of deco) d();
   /* Fork arrows of the hovered (or selected) process: from its parent, to its children. */
   const fp = hoverP || selected;
-  if (fp) {
+  if (fp && fp.shown) {
     const arrows = [];
     if (fp.parent >= 0 && P[fp.parent].shown) arrows.push([P[fp.parent], fp]);
-    for (const c of (fp.collapsed ? [] : fp.vkids || [])) if (c.shown && P[c.parent] === fp) arrows.push([fp, c]);
+    for (const c of (fp.collapsed && view === 'tree' ? [] : fp.vkids || [])) if (c.shown && P[c.parent] === fp) arrows.push([fp, c]);
     /* Launches onto other hosts (ssh -> a node's root). */
     if (MULTI) for (const c of fp.kids) if (c.shown && c.host !== fp.host) arrows.push([fp, c]);
     ctx.strokeStyle = '#1d2330'; ctx.fillStyle = '#1d2330'; ctx.lineWidth = 1.2;
@@ -506,6 +597,7 @@ function drawTimeline(v) {
       const t = b.spawnTs >= 0 ? b.spawnTs : b.start;
       const xa = v.x(t), ya = AXIS + a.row * ROW - v.scrollY + ROW / 2;
       const xb = v.x(b.start), yb = AXIS + b.row * ROW - v.scrollY + ROW / 2;
+      if (a.row === b.row) continue;
       ctx.beginPath(); ctx.moveTo(xa, ya); ctx.bezierCurveTo(xa, (ya + yb) / 2, xb, (ya + yb) / 2, xb, yb - (yb > ya ? 6 : -6)); ctx.stroke();
       const dir = yb > ya ? 1 : -1;
       ctx.beginPath(); ctx.moveTo(xb, yb - dir * 2); ctx.lineTo(xb - 3.5, yb - dir * 8); ctx.lineTo(xb + 3.5, yb - dir * 8); ctx.fill();
@@ -514,9 +606,8 @@ function drawTimeline(v) {
     ctx.lineWidth = 1;
   }
   ctx.restore();
-  /* The gutter: tree of names. */
+  /* The gutter: tree of names, or the lanes' numbers. */
   ctx.save(); ctx.beginPath(); ctx.rect(0, AXIS, GUT, h - AXIS); ctx.clip();
-  ctx.fillStyle = 'rgba(255,255,255,0.0)';
   for (let r = first; r < last; r++) {
     const p = rows[r], y = AXIS + r * ROW - v.scrollY + ROW / 2;
     if (p.hdr) {
@@ -525,7 +616,23 @@ function drawTimeline(v) {
       ctx.fillText('\u25a0 ' + p.host + (h && h.role === 'head' ? ' (head)' : '') + (h && h.state !== 'complete' ? ' \u2014 ' + h.state : ''), 6, y + 0.5);
       continue;
     }
+    if (p.lane) {
+      ctx.font = '12px system-ui, sans-serif'; ctx.fillStyle = '#1d2330';
+      const txt = 'lane ' + p.num;
+      ctx.fillText(txt, 8, y + 0.5);
+      const tw = ctx.measureText(txt).width;
+      ctx.fillStyle = '#9aa3b5'; ctx.font = '11px system-ui, sans-serif';
+      if (p.note === undefined) { const n = p.items.reduce((k, it) => k + (it.isFold ? it.procs.length : 1), 0); p.note = fmtInt(n) + (n === 1 ? ' process' : ' processes'); }
+      ctx.fillText(p.note, 14 + tw, y + 0.5);
+      continue;
+    }
     const x = 6 + Math.min(p.vdepth, 14) * 12;
+    if (p.isFold) {
+      ctx.fillStyle = '#687083'; ctx.font = '10px system-ui, sans-serif'; ctx.fillText(p.open ? '\u25bc' : '\u25b6', x, y + 0.5);
+      ctx.font = 'italic 12px system-ui, sans-serif'; ctx.fillStyle = '#1d2330';
+      ctx.fillText(fmtInt(p.procs.length) + ' processes under ' + p.parent.title, x + 13, y + 0.5);
+      continue;
+    }
     if (p.vkids.length) { ctx.fillStyle = '#687083'; ctx.font = '10px system-ui, sans-serif'; ctx.fillText(p.collapsed ? '\u25b6' : '\u25bc', x, y + 0.5); }
     ctx.font = (p === selected ? 'bold ' : '') + '12px system-ui, sans-serif';
     ctx.fillStyle = p.failed || p.killed ? '#d23b3b' : '#1d2330';
@@ -539,7 +646,8 @@ function drawTimeline(v) {
   ctx.fillStyle = '#e2e5ea'; ctx.fillRect(GUT - 1, 0, 1, h);
   ctx.fillStyle = '#687083'; ctx.font = '11px system-ui, sans-serif'; ctx.textBaseline = 'middle';
   ctx.fillStyle = '#fafbfc'; ctx.fillRect(0, 0, GUT - 1, AXIS - 1);
-  ctx.fillStyle = '#687083'; ctx.fillText(fmtInt(rows.length) + ' lanes', 8, AXIS / 2);
+  const nLanes = rows.reduce((n, r) => n + !r.hdr, 0);
+  ctx.fillStyle = '#687083'; ctx.fillText(fmtInt(nLanes) + (view === 'packed' ? ' lanes (packed)' : ' rows'), 8, AXIS / 2);
   /* A scroll thumb when the lanes do not fit. */
   const contentH = rows.length * ROW, viewH = h - AXIS;
   if (contentH > viewH) {
@@ -571,8 +679,10 @@ const tl = new TimeView($('timeline'), {
   t0: T0, t1: T1, gutter: GUT, top: AXIS, contentH: () => rows.length * ROW,
   draw: drawTimeline,
   hover(x, y, e) {
-    const p = e && y > AXIS ? procAtRow(y, tl) : null;
+    const hit = e ? hitAt(x, y) : null, it = hit && hit.item;
+    const p = it && !it.isFold ? it : null;
     if (p !== hoverP) { hoverP = p; tl.changed(); }
+    if (it && it.isFold) { showTip(e.clientX, e.clientY, [['t', foldText(it)], ['m', 'click to ' + (it.open ? 'fold them again' : 'show them')]]); return; }
     if (!p) { hideTip(); return; }
     showTip(e.clientX, e.clientY, [
       ['t', p.title + '  (pid ' + p.pid + (MULTI ? ' on ' + p.host : '') + (p.rank >= 0 ? ', rank ' + p.rank : '') + ')'],
@@ -582,11 +692,12 @@ const tl = new TimeView($('timeline'), {
     ]);
   },
   click(x, y) {
-    const p = y > AXIS ? procAtRow(y, tl) : null;
-    if (!p) return;
-    const tx = 6 + Math.min(p.vdepth, 14) * 12;
-    if (x < GUT && p.vkids.length && x >= tx - 4 && x <= tx + 12) { p.collapsed = !p.collapsed; rebuildRows(); tl.changed(); return; }
-    openDetail(p);
+    const hit = hitAt(x, y), it = hit && hit.item;
+    if (!it) return;
+    if (it.isFold) { toggleFold(it); return; }
+    const tx = 6 + Math.min(it.vdepth, 14) * 12;
+    if (!hit.row.lane && x < GUT && it.vkids.length && x >= tx - 4 && x <= tx + 12) { it.collapsed = !it.collapsed; rebuildRows(); tl.changed(); return; }
+    openDetail(it);
   }
 });
 tl.onchange = () => drawConc();
@@ -788,17 +899,30 @@ function concurrency() {
 }
 function drawConc() {
   if (!concPts) concPts = concurrency();
-  /* Only the points in view (plus one on each side) are drawn. */
-  const t0 = tl.t0, t1 = tl.t1, pts = [];
-  let prev = null;
-  for (let k = 0; k < concPts.length; k += 2) {
-    const t = concPts[k];
-    if (t < t0) { prev = k; continue; }
-    if (prev !== null) { pts.push(t0, concPts[prev + 1]); prev = null; }
-    pts.push(t, concPts[k + 1]);
-    if (t > t1) break;
+  /* Only the points in view (plus one on each side) are drawn, found by
+   * bisection; where there are more than the plot has pixels, each
+   * pixel's column keeps its highest value (tens of thousands of
+   * processes give as many steps). */
+  const t0 = tl.t0, t1 = tl.t1, pts = [], a = concPts, n = a.length / 2;
+  let lo = 0, hi = n;
+  while (lo < hi) { const m = (lo + hi) >> 1; if (a[2 * m] < t0) lo = m + 1; else hi = m; }
+  if (lo > 0) pts.push(t0, a[2 * (lo - 1) + 1]);
+  const cols = Math.max(100, $('conc').clientWidth), dt = (t1 - t0) / cols;
+  let last = lo;
+  while (last < n && a[2 * last] <= t1) last++;
+  if (last - lo <= 2 * cols) {
+    for (let k = lo; k < Math.min(n, last + 1); k++) pts.push(a[2 * k], a[2 * k + 1]);
+  } else {
+    let col = -1, top = 0, tail = 0, ts = 0;
+    for (let k = lo; k < last; k++) {
+      const c = Math.floor((a[2 * k] - t0) / dt);
+      if (c !== col) { if (col >= 0) pts.push(ts, top, ts + dt * 0.5, tail); col = c; ts = a[2 * k]; top = a[2 * k + 1]; }
+      if (a[2 * k + 1] > top) top = a[2 * k + 1];
+      tail = a[2 * k + 1];
+    }
+    if (col >= 0) pts.push(ts, top, ts + dt * 0.5, tail);
+    if (last < n) pts.push(a[2 * last], a[2 * last + 1]);
   }
-  if (prev !== null) pts.push(t0, concPts[prev + 1]);
   linePlot($('conc'), pts, t0, t1, { step: true, zero: true, fill: 'rgba(47,111,223,0.12)', h: 110 });
 }
 function counters() {
@@ -914,14 +1038,50 @@ function renderTable() {
     ], data, 'functions', null);
   }
 }
-function scrollToRow(p) {
-  /* Open its ancestors, then bring its lane into view. */
-  let q = p; while (q.parent >= 0) { q = P[q.parent]; if (q.collapsed) q.collapsed = false; }
-  rebuildRows();
-  if (p.row >= 0) { tl.scrollY = 0; tl.scroll(p.row * ROW - 100, true); }
+function scrollToRow(p) { goTo(p, false); }
+/* Brings p into view: opens the folds and collapsed ancestors that hide
+ * it, scrolls to its row, pans the time axis to it when it is out of
+ * view; found: marks it as the search's current match. */
+function goTo(p, isFound) {
+  if (FT_LANES.reveal(p, foldOpen)) rebuildRows();
+  if (isFound) found = p;
+  if (p.row >= 0) { const viewH = tl.c.clientHeight - AXIS; tl.scrollY = 0; tl.scroll(p.row * ROW - Math.max(0, viewH / 2 - ROW), true); }
+  if (p.end < tl.t0 || p.start > tl.t1) {
+    const span = tl.t1 - tl.t0, mid = (p.start + p.end) / 2;
+    tl.t0 = mid - span / 2; tl.t1 = mid + span / 2;
+  }
   tl.changed();
   $('timeline').scrollIntoView({ block: 'nearest' });
 }
+
+/* ---- search ----------------------------------------------------------- */
+/* The search box: pid, name or argv; Enter goes to the next match. */
+const SR = { q: null, matches: [], at: -1, hidden: 0 };
+function searchStatus() {
+  const st = $('tl-search-status');
+  if (!SR.q) { st.textContent = ''; st.classList.remove('bad'); return; }
+  st.classList.toggle('bad', !SR.matches.length);
+  st.textContent = SR.matches.length
+    ? (SR.at >= 0 ? (SR.at + 1) + ' of ' : '') + fmtInt(SR.matches.length) + ' match' + (SR.matches.length === 1 ? '' : 'es')
+    : 'no match' + (SR.hidden ? ' (' + fmtInt(SR.hidden) + ' hidden by the filters)' : '');
+}
+function searchRun(q) {
+  const r = FT_LANES.search(P, q);
+  SR.q = q.trim(); SR.matches = r.matches; SR.hidden = r.hidden; SR.at = -1;
+  if (!SR.q && found) { found = null; tl.changed(); }
+  searchStatus();
+}
+function searchNext(back) {
+  const q = $('tl-search').value;
+  if (q.trim() !== SR.q) searchRun(q);
+  if (!SR.matches.length) { searchStatus(); return null; }
+  SR.at = (SR.at + (back ? -1 : 1) + SR.matches.length) % SR.matches.length;
+  goTo(SR.matches[SR.at], true);
+  searchStatus();
+  return SR.matches[SR.at];
+}
+$('tl-search').addEventListener('input', (e) => searchRun(e.target.value));
+$('tl-search').addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); searchNext(e.shiftKey); } else if (e.key === 'Escape') { e.target.value = ''; searchRun(''); } });
 
 /* ---- wiring --------------------------------------------------------- */
 for (const b of document.querySelectorAll('#tabs .tab')) {
@@ -950,7 +1110,9 @@ $('f-reset').addEventListener('click', () => { $('f-include').value = ''; $('f-e
 for (const id of ['f-include', 'f-exclude', 'f-pids']) $(id).addEventListener('keydown', (e) => { if (e.key === 'Enter') { concPts = null; applyFilters(); } });
 $('d-close').addEventListener('click', closeDetail);
 $('tl-fit').addEventListener('click', () => tl.fit(T0, T1));
-$('tl-expand').addEventListener('click', () => { for (const p of P) p.collapsed = false; rebuildRows(); tl.changed(); });
+$('tl-expand').addEventListener('click', () => { for (const p of P) { p.collapsed = false; if (p.fold) foldOpen.add(p.i); } rebuildRows(); tl.changed(); });
+$('tl-fold').addEventListener('click', () => { foldOpen.clear(); rebuildRows(); tl.scroll(0, true); tl.changed(); });
+$('tl-view').addEventListener('click', () => setView(view === 'packed' ? 'tree' : 'packed'));
 
 header();
 legend();
@@ -963,6 +1125,7 @@ applyFilters();
 tl.fit(T0 - (T1 - T0) * 0.01, T1 + (T1 - T0) * 0.01);
 counters();
 /* For tests and for the curious: the page's own view of the data. */
-window.forktraceReport = { data: D, procs: P, rows: () => rows, timeline: tl, open: openDetail, apply: applyFilters };
+window.forktraceReport = { data: D, procs: P, rows: () => rows, timeline: tl, open: openDetail, apply: applyFilters,
+  view: () => view, setView, search: (q) => { $('tl-search').value = q; searchRun(q); return searchNext(false); }, found: () => found };
 document.body.dataset.ready = '1';
 })();

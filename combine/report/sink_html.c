@@ -1985,6 +1985,8 @@ static int write_page(hw_out *o, const sink_meta *meta, size_t cap, uint64_t sli
 		tpl = template_upto(o, tpl, "@FT_JS@");
 	}
 	if (tpl != NULL) {
+		/* The timeline's lanes first: report.js uses them. */
+		ostream_puts(&o->os, htmlw_asset_report_timeline_js);
 		ostream_puts(&o->os, htmlw_asset_report_js);
 		ostream_puts(&o->os, tpl);
 	}

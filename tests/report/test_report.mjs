@@ -83,11 +83,23 @@ async function openPage(file, opts) {
   page.on('pageerror', (e) => problems.push('page error: ' + e.message));
   page.on('request', (r) => requests.push(r.url()));
   page.on('dialog', async (d) => { dialogs.push(d.message()); await d.dismiss(); });
+  // With opts.cpu, the renderer's CPU time of the load too (a blank page
+  // first, so that the report loads into a renderer already started).
+  let cdp = null, cpu0 = 0;
+  const cpuNow = async () => (await cdp.send('Performance.getMetrics')).metrics.find((m) => m.name === 'ProcessTime').value;
+  if (opts && opts.cpu) {
+    fs.writeFileSync(path.join(TMP, 'blank.html'), '<!doctype html><title>blank</title>');
+    await page.goto('file://' + path.join(TMP, 'blank.html'));
+    cdp = await browser.newCDPSession(page);
+    await cdp.send('Performance.enable');
+    cpu0 = await cpuNow();
+  }
   const t = Date.now();
   await page.goto('file://' + file);
   await page.waitForSelector('body[data-ready="1"]', { timeout: (opts && opts.timeout) || 15000 });
   const loadMs = Date.now() - t;
-  return { browser, page, problems, requests, dialogs, loadMs, url: 'file://' + file };
+  const loadCpuMs = cdp ? Math.round((await cpuNow() - cpu0) * 1000) : -1;
+  return { browser, page, problems, requests, dialogs, loadMs, loadCpuMs, cdp, url: 'file://' + file };
 }
 
 function traceFacts(tr) {
@@ -182,6 +194,109 @@ function buildReport(exitStatus, extra) {
 async function openProc(page, pid) {
   await page.evaluate((pid) => { const R = window.forktraceReport; R.open(R.procs.find((p) => p.pid === pid)); }, pid);
   return page.textContent('#d-info');
+}
+
+// The most processes alive at once in a trace (ends before starts at a tie).
+function maxAlive(procs) {
+  const ev = [];
+  for (const a of procs) { ev.push([a.start_ns, 1]); ev.push([a.end_ns, -1]); }
+  ev.sort((x, y) => (x[0] - y[0]) || (x[1] - y[1]));
+  let n = 0, most = 0;
+  for (const [, d] of ev) { n += d; if (n > most) most = n; }
+  return most;
+}
+
+function framesText(f) {
+  const t = (x) => `median ${x.median.toFixed(1)} ms, 90th percentile ${x.p90.toFixed(1)} ms, max ${x.max.toFixed(1)} ms`;
+  return `frames ${t(f)}` + (f.cpu ? `; CPU ${t(f.cpu)}` : '');
+}
+
+// A run with one fold: under one sh, 30 true (argv needle-6 .. needle-180:
+// only one holds needle-42), 3 false and seq, with a sleep 0.3 beside
+// them; under another, 10 true; the root sleeps 2.5 s, so that the short
+// ones are well under 1% of the run. Also: the processes under the loop
+// that the fold rule (docs/INSIGHT.md) folds, computed from the trace
+// (whole subtrees each of whose processes is under 1% of the run: on a
+// busy machine a true may take longer).
+function runFolds() {
+  const script = "sh -c 'for i in $(seq 30); do /bin/true needle-$((i * 6)); done; " +
+    "/bin/false; /bin/false; /bin/false; sleep 0.3; exit 0'; sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do /bin/true; done'; sleep 2.5";
+  const r = spawnSync(process.env.FT_BIN, ['run', '-q', '-o', 'trace.json', '--report', 'report.html', '--', 'sh', '-c', script],
+    { cwd: TMP, encoding: 'utf8', timeout: 60000 });
+  check(r.status === 0, `forktrace exited ${r.status}: ${r.stderr}`);
+  const f = traceFacts(JSON.parse(fs.readFileSync(path.join(TMP, 'trace.json'), 'utf8')));
+  const run = Math.max(...f.procs.map((a) => a.end_ns)) - Math.min(...f.procs.map((a) => a.start_ns));
+  const kids = (a) => f.procs.filter((c) => c.parent === a.pid);
+  const shortTree = (a) => a.end_ns - a.start_ns < run / 100 && kids(a).every(shortTree);
+  const loop = f.procs.find((a) => a.argv && a.argv.length === 3 && a.argv[2].startsWith('for i in $(seq 30)'));
+  check(loop, 'no loop sh in the trace');
+  const folded = [];
+  for (const m of kids(loop).filter(shortTree)) { const st = [m]; while (st.length) { const q = st.pop(); folded.push(q); st.push(...kids(q)); } }
+  check(folded.length >= 20, `only ${folded.length} of the 34 processes under the loop took under 1% of the run: too few to fold`);
+  return { ...f, html: path.join(TMP, 'report.html'), loop, folded };
+}
+
+// Mouse over (hover) or onto (click) the first row of the timeline that
+// pick(row) accepts, at the left of its bars.
+async function rowXY(page, pick) {
+  return page.evaluate((src) => {
+    const pick = eval(src), R = window.forktraceReport, rows = R.rows();
+    const i = rows.findIndex(pick);
+    if (i < 0) return null;
+    const v = R.timeline, r = rows[i], c = document.getElementById('timeline').getBoundingClientRect();
+    v.scroll(i * 20 - v.scrollY - 40, true); v.pending = false; v.draw();
+    const x = r.isFold ? v.x(r.start) + 2 : 150;
+    return { x: c.left + x, y: c.top + 24 + i * 20 + 10 - v.scrollY };
+  }, pick.toString());
+}
+async function clickRow(page, pick) {
+  const xy = await rowXY(page, pick);
+  check(xy, 'no row for ' + pick);
+  await page.mouse.click(xy.x, xy.y);
+  await page.waitForTimeout(50);
+}
+async function hoverText(page, pick) {
+  const xy = await rowXY(page, pick);
+  check(xy, 'no row for ' + pick);
+  await page.mouse.move(xy.x, xy.y);
+  await page.waitForTimeout(50);
+  return page.textContent('#tip');
+}
+
+// Pixels of colour rgb (within 40) in timeline row `row` as drawn now.
+async function rowInk(page, row, rgb) {
+  return page.evaluate(([row, rgb]) => {
+    const R = window.forktraceReport, v = R.timeline; v.pending = false; v.draw();
+    const c = document.getElementById('timeline'), g = c.getContext('2d'), r = devicePixelRatio;
+    const y = Math.round((24 + row * 20 - v.scrollY) * r);
+    const d = g.getImageData(Math.round(230 * r), Math.max(0, y), c.width - Math.round(230 * r), Math.round(20 * r)).data;
+    let n = 0;
+    for (let k = 0; k < d.length; k += 4) if (Math.abs(d[k] - rgb[0]) < 40 && Math.abs(d[k + 1] - rgb[1]) < 40 && Math.abs(d[k + 2] - rgb[2]) < 40) n++;
+    return n;
+  }, [row, rgb]);
+}
+
+// 30 frames of zooming, panning and scrolling the timeline, each drawn
+// and rastered: the median, 90th percentile and slowest in ms of wall
+// time, and with a CDP session (openPage's cdp) the same of the renderer's
+// main thread CPU time.
+async function measureFrames(page, cdp) {
+  const wall = [], cpu = [];
+  const thread = async () => (await cdp.send('Performance.getMetrics')).metrics.find((m) => m.name === 'ThreadTime').value;
+  for (let k = 0; k < 30; k++) {
+    const c0 = cdp ? await thread() : 0;
+    wall.push(await page.evaluate((k) => {
+      const R = window.forktraceReport, v = R.timeline, c = document.getElementById('timeline');
+      const t = performance.now();
+      if (k % 3 === 0) v.zoomAt(600, k < 15 ? 0.7 : 1.4); else { const s = (v.t1 - v.t0) * 0.05; v.t0 += s; v.t1 += s; v.scroll(40, true); }
+      v.pending = false; v.draw(); R.timeline.onchange();
+      c.getContext('2d').getImageData(0, 0, 1, 1);
+      return performance.now() - t;
+    }, k));
+    if (cdp) cpu.push((await thread() - c0) * 1000);
+  }
+  const stats = (f) => { f.sort((a, b) => a - b); return { median: f[15], p90: f[26], max: f[f.length - 1] }; };
+  return { ...stats(wall), cpu: cdp ? stats(cpu) : null };
 }
 
 const tests = {
@@ -449,6 +564,197 @@ const tests = {
       // the program's own counter is a series of the page.
       const series = page.counters.map((c) => page.names[c[1]]);
       check(series.length === 1 && series[0] === 'jobs', 'counter series in the page: ' + series.join(', '));
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+    } finally { await o.browser.close(); }
+  },
+
+  // The packed view on a real run: processes in waves of known
+  // concurrency take exactly as many lanes as the most alive at once (a
+  // sweep over the trace's start/end), each process once, no two
+  // overlapping in a lane; the view survives filtering and the tree is
+  // one click away. The default switches at 300 processes.
+  async packed() {
+    const script = 'for i in 1 2 3 4; do sleep 0.3 & done; wait; for i in 1 2; do sleep 0.2 & done; wait; ls / >/dev/null';
+    const r = spawnSync(process.env.FT_BIN, ['run', '-q', '-o', 'trace.json', '--report', 'report.html', '--', 'sh', '-c', script],
+      { cwd: TMP, encoding: 'utf8', timeout: 60000 });
+    check(r.status === 0, `forktrace exited ${r.status}: ${r.stderr}`);
+    const f = traceFacts(JSON.parse(fs.readFileSync(path.join(TMP, 'trace.json'), 'utf8')));
+    const need = maxAlive(f.procs);
+    check(need === 5, `the trace has ${need} processes alive at once, expected 5 (sh and 4 sleeps)`);
+    const o = await openPage(path.join(TMP, 'report.html'));
+    try {
+      check(await o.page.evaluate(() => window.forktraceReport.view()) === 'tree', 'a small trace does not open in the tree view');
+      await o.page.click('#tl-view');
+      const lanes = await o.page.evaluate(() => window.forktraceReport.rows().map((l) => l.items.map((p) => [p.pid, p.start, p.end])));
+      check(lanes.length === need, `${lanes.length} lanes for at most ${need} processes at once`);
+      const pids = lanes.flat().map((x) => x[0]).sort((a, b) => a - b);
+      check(JSON.stringify(pids) === JSON.stringify(f.procs.map((a) => a.pid).sort((a, b) => a - b)), 'lanes do not hold each process once: ' + pids.join(','));
+      for (const l of lanes) for (let k = 1; k < l.length; k++) check(l[k][1] >= l[k - 1][2], 'two processes overlap in a lane: ' + JSON.stringify(l));
+      check(lanes[0].length === 1 && lanes[0][0][0] === f.procs.find((a) => a.parent === -1).pid, 'the root does not have the first lane to itself');
+      await o.page.screenshot({ path: path.join(TMP, 'packed.png') });
+      await o.page.fill('#f-exclude', '^ls$');
+      await o.page.click('#f-apply');
+      check(await o.page.evaluate(() => window.forktraceReport.view()) === 'packed', 'filtering left the packed view');
+      const n = await o.page.evaluate(() => window.forktraceReport.rows().reduce((k, l) => k + l.items.length, 0));
+      check(n === f.processes - 1, `${n} processes in the lanes after excluding ls`);
+      await o.page.click('#tl-view');
+      const tree = await o.page.evaluate(() => window.forktraceReport.rows().map((p) => p.pid));
+      check(tree.length === f.processes - 1 && tree.every((x) => typeof x === 'number'), 'the tree view: ' + tree.join(','));
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+    } finally { await o.browser.close(); }
+    const bench = process.env.FT_BENCH_REPORT;
+    for (const [n, want] of [[300, 'tree'], [301, 'packed']]) {
+      const html = path.join(TMP, `bench${n}.html`);
+      execFileSync(bench, ['bench', html, String(n), String(n * 10)]);
+      const ob = await openPage(html);
+      try {
+        const v = await ob.page.evaluate(() => window.forktraceReport.view());
+        check(v === want, `${n} processes open in the ${v} view, expected ${want}`);
+      } finally { await ob.browser.close(); }
+    }
+  },
+
+  // Folds on a real run: 34 short processes under one sh (30 true, 3
+  // false, seq) are one row that says so, a long sleep beside them keeps
+  // its own row, 10 short ones under another sh are not folded; the row
+  // opens in place and folds again; in the packed view the fold is one
+  // item.
+  async fold() {
+    const f = runFolds(), short = f.folded, n = short.length;
+    const nonzero = short.filter((a) => a.exit.kind === 'code' && a.exit.code !== 0).length;
+    const o = await openPage(f.html);
+    try {
+      const folds = await o.page.evaluate(() => window.forktraceReport.rows().filter((r) => r.isFold).map((r) => ({ parent: r.parent.pid, pids: r.procs.map((p) => p.pid) })));
+      check(folds.length === 1 && folds[0].parent === f.loop.pid, 'folds: ' + JSON.stringify(folds));
+      check(JSON.stringify(folds[0].pids.sort()) === JSON.stringify(short.map((a) => a.pid).sort()), 'the fold holds ' + folds[0].pids.join(','));
+      const tip = await hoverText(o.page, (r) => r.isFold);
+      check(tip.includes(`${n} processes under sh`) && tip.includes(`${nonzero} non-zero exit`), 'the fold says: ' + tip);
+      const rows0 = await o.page.evaluate(() => window.forktraceReport.rows().map((r) => r.isFold ? 'fold' : r.pid));
+      const sleep = f.procs.find((a) => a.parent === f.loop.pid && a.name === 'sleep');
+      check(rows0.includes(sleep.pid), 'the long sleep under the loop has no row of its own');
+      check(!rows0.some((x) => short.some((a) => a.pid === x)), 'a folded process has a row of its own');
+      await o.page.screenshot({ path: path.join(TMP, 'folded.png') });
+      await clickRow(o.page, (r) => r.isFold);
+      const rows1 = await o.page.evaluate(() => window.forktraceReport.rows().map((r) => r.isFold ? 'fold' : r.pid));
+      check(rows1.length === rows0.length + n && rows1.includes('fold'), `opened: ${rows1.length} rows, was ${rows0.length}`);
+      check(short.every((a) => rows1.includes(a.pid)), 'an opened fold does not show its processes');
+      await o.page.screenshot({ path: path.join(TMP, 'unfolded.png') });
+      await clickRow(o.page, (r) => r.isFold);
+      const rows2 = await o.page.evaluate(() => window.forktraceReport.rows().length);
+      check(rows2 === rows0.length, 'the fold does not close again');
+      await o.page.click('#tl-view');
+      const items = await o.page.evaluate(() => window.forktraceReport.rows().flatMap((l) => l.items.map((it) => it.isFold ? 'fold' : it.pid)));
+      check(items.filter((x) => x === 'fold').length === 1 && items.length === f.processes - n + 1, 'packed items: ' + items.join(','));
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+    } finally { await o.browser.close(); }
+  },
+
+  // The search box: a pid, a name with many matches (Enter goes to the
+  // next, the status counts them), an argv word of a folded process
+  // (unfolds it and brings its row into view, highlighted), no match.
+  async search() {
+    const f = runFolds();
+    const needle = f.procs.find((a) => a.argv && a.argv.includes('needle-42'));
+    const sleep = f.procs.find((a) => a.name === 'sleep');
+    check(needle && sleep, 'the trace lacks the needle or the sleep');
+    const o = await openPage(f.html);
+    try {
+      const box = '#tl-search', status = '#tl-search-status';
+      await o.page.fill(box, String(sleep.pid));
+      await o.page.press(box, 'Enter');
+      check(await o.page.evaluate(() => window.forktraceReport.found().pid) === sleep.pid, 'a pid does not find its process');
+      check((await o.page.textContent(status)).startsWith('1 of '), 'status: ' + await o.page.textContent(status));
+      await o.page.fill(box, 'needle-42');
+      await o.page.press(box, 'Enter');
+      const at = await o.page.evaluate(() => { const R = window.forktraceReport, p = R.found(), v = R.timeline;
+        return { pid: p.pid, row: p.row, own: R.rows()[p.row] === p, top: v.scrollY, h: v.c.clientHeight }; });
+      check(at.pid === needle.pid && at.own, 'the needle is not found in a row of its own: ' + JSON.stringify(at));
+      check(at.row * 20 >= at.top && (at.row + 1) * 20 <= at.top + at.h - 24, 'the found row is out of view: ' + JSON.stringify(at));
+      const ink = await rowInk(o.page, at.row, [232, 89, 12]);
+      check(ink > 20, `the found process is not highlighted (${ink} highlight pixels)`);
+      await (await o.page.$('#timeline')).screenshot({ path: path.join(TMP, 'found.png') });
+      // "FALSE": the three false and the two sh whose argv runs them, by start.
+      const want = f.procs.filter((a) => a.name === 'false' || (a.argv || []).some((x) => x.includes('false')))
+        .sort((a, b) => (a.start_ns - b.start_ns) || (a.pid - b.pid)).map((a) => a.pid);
+      check(want.length === 5, 'processes that say false: ' + want.join(','));
+      await o.page.fill(box, 'FALSE');
+      const seen = [];
+      for (let k = 1; k <= 6; k++) {
+        await o.page.press(box, 'Enter');
+        seen.push(await o.page.evaluate(() => window.forktraceReport.found().pid));
+        const st = await o.page.textContent(status);
+        check(st === `${(k - 1) % 5 + 1} of 5 matches`, `after ${k} Enter: status ${st}`);
+      }
+      check(JSON.stringify(seen) === JSON.stringify([...want, want[0]]), `Enter visits ${seen.join(',')}, expected ${want.join(',')} then the first again`);
+      await o.page.fill(box, 'no-such-thing');
+      await o.page.press(box, 'Enter');
+      check((await o.page.textContent(status)) === 'no match', 'status: ' + await o.page.textContent(status));
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+    } finally { await o.browser.close(); }
+  },
+
+  // The scale bars: 10,000 processes / 10 M events written in under 3 s,
+  // under 10 MB, open in under 2 s, frames under 50 ms; 40,000 processes
+  // open in the packed view in as few lanes as they need, drawn fast.
+  // The page's times are held to their bars when FT_REPORT_TIMED is 1 (an
+  // optimised build without sanitizers), in the renderer's CPU time, a
+  // frame's at the 90th percentile of 30: on a machine shared with other
+  // builds, wall time and the slowest frame measure the machine. The
+  // write of 10 M events (2 s of CPU, the sink's work) only with
+  // FT_REPORT_FULL=1; by default 1 M events, the same page size (the
+  // slices embedded are capped).
+  async scale() {
+    const bench = process.env.FT_BENCH_REPORT, timed = process.env.FT_REPORT_TIMED === '1', full = process.env.FT_REPORT_FULL === '1';
+    const big = path.join(TMP, 'big.html');
+    const out = execFileSync(bench, ['bench', big, '10000', full ? '10000000' : '1000000'], { encoding: 'utf8' });
+    const wr = /written in ([0-9.]+) s, ([0-9.]+) MB, ([0-9.]+) s CPU/.exec(out);
+    console.log(out.trim());
+    check(wr && +wr[2] < 10, 'the 10,000-process report: ' + out);
+    check(!full || +wr[3] < 3, 'the 10,000-process report took over 3 s of CPU: ' + out);
+    // The load likewise: the renderer's CPU time from the start of the
+    // navigation to the page being ready.
+    let o = await openPage(big, { timeout: 60000, cpu: true });
+    try {
+      const frames = await measureFrames(o.page, o.cdp);
+      console.log(`10,000 processes: load ${o.loadMs} ms (${o.loadCpuMs} ms CPU), ${framesText(frames)}`);
+      check(!timed || o.loadCpuMs < 2000, `load took ${o.loadCpuMs} ms of CPU`);
+      check(!timed || frames.cpu.p90 < 50, 'frames took over 50 ms of CPU');
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+    } finally { await o.browser.close(); }
+    const wide = path.join(TMP, 'wide.html');
+    console.log(execFileSync(bench, ['bench', wide, '40000', '400000'], { encoding: 'utf8' }).trim());
+    o = await openPage(wide, { timeout: 60000, cpu: true });
+    try {
+      // Lanes needed: the most spans alive at once, of the processes and
+      // of the closed folds (a fold takes its processes' whole span).
+      const lanesFacts = () => o.page.evaluate(() => {
+        const R = window.forktraceReport, ev = [], seen = new Set();
+        for (const l of R.rows()) for (const it of l.items) {
+          ev.push([it.start, 1]); ev.push([Math.max(it.start, it.end), -1]);
+          for (const p of it.isFold ? it.procs : [it]) seen.add(p.i);
+        }
+        ev.sort((a, b) => (a[0] - b[0]) || (a[1] - b[1]));
+        let n = 0, most = 0; for (const [, d] of ev) { n += d; if (n > most) most = n; }
+        return { view: R.view(), lanes: R.rows().length, most, placed: seen.size, procs: R.procs.length, folds: R.rows().reduce((k, l) => k + l.items.filter((it) => it.isFold).length, 0) };
+      });
+      const folded = await lanesFacts();
+      const frames = await measureFrames(o.page, o.cdp);
+      await o.page.screenshot({ path: path.join(TMP, 'wide.png') });
+      console.log(`40,000 processes: load ${o.loadMs} ms (${o.loadCpuMs} ms CPU), ${folded.lanes} lanes (${folded.folds} folds), ${framesText(frames)}`);
+      check(folded.view === 'packed' && folded.lanes === folded.most && folded.placed === folded.procs,
+        `40,000 processes: ${folded.view} view, ${folded.lanes} lanes for ${folded.most} alive at once, ${folded.placed} of ${folded.procs} placed`);
+      check(!timed || frames.cpu.p90 < 50, 'frames of the packed view took over 50 ms of CPU');
+      await o.page.click('#tl-expand');
+      const open = await lanesFacts();
+      const alive = await o.page.evaluate(() => {
+        const ev = [];
+        for (const p of window.forktraceReport.procs) { ev.push([p.start, 1]); ev.push([p.end, -1]); }
+        ev.sort((a, b) => (a[0] - b[0]) || (a[1] - b[1]));
+        let n = 0, most = 0; for (const [, d] of ev) { n += d; if (n > most) most = n; }
+        return most;
+      });
+      console.log(`unfolded: ${open.lanes} lanes, ${alive} processes alive at once at most`);
+      check(open.folds === 0 && open.lanes === alive, `unfolded: ${open.lanes} lanes (${open.folds} folds) for ${alive} processes alive at once`);
       check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
     } finally { await o.browser.close(); }
   },
