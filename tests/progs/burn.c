@@ -16,6 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Where the spinning loop's sums go, so that it is not optimised away. */
+static volatile unsigned long burn_sink;
+
 static long long ns_of(struct timeval tv)
 {
 	return (long long)tv.tv_sec * 1000000000 + (long long)tv.tv_usec * 1000;
@@ -25,7 +28,6 @@ static int burn(long ms, long mib, int kill_self)
 {
 	struct rusage ru;
 	size_t n = (size_t)mib << 20;
-	volatile unsigned long sink = 0;
 	char *mem = n ? malloc(n) : NULL;
 
 	if (n && !mem)
@@ -35,7 +37,7 @@ static int burn(long ms, long mib, int kill_self)
 		mem[i] = (char)i;
 	do {
 		for (int i = 0; i < 100000; i++)
-			sink += (unsigned long)i * 7u;
+			burn_sink += (unsigned long)i * 7u;
 		getrusage(RUSAGE_SELF, &ru);
 	} while (ns_of(ru.ru_utime) < ms * 1000000LL);
 	printf("%lld %lld %ld\n", ns_of(ru.ru_utime), ns_of(ru.ru_stime), ru.ru_maxrss);
