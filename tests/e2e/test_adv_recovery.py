@@ -120,6 +120,11 @@ def spill_merged_in(ctx, sock):
     sh = tr.one(name="sh")
     for p in shorts:
         ft.assert_parent(p, sh, tr)
+        # Their resource use came through the spill files too: the
+        # children's EXIT and sh's WAIT records of them.
+        ru = p.rec.get("rusage") or {}
+        check(ru.get("source") == "wait" and ru.get("maxrss_kb", 0) > 0,
+              f"rusage of a spilled child: {ru}\n{p.describe()}")
     check_no_spill_dir(ctx)
 
 
