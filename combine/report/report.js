@@ -461,10 +461,12 @@ function drawProc(ctx, v, p, y, bh, w, room, deco) {
     if (!s.inst) BARS[1].add(HATCH, a, y, bw, bh);
     if (k > 0) BARS[2].add('#fff', a - 0.5, y - 1, 1.5, bh + 2);
     if (bw > 36) {
+      /* The packed view's gutter names no process: the bar says its rank. */
+      const label = k === 0 && p.rank >= 0 ? s.name + ' [rank ' + p.rank + ']' : s.name;
       deco.push(() => {
         ctx.fillStyle = '#1d2330';
         ctx.save(); ctx.beginPath(); ctx.rect(a, y, bw, bh); ctx.clip();
-        ctx.fillText(s.name, Math.max(a, GUT) + 4, y + bh / 2 + 0.5); ctx.restore();
+        ctx.fillText(label, Math.max(a, GUT) + 4, y + bh / 2 + 0.5); ctx.restore();
       });
     }
   }

@@ -592,6 +592,16 @@ const tests = {
       for (const l of lanes) for (let k = 1; k < l.length; k++) check(l[k][1] >= l[k - 1][2], 'two processes overlap in a lane: ' + JSON.stringify(l));
       check(lanes[0].length === 1 && lanes[0][0][0] === f.procs.find((a) => a.parent === -1).pid, 'the root does not have the first lane to itself');
       await o.page.screenshot({ path: path.join(TMP, 'packed.png') });
+      // A click on a bar of a lane opens that process.
+      const sleep = f.procs.find((a) => a.name === 'sleep');
+      const xy = await o.page.evaluate((pid) => {
+        const R = window.forktraceReport, v = R.timeline, rows = R.rows(), i = rows.findIndex((l) => l.items.some((p) => p.pid === pid));
+        const p = rows[i].items.find((q) => q.pid === pid), c = document.getElementById('timeline').getBoundingClientRect();
+        return { x: c.left + v.x((p.start + p.end) / 2), y: c.top + 24 + i * 20 + 10 - v.scrollY };
+      }, sleep.pid);
+      await o.page.mouse.click(xy.x, xy.y);
+      await o.page.waitForSelector('#detail:not([hidden])', { timeout: 3000 });
+      check((await o.page.textContent('#d-title')).includes(String(sleep.pid)), 'a click on the bar of ' + sleep.pid + ' opened ' + await o.page.textContent('#d-title'));
       await o.page.fill('#f-exclude', '^ls$');
       await o.page.click('#f-apply');
       check(await o.page.evaluate(() => window.forktraceReport.view()) === 'packed', 'filtering left the packed view');
@@ -629,6 +639,13 @@ const tests = {
       check(JSON.stringify(folds[0].pids.sort()) === JSON.stringify(short.map((a) => a.pid).sort()), 'the fold holds ' + folds[0].pids.join(','));
       const tip = await hoverText(o.page, (r) => r.isFold);
       check(tip.includes(`${n} processes under sh`) && tip.includes(`${nonzero} non-zero exit`), 'the fold says: ' + tip);
+      // Its CPU time: the sum of its processes' (3 significant digits).
+      const cpu = short.reduce((t, a) => t + (a.rusage ? a.rusage.user_ns + a.rusage.sys_ns : 0), 0);
+      if (short.some((a) => a.rusage)) {
+        const m = /([0-9.]+) (ns|\u00b5s|ms|s) CPU/.exec(tip);
+        const said = m ? +m[1] * { ns: 1, '\u00b5s': 1e3, ms: 1e6, s: 1e9 }[m[2]] : -1;
+        check(Math.abs(said - cpu) <= cpu * 0.006, `the fold says ${m && m[0]}, its processes used ${cpu} ns of CPU`);
+      }
       const rows0 = await o.page.evaluate(() => window.forktraceReport.rows().map((r) => r.isFold ? 'fold' : r.pid));
       const sleep = f.procs.find((a) => a.parent === f.loop.pid && a.name === 'sleep');
       check(rows0.includes(sleep.pid), 'the long sleep under the loop has no row of its own');
@@ -689,6 +706,11 @@ const tests = {
       await o.page.fill(box, 'no-such-thing');
       await o.page.press(box, 'Enter');
       check((await o.page.textContent(status)) === 'no match', 'status: ' + await o.page.textContent(status));
+      await o.page.fill('#f-exclude', '^sleep$');
+      await o.page.click('#f-apply');
+      await o.page.fill(box, String(sleep.pid));
+      await o.page.press(box, 'Enter');
+      check((await o.page.textContent(status)) === 'no match (1 hidden by the filters)', 'a filtered-out match: ' + await o.page.textContent(status));
       check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
     } finally { await o.browser.close(); }
   },
