@@ -17,7 +17,7 @@
 
 /* Value of the root attribute "format" and the version of the layout. */
 #define H5_LAYOUT_NAME "forktrace-hdf5"
-#define H5_LAYOUT_VERSION 2
+#define H5_LAYOUT_VERSION 3
 
 /* Loads the HDF5 module now, so that a run can fail before its command
  * starts: 0, or -ELIBACC (the reason said on stderr). */

@@ -43,6 +43,9 @@ static const char *const rcol_names[R_NCOLS] = {
 
 typedef struct h5r {
 	hid_t file;
+	/* Where the tables are: the root up to layout 2, metadata from 3
+	 * (set by read_meta; closed by h5r_close when not the file). */
+	hid_t tables;
 	hid_t vlen_str;
 	trace_sink *sink;
 	char **strings; /* whole /strings, HDF5-allocated (vlen) */
@@ -169,6 +172,14 @@ static int read_meta(h5r *r, model_trace *meta, uint64_t *processes)
 		return -EINVAL;
 	}
 	free(format);
+	/* Layout 3 moved the tables under metadata; the run's attributes
+	 * stayed on the root. */
+	if (r->tables < 0) {
+		if (v < 3)
+			r->tables = r->file;
+		else if ((r->tables = H5Gopen2(r->file, "metadata", H5P_DEFAULT)) < 0)
+			return -EBADMSG;
+	}
 	if (processes != NULL && attr_i64(r->file, "processes", &v))
 		*processes = (uint64_t)v;
 	if (meta == NULL)
@@ -206,7 +217,7 @@ static int read_strings(h5r *r)
 	hssize_t n;
 	int err = -EIO;
 
-	d = H5Dopen2(r->file, "strings", H5P_DEFAULT);
+	d = H5Dopen2(r->tables, "strings", H5P_DEFAULT);
 	if (d < 0)
 		return -EIO;
 	space = H5Dget_space(d);
@@ -529,7 +540,7 @@ static void free_block(h5r *r)
  * r->vlen_str to close. */
 static int h5r_open(h5r *r, const char *path)
 {
-	r->file = r->vlen_str = H5I_INVALID_HID;
+	r->file = r->tables = r->vlen_str = H5I_INVALID_HID;
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 	r->vlen_str = H5Tcopy(H5T_C_S1);
 	if (r->vlen_str < 0 || H5Tset_size(r->vlen_str, H5T_VARIABLE) < 0 ||
@@ -541,6 +552,8 @@ static int h5r_open(h5r *r, const char *path)
 
 static void h5r_close(h5r *r)
 {
+	if (r->tables >= 0 && r->tables != r->file)
+		H5Gclose(r->tables);
 	if (r->file >= 0)
 		H5Fclose(r->file);
 	if (r->vlen_str >= 0)
@@ -625,10 +638,10 @@ int h5r_hosts(const char *path, model_trace *arena, sink_host **hosts, size_t *n
 	if (err == 0)
 		err = read_meta(&r, NULL, NULL);
 	/* Layout 1, or a trace of one host: no table. */
-	if (err < 0 || H5Lexists(r.file, "hosts", H5P_DEFAULT) <= 0)
+	if (err < 0 || H5Lexists(r.tables, "hosts", H5P_DEFAULT) <= 0)
 		goto close;
 	err = -EIO;
-	d = H5Dopen2(r.file, "hosts", H5P_DEFAULT);
+	d = H5Dopen2(r.tables, "hosts", H5P_DEFAULT);
 	space = d >= 0 ? H5Dget_space(d) : H5I_INVALID_HID;
 	count = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
 	mtype = h5r_hosts_type(r.vlen_str);
@@ -700,7 +713,7 @@ int h5r_read(const char *path, trace_sink *sink, model_trace *meta)
 	if (err == 0)
 		err = alloc_block(&r);
 	if (err == 0) {
-		events = H5Gopen2(r.file, "events", H5P_DEFAULT);
+		events = H5Gopen2(r.tables, "events", H5P_DEFAULT);
 		if (events < 0) {
 			err = -EIO;
 		} else {

@@ -14,6 +14,13 @@
  * strings (themselves capped, H5W_INTERN_MAX: past it new strings get an
  * id each without deduplication).
  *
+ * Regions are written per process as its events are. Which rank<N> group
+ * a process belongs to is known only at the end (whether the trace has
+ * ranks at all: the first process may be mpirun, without one), so the
+ * rank groups are made at the end from what is on disk: a hard link to
+ * the process's regions when a group has one process with regions, a
+ * copy of its processes' times otherwise.
+ *
  * Two kinds of JSON are read here, by two parsers. The args of metadata
  * events (process and thread names, forktrace_process records) are parsed
  * with jansson, like the HTML report's; the args of every other event are
@@ -33,6 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "critpath.h"
 #include "h5_module.h"
 #include "htab.h"
 #include "jsonr.h"
@@ -194,8 +202,10 @@ typedef struct h5w_region {
 
 typedef struct h5w_open {
 	int64_t ts;
-	uint32_t region;
+	uint32_t region; /* H5W_NOT_REGION: a B that is no region */
 } h5w_open;
+
+#define H5W_NOT_REGION UINT32_MAX
 
 typedef struct h5w_thread {
 	int64_t tid;
@@ -215,6 +225,10 @@ typedef struct h5w_proc {
 	char *name, *argv, *exe, *cwd, *spawn, *exit_kind, *labels;
 	char *host, *rank_var;
 	int64_t rank, local_rank; /* -1: none */
+	int64_t rank_group;       /* N of the rank<N> holding its regions, -1 */
+	char *interpreter, *launcher;
+	char *ru_source; /* NULL: no resource use known */
+	model_rusage ru; /* -1 each: unknown */
 	int32_t exit_code, exit_signal;
 	bool instrumented;
 	uint64_t images, lost_events;
@@ -245,7 +259,7 @@ typedef struct h5w_proc {
 
 typedef struct h5_sink {
 	trace_sink base;
-	hid_t file, events_grp, strings;
+	hid_t file, meta_grp, events_grp, strings;
 	hid_t vlen_str; /* variable-length UTF-8 string type */
 	hid_t bool_type;
 	unsigned level;
@@ -574,6 +588,8 @@ static h5w_proc *proc_get(h5_sink *hs, int64_t pid)
 	p->sort_index = -1;
 	p->rank = -1;
 	p->local_rank = -1;
+	p->rank_group = -1;
+	p->ru = (model_rusage){-1, -1, -1, -1, -1, -1, -1, -1, -1};
 	p->exit_code = -1;
 	p->seen_min = INT64_MAX;
 	p->seen_max = INT64_MIN;
@@ -612,6 +628,9 @@ static void proc_free(h5w_proc *p)
 	free(p->labels);
 	free(p->host);
 	free(p->rank_var);
+	free(p->interpreter);
+	free(p->launcher);
+	free(p->ru_source);
 	free(p);
 }
 
@@ -695,9 +714,33 @@ static char *region_link_name(const char *name)
 	return out;
 }
 
+/* Creates the group link under rg for the region called name, with its
+ * name attribute and empty time datasets chunked for a first write of n;
+ * returns it open, or H5I_INVALID_HID. */
+static hid_t new_region_group(h5_sink *hs, hid_t rg, const char *link, const char *name, uint64_t n)
+{
+	hid_t grp = H5Gcreate2(rg, link, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), d;
+
+	if (grp < 0)
+		return H5I_INVALID_HID;
+	if (attr_str(hs, grp, "name", name) < 0)
+		goto fail;
+	for (int i = 0; i < 2; i++) {
+		d = make_dset(grp, i == 0 ? "start_times" : "end_times", H5T_STD_I64LE,
+			      chunk_for(n, 64, H5W_REGION_CHUNK), hs->level, true);
+		if (d < 0)
+			goto fail;
+		H5Dclose(d);
+	}
+	return grp;
+fail:
+	H5Gclose(grp);
+	return H5I_INVALID_HID;
+}
+
 static int region_flush(h5_sink *hs, h5w_proc *p, hid_t pg, h5w_region *r, bool release)
 {
-	hid_t rg, grp, d;
+	hid_t rg, grp;
 	char *link;
 	int err = 0;
 
@@ -716,26 +759,11 @@ static int region_flush(h5_sink *hs, h5w_proc *p, hid_t pg, h5w_region *r, bool 
 			H5Gclose(rg);
 			return -ENOMEM;
 		}
-		if (r->written == 0) {
-			err = -EIO;
-			grp = H5Gcreate2(rg, link, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-			if (grp >= 0) {
-				err = attr_str(hs, grp, "name", r->name);
-				for (int i = 0; i < 2 && err == 0; i++) {
-					d = make_dset(grp, i == 0 ? "start_times" : "end_times",
-						      H5T_STD_I64LE,
-						      chunk_for(r->n, 64, H5W_REGION_CHUNK),
-						      hs->level, true);
-					if (d < 0)
-						err = -EIO;
-					else
-						H5Dclose(d);
-				}
-			}
-		} else {
+		if (r->written == 0)
+			grp = new_region_group(hs, rg, link, r->name, r->n);
+		else
 			grp = H5Gopen2(rg, link, H5P_DEFAULT);
-			err = grp < 0 ? -EIO : 0;
-		}
+		err = grp < 0 ? -EIO : 0;
 		free(link);
 		if (err == 0)
 			err = append_named(grp, "start_times", H5T_NATIVE_INT64, r->written, r->n,
@@ -823,8 +851,20 @@ static int region_add(h5_sink *hs, h5w_proc *p, uint32_t index, int64_t start, i
 	return 0;
 }
 
-/* X slices and B/E pairs (matched per thread, innermost first) become
- * region occurrences. */
+/*
+ * Whether a slice is a region: every slice but the calls of instrumented
+ * functions (category "function"). Those are the events' business: as
+ * regions they cost more than all the event columns together (22.7 M
+ * calls of scripts/bench/calls.c: 68 MB of region times in a 129 MB file)
+ * and no region view draws millions of calls.
+ */
+static bool is_region(const jsonw_event *ev)
+{
+	return !(ev->cat.p != NULL && ev->cat.n == 8 && memcmp(ev->cat.p, "function", 8) == 0);
+}
+
+/* X slices and B/E pairs (matched per thread, innermost first) that are
+ * regions (is_region) become region occurrences. */
 static int track_region(h5_sink *hs, h5w_proc *p, const jsonw_event *ev)
 {
 	h5w_thread *t;
@@ -836,6 +876,8 @@ static int track_region(h5_sink *hs, h5w_proc *p, const jsonw_event *ev)
 	case 'X': {
 		int64_t dur = ev->dur_ns != JSONW_NO_TIME && ev->dur_ns > 0 ? ev->dur_ns : 0;
 
+		if (!is_region(ev))
+			return 0;
 		if (region_get(p, ev->name, &idx) == NULL)
 			return -ENOMEM;
 		return region_add(hs, p, idx, ev->ts_ns, ev->ts_ns + dur);
@@ -848,7 +890,10 @@ static int track_region(h5_sink *hs, h5w_proc *p, const jsonw_event *ev)
 			t->too_deep++;
 			return 0;
 		}
-		if (region_get(p, ev->name, &idx) == NULL)
+		/* A B that is no region still opens a level, which its E
+		 * closes without an occurrence. */
+		idx = H5W_NOT_REGION;
+		if (is_region(ev) && region_get(p, ev->name, &idx) == NULL)
 			return -ENOMEM;
 		if (vec_grow(&t->stack, &t->cap, t->depth + 1, sizeof(*t->stack), 8) < 0)
 			return -ENOMEM;
@@ -865,6 +910,8 @@ static int track_region(h5_sink *hs, h5w_proc *p, const jsonw_event *ev)
 		if (t->depth == 0)
 			return 0; /* an E without its B: nothing to pair */
 		t->depth--;
+		if (t->stack[t->depth].region == H5W_NOT_REGION)
+			return 0;
 		return region_add(hs, p, t->stack[t->depth].region, t->stack[t->depth].ts,
 				  ev->ts_ns);
 	default:
@@ -1238,6 +1285,24 @@ static char *join_argv(const json_t *arr)
 	return out != NULL ? out : strdup("");
 }
 
+/* The "rusage" member of forktrace_process args (docs/TRACE_FORMAT.md)
+ * into p: its source, and each count that is an integer. */
+static void read_rusage(h5w_proc *p, const json_t *ru)
+{
+	if (!json_is_object(ru))
+		return;
+	set_str(&p->ru_source, get_str(ru, "source"));
+	get_i64(ru, "user_ns", &p->ru.user_ns);
+	get_i64(ru, "sys_ns", &p->ru.sys_ns);
+	get_i64(ru, "maxrss_kb", &p->ru.maxrss_kb);
+	get_i64(ru, "minflt", &p->ru.minflt);
+	get_i64(ru, "majflt", &p->ru.majflt);
+	get_i64(ru, "nvcsw", &p->ru.nvcsw);
+	get_i64(ru, "nivcsw", &p->ru.nivcsw);
+	get_i64(ru, "inblock", &p->ru.inblock);
+	get_i64(ru, "oublock", &p->ru.oublock);
+}
+
 /* forktrace_process args (docs/TRACE_FORMAT.md) into p's record. */
 static void read_process_record(h5w_proc *p, const json_t *a)
 {
@@ -1262,6 +1327,9 @@ static void read_process_record(h5w_proc *p, const json_t *a)
 	set_str(&p->rank_var, get_str(a, "rank_var"));
 	get_i64(a, "rank", &p->rank);
 	get_i64(a, "local_rank", &p->local_rank);
+	set_str(&p->interpreter, get_str(a, "interpreter"));
+	set_str(&p->launcher, get_str(a, "launcher"));
+	read_rusage(p, json_object_get(a, "rusage"));
 	ex = json_object_get(a, "exit");
 	if (json_is_object(ex)) {
 		set_str(&p->exit_kind, get_str(ex, "kind"));
@@ -1466,6 +1534,10 @@ typedef struct h5w_prow {
 	int64_t sort_index;
 	const char *host, *rank_var;
 	int64_t rank, local_rank;
+	int64_t rank_group;
+	const char *interpreter, *launcher;
+	const char *rusage_source;
+	model_rusage ru;
 } h5w_prow;
 
 /* One row of /hosts (sink_host). */
@@ -1527,6 +1599,21 @@ static hid_t processes_type(h5_sink *hs)
 	M(rank, H5T_NATIVE_INT64);
 	M(local_rank, H5T_NATIVE_INT64);
 	M(rank_var, hs->vlen_str);
+	M(rank_group, H5T_NATIVE_INT64);
+	M(interpreter, hs->vlen_str);
+	M(launcher, hs->vlen_str);
+	M(rusage_source, hs->vlen_str);
+#undef M
+#define M(field) H5Tinsert(t, #field, HOFFSET(h5w_prow, ru.field), H5T_NATIVE_INT64)
+	M(user_ns);
+	M(sys_ns);
+	M(maxrss_kb);
+	M(minflt);
+	M(majflt);
+	M(nvcsw);
+	M(nivcsw);
+	M(inblock);
+	M(oublock);
 #undef M
 	return t;
 }
@@ -1581,7 +1668,7 @@ static hid_t make_table(h5_sink *hs, const char *name, hid_t mtype, hsize_t chun
 		H5Tclose(ftype);
 		return H5I_INVALID_HID;
 	}
-	d = make_dset(hs->file, name, ftype, chunk, hs->level, false);
+	d = make_dset(hs->meta_grp, name, ftype, chunk, hs->level, false);
 	H5Tclose(ftype);
 	return d;
 }
@@ -1614,6 +1701,11 @@ static void fill_prow(h5w_prow *row, const h5w_proc *p)
 		.rank = p->rank,
 		.local_rank = p->local_rank,
 		.rank_var = or_empty(p->rank_var),
+		.rank_group = p->rank_group,
+		.interpreter = or_empty(p->interpreter),
+		.launcher = or_empty(p->launcher),
+		.rusage_source = or_empty(p->ru_source),
+		.ru = p->ru,
 	};
 	/* A process without a forktrace record (VizTracer): its span is
 	 * what its events cover. */
@@ -1749,53 +1841,383 @@ free_rows:
 	return err;
 }
 
-static int write_root_attrs(h5_sink *hs, const sink_meta *meta)
+/* ---- rank<N> groups: the view scope-profiler's reader opens */
+
+/* Region times copied per read and write when a rank's regions merge. */
+#define H5W_COPY_BLOCK 65536
+
+/* Reads elements [start, start + n) of the int64 dataset loc/name. */
+static int read_i64(hid_t loc, const char *name, hsize_t start, hsize_t n, int64_t *buf)
+{
+	hid_t d, fspace, mspace;
+	int err = -EIO;
+
+	d = H5Dopen2(loc, name, H5P_DEFAULT);
+	if (d < 0)
+		return -EIO;
+	fspace = H5Dget_space(d);
+	if (fspace < 0)
+		goto close_d;
+	mspace = H5Screate_simple(1, &n, NULL);
+	if (mspace < 0)
+		goto close_fspace;
+	if (H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, NULL, &n, NULL) >= 0 &&
+	    H5Dread(d, H5T_NATIVE_INT64, mspace, fspace, H5P_DEFAULT, buf) >= 0)
+		err = 0;
+	H5Sclose(mspace);
+close_fspace:
+	H5Sclose(fspace);
+close_d:
+	H5Dclose(d);
+	return err;
+}
+
+/* Elements of the dataset loc/name, or -EIO. */
+static int64_t dset_len(hid_t loc, const char *name)
+{
+	hid_t d = H5Dopen2(loc, name, H5P_DEFAULT), space;
+	hssize_t n = -1;
+
+	if (d < 0)
+		return -EIO;
+	space = H5Dget_space(d);
+	if (space >= 0) {
+		n = H5Sget_simple_extent_npoints(space);
+		H5Sclose(space);
+	}
+	H5Dclose(d);
+	return n >= 0 ? (int64_t)n : -EIO;
+}
+
+/* Appends the times of region r, written under src (a process's regions
+ * group), to the region of the same name under dst (a rank's), which is
+ * created on first use. buf holds H5W_COPY_BLOCK times. */
+static int copy_region(h5_sink *hs, hid_t dst, hid_t src, const h5w_region *r, int64_t *buf)
+{
+	char *link = region_link_name(r->name);
+	hid_t sg, dg;
+	int64_t old;
+	int err = -EIO;
+
+	if (link == NULL)
+		return -ENOMEM;
+	sg = H5Gopen2(src, link, H5P_DEFAULT);
+	if (sg < 0)
+		goto free_link;
+	if (H5Lexists(dst, link, H5P_DEFAULT) > 0)
+		dg = H5Gopen2(dst, link, H5P_DEFAULT);
+	else
+		dg = new_region_group(hs, dst, link, r->name, r->written);
+	if (dg < 0)
+		goto close_sg;
+	old = dset_len(dg, "start_times");
+	err = old < 0 ? (int)old : 0;
+	for (uint64_t at = 0; at < r->written && err == 0; at += H5W_COPY_BLOCK) {
+		hsize_t n = r->written - at < H5W_COPY_BLOCK ? r->written - at : H5W_COPY_BLOCK;
+
+		for (int i = 0; i < 2 && err == 0; i++) {
+			const char *name = i == 0 ? "start_times" : "end_times";
+
+			err = read_i64(sg, name, at, n, buf);
+			if (err == 0)
+				err = append_named(dg, name, H5T_NATIVE_INT64, (hsize_t)old + at, n,
+						   buf);
+		}
+	}
+	H5Gclose(dg);
+close_sg:
+	H5Gclose(sg);
+free_link:
+	free(link);
+	return err;
+}
+
+/* The regions of the k > 1 processes ps, concatenated per name in the
+ * order of ps, into the new group regions under g. */
+static int merge_regions(h5_sink *hs, hid_t g, h5w_proc *const *ps, size_t k)
+{
+	int64_t *buf = malloc(H5W_COPY_BLOCK * sizeof(*buf));
+	char path[48];
+	hid_t rg, src;
+	int err = 0;
+
+	if (buf == NULL)
+		return -ENOMEM;
+	rg = H5Gcreate2(g, "regions", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	if (rg < 0) {
+		free(buf);
+		return -EIO;
+	}
+	for (size_t i = 0; i < k && err == 0; i++) {
+		const h5w_proc *p = ps[i];
+
+		if (!p->have_regions_group)
+			continue;
+		snprintf(path, sizeof(path), "%" PRId64 "/regions", p->pid);
+		src = H5Gopen2(hs->events_grp, path, H5P_DEFAULT);
+		if (src < 0) {
+			err = -EIO;
+			break;
+		}
+		for (size_t j = 0; j < p->nregions && err == 0; j++)
+			if (p->regions[j].written > 0)
+				err = copy_region(hs, rg, src, &p->regions[j], buf);
+		H5Gclose(src);
+	}
+	if (H5Gclose(rg) < 0 && err == 0)
+		err = -EIO;
+	free(buf);
+	return err;
+}
+
+/*
+ * The group rank<rank> of the k processes ps (in trace order), with
+ * attributes rank and pids, and their regions: when only one of them has
+ * regions, a hard link to its metadata/events/<pid>/regions (one group
+ * under two names, nothing copied); when several have, their times
+ * concatenated per name.
+ */
+static int write_rank_group(h5_sink *hs, int64_t rank, h5w_proc *const *ps, size_t k)
+{
+	int64_t *pids = malloc(k * sizeof(*pids));
+	const h5w_proc *one = NULL;
+	char name[32], path[48];
+	size_t with = 0;
+	hid_t g;
+	int err = -EIO;
+
+	if (pids == NULL)
+		return -ENOMEM;
+	snprintf(name, sizeof(name), "rank%" PRId64, rank);
+	g = H5Gcreate2(hs->file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	if (g < 0)
+		goto free_pids;
+	for (size_t i = 0; i < k; i++) {
+		pids[i] = ps[i]->pid;
+		ps[i]->rank_group = rank;
+		if (ps[i]->have_regions_group) {
+			with++;
+			one = ps[i];
+		}
+	}
+	err = attr_i64(g, "rank", rank);
+	if (err == 0)
+		err = attr_i64v(g, "pids", pids, k);
+	if (err == 0 && with == 1) {
+		snprintf(path, sizeof(path), "%" PRId64 "/regions", one->pid);
+		if (H5Lcreate_hard(hs->events_grp, path, g, "regions", H5P_DEFAULT, H5P_DEFAULT) <
+		    0)
+			err = -EIO;
+	} else if (err == 0 && with > 1) {
+		err = merge_regions(hs, g, ps, k);
+	}
+	if (H5Gclose(g) < 0 && err == 0)
+		err = -EIO;
+free_pids:
+	free(pids);
+	return err;
+}
+
+typedef struct h5w_ranked {
+	int64_t rank;
+	size_t index;
+	h5w_proc *p;
+} h5w_ranked;
+
+static int cmp_ranked(const void *a, const void *b)
+{
+	const h5w_ranked *x = a, *y = b;
+
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/*
+ * The rank<N> groups (docs/HDF5_LAYOUT.md): when any process has a rank,
+ * one group per rank with the processes of that rank (the others are in
+ * none); else one group per process, rank<i> for the i-th row of
+ * metadata/processes. Sets each process's rank_group; *by_rank says
+ * which rule held.
+ */
+static int write_rank_groups(h5_sink *hs, bool *by_rank)
+{
+	h5w_ranked *v;
+	h5w_proc **ps;
+	size_t n = 0;
+	int err = 0;
+
+	*by_rank = false;
+	for (size_t i = 0; i < hs->nprocs && !*by_rank; i++)
+		*by_rank = hs->procs[i]->rank >= 0;
+	if (!*by_rank) {
+		for (size_t i = 0; i < hs->nprocs && err == 0; i++)
+			err = write_rank_group(hs, (int64_t)i, &hs->procs[i], 1);
+		return err;
+	}
+	v = malloc(hs->nprocs * sizeof(*v));
+	ps = malloc(hs->nprocs * sizeof(*ps));
+	if (v == NULL || ps == NULL) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < hs->nprocs; i++)
+		if (hs->procs[i]->rank >= 0)
+			v[n++] = (h5w_ranked){hs->procs[i]->rank, i, hs->procs[i]};
+	qsort(v, n, sizeof(*v), cmp_ranked);
+	for (size_t i = 0, j; i < n && err == 0; i = j) {
+		for (j = i; j < n && v[j].rank == v[i].rank; j++)
+			ps[j - i] = v[j].p;
+		err = write_rank_group(hs, v[i].rank, ps, j - i);
+	}
+out:
+	free(v);
+	free(ps);
+	return err;
+}
+
+/* One row of metadata/critical_path. */
+typedef struct h5w_crow {
+	int64_t pid;
+	const char *name;
+	int64_t start_ns, end_ns;
+} h5w_crow;
+
+/* metadata/critical_path: the steps of the merge's critical path, in time
+ * order, with its span as attributes start_ns and end_ns; no table when
+ * the trace has none. */
+static int write_critical_path(h5_sink *hs, const sink_meta *meta)
+{
+	const critpath_step *steps;
+	h5w_crow *rows;
+	hid_t mtype, d;
+	size_t n;
+	int err = -EIO;
+
+	if (meta == NULL || meta->critical_path == NULL)
+		return 0;
+	n = critpath_steps(meta->critical_path, &steps);
+	rows = calloc(n ? n : 1, sizeof(*rows));
+	if (rows == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		rows[i] = (h5w_crow){steps[i].pid, or_empty(steps[i].name), steps[i].start_ns,
+				     steps[i].end_ns};
+	mtype = H5Tcreate(H5T_COMPOUND, sizeof(h5w_crow));
+	if (mtype < 0)
+		goto free_rows;
+	if (H5Tinsert(mtype, "pid", HOFFSET(h5w_crow, pid), H5T_NATIVE_INT64) < 0 ||
+	    H5Tinsert(mtype, "name", HOFFSET(h5w_crow, name), hs->vlen_str) < 0 ||
+	    H5Tinsert(mtype, "start_ns", HOFFSET(h5w_crow, start_ns), H5T_NATIVE_INT64) < 0 ||
+	    H5Tinsert(mtype, "end_ns", HOFFSET(h5w_crow, end_ns), H5T_NATIVE_INT64) < 0)
+		goto close_type;
+	d = make_table(hs, "critical_path", mtype, 256);
+	if (d < 0)
+		goto close_type;
+	err = append_to(d, mtype, 0, n, rows);
+	if (err == 0)
+		err = attr_i64(d, "start_ns", critpath_start_ns(meta->critical_path));
+	if (err == 0)
+		err = attr_i64(d, "end_ns", critpath_end_ns(meta->critical_path));
+	if (H5Dclose(d) < 0 && err == 0)
+		err = -EIO;
+close_type:
+	H5Tclose(mtype);
+free_rows:
+	free(rows);
+	return err;
+}
+
+/* t's command as one string, arguments joined by single spaces; NULL
+ * when none (or on allocation failure). */
+static char *join_command(const model_trace *t)
+{
+	size_t len = 1;
+	char *out;
+
+	if (t == NULL || t->command == NULL)
+		return NULL;
+	for (size_t i = 0; t->command[i] != NULL; i++)
+		len += strlen(t->command[i]) + 1;
+	out = malloc(len);
+	if (out == NULL)
+		return NULL;
+	out[0] = '\0';
+	for (size_t i = 0, k = 0; t->command[i] != NULL; i++) {
+		size_t n = strlen(t->command[i]);
+
+		if (i > 0)
+			out[k++] = ' ';
+		memcpy(out + k, t->command[i], n + 1);
+		k += n;
+	}
+	return out;
+}
+
+/*
+ * The run's attributes on loc: on the root, as every layout had them; on
+ * metadata, plain (scalars and strings only, command joined by spaces,
+ * no arrays) for readers that take its attributes as one dict, like
+ * scope-profiler's, with "hostname" as scope-profiler names the host.
+ */
+static int write_run_attrs(h5_sink *hs, hid_t loc, const sink_meta *meta, bool plain, bool by_rank)
 {
 	const model_trace *t = meta != NULL ? meta->model : NULL;
-	hid_t root = hs->file;
 	size_t ncmd = 0, nin = 0;
 	int err = 0;
 
-	err = attr_str(hs, root, "format", H5_LAYOUT_NAME);
+	err = attr_str(hs, loc, "format", H5_LAYOUT_NAME);
 	if (err == 0)
-		err = attr_i64(root, "format_version", H5_LAYOUT_VERSION);
+		err = attr_i64(loc, "format_version", H5_LAYOUT_VERSION);
 	if (err == 0)
-		err = attr_str(hs, root, "version", FT_VERSION_STRING);
+		err = attr_str(hs, loc, "version", FT_VERSION_STRING);
 	if (err == 0)
-		err = attr_str(hs, root, "origin", t != NULL ? t->origin : NULL);
+		err = attr_str(hs, loc, "origin", t != NULL ? t->origin : NULL);
 	if (err == 0)
-		err = attr_str(hs, root, "host", t != NULL ? t->host : NULL);
+		err = attr_str(hs, loc, "host", t != NULL ? t->host : NULL);
+	if (err == 0 && plain)
+		err = attr_str(hs, loc, "hostname", t != NULL ? t->host : NULL);
+	if (err == 0)
+		err = attr_str(hs, loc, "rank_groups", by_rank ? "rank" : "process");
 	if (t != NULL && t->command != NULL)
 		while (t->command[ncmd] != NULL)
 			ncmd++;
 	/* No command (a combine) is no attribute, not an empty list. */
-	if (err == 0 && t != NULL && t->command != NULL)
-		err = attr_strv(hs, root, "command", t->command, ncmd);
+	if (err == 0 && t != NULL && t->command != NULL) {
+		if (plain) {
+			char *joined = join_command(t);
+
+			err = joined != NULL ? attr_str(hs, loc, "command", joined) : -ENOMEM;
+			free(joined);
+		} else {
+			err = attr_strv(hs, loc, "command", t->command, ncmd);
+		}
+	}
 	if (err == 0)
-		err = attr_i64(root, "anchor_monotonic_ns", t != NULL ? t->anchor_mono_ns : -1);
+		err = attr_i64(loc, "anchor_monotonic_ns", t != NULL ? t->anchor_mono_ns : -1);
 	if (err == 0)
-		err = attr_i64(root, "anchor_realtime_ns", t != NULL ? t->anchor_real_ns : -1);
+		err = attr_i64(loc, "anchor_realtime_ns", t != NULL ? t->anchor_real_ns : -1);
 	if (err == 0)
-		err = attr_i64(root, "start_ns", t != NULL ? t->start_ns : -1);
+		err = attr_i64(loc, "start_ns", t != NULL ? t->start_ns : -1);
 	if (err == 0)
-		err = attr_i64(root, "end_ns", t != NULL ? t->end_ns : -1);
+		err = attr_i64(loc, "end_ns", t != NULL ? t->end_ns : -1);
 	if (err == 0)
-		err = attr_i64(root, "exit_status", t != NULL ? t->exit_status : 0);
+		err = attr_i64(loc, "exit_status", t != NULL ? t->exit_status : 0);
 	if (err == 0)
-		err = attr_u64(root, "processes",
+		err = attr_u64(loc, "processes",
 			       meta != NULL && meta->processes > 0 ? meta->processes : hs->nprocs);
 	if (err == 0)
-		err = attr_u64(root, "lost_events", t != NULL ? t->lost_events : 0);
+		err = attr_u64(loc, "lost_events", t != NULL ? t->lost_events : 0);
 	if (err == 0)
-		err = attr_u64(root, "events", hs->events);
-	if (err == 0 && meta != NULL && meta->inputs != NULL) {
+		err = attr_u64(loc, "events", hs->events);
+	if (err == 0 && !plain && meta != NULL && meta->inputs != NULL) {
 		while (meta->inputs[nin] != NULL)
 			nin++;
-		err = attr_strv(hs, root, "inputs", meta->inputs, nin);
+		err = attr_strv(hs, loc, "inputs", meta->inputs, nin);
 		if (err == 0 && meta->align_methods != NULL)
-			err = attr_strv(hs, root, "align_methods", meta->align_methods, nin);
+			err = attr_strv(hs, loc, "align_methods", meta->align_methods, nin);
 		if (err == 0 && meta->align_shift_ns != NULL)
-			err = attr_i64v(root, "align_shift_ns", meta->align_shift_ns, nin);
+			err = attr_i64v(loc, "align_shift_ns", meta->align_shift_ns, nin);
 	}
 	return err;
 }
@@ -1822,14 +2244,17 @@ static void close_file(h5_sink *hs)
 		H5Dclose(hs->strings);
 	if (hs->events_grp >= 0)
 		H5Gclose(hs->events_grp);
+	if (hs->meta_grp >= 0)
+		H5Gclose(hs->meta_grp);
 	if (hs->file >= 0)
 		H5Fclose(hs->file);
-	hs->strings = hs->events_grp = hs->file = H5I_INVALID_HID;
+	hs->strings = hs->events_grp = hs->meta_grp = hs->file = H5I_INVALID_HID;
 }
 
 static int h5w_end(trace_sink *s, const sink_meta *meta)
 {
 	h5_sink *hs = (h5_sink *)s;
+	bool by_rank = false;
 	struct stat st;
 	int err = hs->err;
 
@@ -1841,13 +2266,19 @@ static int h5w_end(trace_sink *s, const sink_meta *meta)
 	if (err == 0)
 		err = flush_strings(hs);
 	if (err == 0)
+		err = write_rank_groups(hs, &by_rank);
+	if (err == 0)
 		err = write_processes(hs);
 	if (err == 0)
 		err = write_threads(hs);
 	if (err == 0)
 		err = write_hosts(hs, meta);
 	if (err == 0)
-		err = write_root_attrs(hs, meta);
+		err = write_critical_path(hs, meta);
+	if (err == 0)
+		err = write_run_attrs(hs, hs->file, meta, false, by_rank);
+	if (err == 0)
+		err = write_run_attrs(hs, hs->meta_grp, meta, true, by_rank);
 	if (err == 0 && H5Fflush(hs->file, H5F_SCOPE_GLOBAL) < 0)
 		err = -EIO;
 	close_file(hs);
@@ -1939,17 +2370,23 @@ static int open_file(h5_sink *hs)
 	H5Pclose(fapl);
 	if (hs->file < 0)
 		return -EIO;
+	/* At the top only rank<N> groups and "metadata", which holds
+	 * forktrace's own tables: scope-profiler's reader takes every other
+	 * top-level object for a rank. */
+	hs->meta_grp = H5Gcreate2(hs->file, "metadata", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	if (hs->meta_grp < 0)
+		return -EIO;
 	/* Track creation order, so readers list processes in the order
 	 * they came (the process tree's, for a live run). */
 	gcpl = H5Pcreate(H5P_GROUP_CREATE);
 	if (gcpl < 0)
 		return -EIO;
 	if (H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) >= 0)
-		hs->events_grp = H5Gcreate2(hs->file, "events", H5P_DEFAULT, gcpl, H5P_DEFAULT);
+		hs->events_grp = H5Gcreate2(hs->meta_grp, "events", H5P_DEFAULT, gcpl, H5P_DEFAULT);
 	H5Pclose(gcpl);
 	if (hs->events_grp < 0)
 		return -EIO;
-	hs->strings = make_dset(hs->file, "strings", hs->vlen_str, H5W_STRING_CHUNK, hs->level,
+	hs->strings = make_dset(hs->meta_grp, "strings", hs->vlen_str, H5W_STRING_CHUNK, hs->level,
 				false);
 	if (hs->strings < 0)
 		return -EIO;
@@ -1971,7 +2408,7 @@ static trace_sink *h5_new(char *path, int fd, const events_opts *opts, int *err)
 	hs->path = path;
 	hs->fd = fd;
 	hs->budget = H5W_BUDGET;
-	hs->file = hs->events_grp = hs->strings = H5I_INVALID_HID;
+	hs->file = hs->meta_grp = hs->events_grp = hs->strings = H5I_INVALID_HID;
 	hs->vlen_str = hs->bool_type = H5I_INVALID_HID;
 	hs->level = opts != NULL && opts->gzip_level >= 1 && opts->gzip_level <= 9
 			    ? (unsigned)opts->gzip_level

@@ -3,8 +3,12 @@
 h5py: `forktrace run -o t.h5 -- fork_tree` against `-o t.json` of an
 identical run (same program names, tree, exit statuses, event count), the
 documented dtypes, chunking and compression, strings that resolve, image
-slices as regions/<name>/start_times and end_times, h5dump -H, and the
-round trip .h5 -> events (reader_h5) -> JSON keeping every event.
+slices as regions/<name>/start_times and end_times, one rank<i> group per
+process, h5dump -H, and the round trip .h5 -> events (reader_h5) -> JSON
+keeping every event. Then scope-profiler's own reader (ProfilingH5Reader,
+../shared/clients/scope_profiler) on a one-process run with regions and on
+`mpirun -np 2` of a program whose ranks record different numbers of
+regions, against the JSON of the same run (`forktrace combine t.h5`).
 
 FT_H5_TOOL is tests/h5's test_h5 (its `to-json` reads an .h5 back).
 """
@@ -39,6 +43,17 @@ def h5py_or_skip():
 
 def s(v):
     return v.decode() if isinstance(v, bytes) else v
+
+
+def scope_profiler_reader():
+    """scope-profiler's ProfilingH5Reader, from ../shared beside the checkout."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, "..", "..", "..", "shared", "clients", "scope_profiler")
+    if not os.path.isdir(path):
+        raise Skip(f"scope-profiler's reader is not at {path}")
+    sys.path.insert(0, path)
+    from scope_profiler.h5reader import ProfilingH5Reader
+    return ProfilingH5Reader
 
 
 def tree_signature(rows):
@@ -81,7 +96,10 @@ def test_h5_output(t):
 
     f = h5py.File(path, "r")
     a = f.attrs
-    check(a["format"] == "forktrace-hdf5" and a["format_version"] == 2, f"format attrs {dict(a)}")
+    check(a["format"] == "forktrace-hdf5" and a["format_version"] == 3, f"format attrs {dict(a)}")
+    m = f["metadata"]
+    check(dict(m.attrs)["command"] == " ".join(ref.trace.meta["command"]),
+          f"metadata attributes {dict(m.attrs)}")
     meta = ref.trace.meta
     for key in ("origin", "host", "exit_status", "processes", "lost_events"):
         check(a[key] == meta[key], f"root attribute {key}: {a[key]!r}, JSON says {meta[key]!r}")
@@ -90,7 +108,7 @@ def test_h5_output(t):
     check(a["start_ns"] <= a["end_ns"], "start_ns > end_ns")
 
     # /processes: the same tree as the JSON trace of the same program.
-    procs = f["processes"][:]
+    procs = m["processes"][:]
     check(len(procs) == 15, f"{len(procs)} rows in /processes")
     rows = [{"pid": int(r["pid"]), "parent": int(r["parent"]), "name": s(r["name"]),
              "exit_kind": s(r["exit_kind"]), "exit_code": int(r["exit_code"])} for r in procs]
@@ -104,15 +122,15 @@ def test_h5_output(t):
     roots = [r for r in rows if r["parent"] == -1]
     check(len(roots) == 1, f"roots: {roots}")
 
-    threads = f["threads"][:]
+    threads = m["threads"][:]
     check(len(threads) >= 15 and all(s(x["name"]) == "fork_tree" for x in threads),
           f"/threads: {threads}")
 
-    strings = f["strings"].asstr()[:]
+    strings = m["strings"].asstr()[:]
     check(strings[0] == "", "strings[0] is not the empty string")
     total = 0
     for pid in (r["pid"] for r in rows):
-        g = f["events"][str(pid)]
+        g = m["events"][str(pid)]
         n = g["ts_ns"].shape[0]
         total += n
         for name, dt in COLUMNS.items():
@@ -134,6 +152,12 @@ def test_h5_output(t):
         check(len(st) == len(en) == 1 and (en >= st).all(), f"regions of {pid}: {st} {en}")
         check(st.dtype == np.int64 and rg["start_times"].compression == "gzip", "region dtype")
     check(total == a["events"], f"events attribute {a['events']}, datasets hold {total}")
+    # No ranks: rank<i> for the i-th process, its regions the process's.
+    check(sorted(f) == sorted(["metadata"] + [f"rank{i}" for i in range(15)]), f"top: {list(f)}")
+    for i, r in enumerate(procs):
+        g = f[f"rank{i}"]
+        check(list(g.attrs["pids"]) == [r["pid"]] and r["rank_group"] == i, f"rank{i} {r}")
+        check(g["regions"] == m["events"][str(r["pid"])]["regions"], f"rank{i}/regions")
     check(total == len(ref.trace.events),
           f"{total} events in t.h5, {len(ref.trace.events)} in t.json of the same program")
     f.close()
@@ -151,6 +175,103 @@ def test_h5_output(t):
     check(tree_signature(json_rows(back)) == tree_signature(rows), "round trip changed the tree")
     check(back.meta["exit_status"] == meta["exit_status"] and back.meta["command"] == meta["command"],
           f"round trip metadata {back.meta}")
+
+
+def reader_regions(reader):
+    """{region name: {rank: (start ns list, end ns list)}} as scope-profiler reads them."""
+    return {g.name: {rank: (r._start_times.tolist(), r._end_times.tolist())
+                     for rank, r in g.regions.items()} for g in reader.get_regions()}
+
+
+def json_regions(trace, pids):
+    """The same from a JSON trace: X slices but function calls, per process in pids."""
+    out = collections.defaultdict(lambda: ([], []))
+    for e in trace.events:
+        if e.get("ph") == "X" and e.get("pid") in pids and e.get("cat") != "function":
+            ts = round(e["ts"] * 1000)
+            out[e["name"]][0].append(ts)
+            out[e["name"]][1].append(ts + round(e.get("dur", 0) * 1000))
+    return out
+
+
+def same_times(got, want, what):
+    check(sorted(zip(*got)) == sorted(zip(*want)), f"{what}: {len(got[0])} calls in the "
+          f".h5 {sorted(zip(*got))[:4]}..., {len(want[0])} in the JSON {sorted(zip(*want))[:4]}...")
+
+
+@test
+def test_h5_scope_profiler(t):
+    """A one-process run with forktrace regions (ev_prog regions: 2 threads,
+    5 "outer" regions each holding 3 "inner") opens in scope-profiler's
+    reader as one rank whose regions and times are the JSON's."""
+    h5py, np = h5py_or_skip()
+    reader_cls = scope_profiler_reader()
+    res = t.forktrace(t.run_args([prog("ev_prog"), "regions", "1", "5", "3"], out="t.h5"))
+    check(res.rc == 0, f"forktrace run -o t.h5 failed\n  {res.describe()}")
+    back = t.forktrace(["combine", t.path("t.h5"), "-o", t.path("t.json")])
+    check(back.rc == 0, f"forktrace combine t.h5 failed\n  {back.describe()}")
+    trace = ft.load_trace(t.path("t.json"))
+    reader = reader_cls(t.path("t.h5"))
+    check(reader.num_ranks == 1, f"num_ranks {reader.num_ranks}")
+    got = reader_regions(reader)
+    check(sorted(got) == ["ev_prog", "inner", "outer"], f"regions {sorted(got)}")
+    check(len(got["outer"][0][0]) == 10 and len(got["inner"][0][0]) == 30,
+          f"calls: outer {len(got['outer'][0][0])}, inner {len(got['inner'][0][0])}")
+    want = json_regions(trace, {p.tpid for p in trace.all()})
+    for name in got:
+        same_times(got[name][0], want[name], f"region {name}")
+    check(reader.metadata["format_version"] == 3 and reader.metadata["processes"] == 1,
+          f"metadata {reader.metadata}")
+
+
+@test
+def test_h5_mpirun_ranks(t):
+    """mpirun -np 2 of mpi_regions: rank r records r + 2 "step" regions. Two
+    rank groups (mpirun, without a rank, in none), each rank's regions
+    those of the process that printed that rank."""
+    h5py, np = h5py_or_skip()
+    reader_cls = scope_profiler_reader()
+    mpirun = os.environ.get("FT_MPIRUN")
+    if not mpirun or os.environ.get("FT_MPI_SKIP"):
+        raise Skip(os.environ.get("FT_MPI_SKIP") or "FT_MPIRUN is not set")
+    cmd = [mpirun, "-np", "2", "--oversubscribe"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    cmd.append(prog("mpi_regions"))
+    res = t.forktrace(t.run_args(cmd, out="t.h5"))
+    check(res.rc == 0, f"forktrace run -o t.h5 failed\n  {res.describe()}")
+    printed = {}
+    for line in res.out.splitlines():
+        w = line.split()
+        if len(w) == 7 and w[0] == "mpi_regions":
+            printed[int(w[2])] = int(w[6])
+    check(sorted(printed) == [0, 1], f"mpirun output {res.out!r}")
+    back = t.forktrace(["combine", t.path("t.h5"), "-o", t.path("t.json")])
+    check(back.rc == 0, f"forktrace combine t.h5 failed\n  {back.describe()}")
+    trace = ft.load_trace(t.path("t.json"))
+
+    reader = reader_cls(t.path("t.h5"))
+    check(reader.num_ranks == 2, f"num_ranks {reader.num_ranks}")
+    got = reader_regions(reader)
+    check({r: len(v[0]) for r, v in got["step"].items()} == {0: 2, 1: 3},
+          f"step calls per rank {[(r, len(v[0])) for r, v in got['step'].items()]}")
+    check(sorted(got["exchange"]) == [0, 1], f"exchange ranks {sorted(got['exchange'])}")
+    with h5py.File(t.path("t.h5"), "r") as f:
+        check(sorted(f) == ["metadata", "rank0", "rank1"], f"top level {sorted(f)}")
+        rows = {int(r["pid"]): r for r in f["metadata"]["processes"][:]}
+        for rank, host_pid in printed.items():
+            pids = [int(p) for p in f[f"rank{rank}"].attrs["pids"]]
+            check([int(rows[p]["host_pid"]) for p in pids] == [host_pid],
+                  f"rank{rank} holds {pids}, the process that printed rank {rank} is {host_pid}")
+            r = rows[pids[0]]
+            check(int(r["rank"]) == rank and int(r["rank_group"]) == rank and
+                  s(r["rank_var"]) == "OMPI_COMM_WORLD_RANK", f"row of rank {rank}: {r}")
+            want = json_regions(trace, set(pids))
+            for name in ("step", "exchange"):
+                same_times(got[name][rank], want[name], f"rank {rank} region {name}")
+        launchers = [r for r in rows.values() if int(r["rank"]) < 0]
+        check(len(launchers) == 1 and int(launchers[0]["rank_group"]) == -1,
+              f"processes without a rank: {launchers}")
 
 
 @test

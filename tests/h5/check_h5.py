@@ -3,10 +3,15 @@
 checks its synthetic stream with h5py: the HDF5 file written under a tiny
 memory budget holds, per process, exactly the events of the JSON written
 from the same stream (columns, strings, args, extra keys), in order; the
-regions are the X slices and the B/E pairs matched per thread; and the
+regions are the X slices and the B/E pairs matched per thread, but for
+calls of instrumented functions; without ranks, rank<i> holds the regions
+of the i-th process, and scope-profiler's own reader (ProfilingH5Reader,
+../shared/clients/scope_profiler) opens the file and finds them; and the
 file read back to JSON (reader_h5) has the same events as the original.
 Then the edge cases of args.h5: metadata args parsed with jansson into the
 processes and threads tables, extra keys of raw events kept byte for byte.
+Then ranks.h5: one group per rank, a rank's processes' regions merged,
+the rank, launcher, interpreter and rusage columns, the critical path.
 
 Usage: check_h5.py DIR   (FT_H5_TOOL: the test_h5 binary)
 """
@@ -21,6 +26,11 @@ import sys
 
 import h5py
 import numpy as np
+
+SCOPE_PROFILER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                              "shared", "clients", "scope_profiler")
+sys.path.insert(0, SCOPE_PROFILER)
+from scope_profiler.h5reader import ProfilingH5Reader  # noqa: E402
 
 DOC_COLUMNS = {
     "ts_ns": "int64", "dur_ns": "int64", "name_id": "uint32", "cat_id": "uint32",
@@ -59,38 +69,43 @@ def by_pid(doc):
 
 
 def expected_regions(events):
-    """X slices and B/E pairs per thread, in the order the sink sees them end."""
+    """X slices and B/E pairs per thread, in the order the sink sees them end;
+    calls of instrumented functions (cat "function") are no regions."""
     regions = collections.defaultdict(lambda: ([], []))
     stacks = collections.defaultdict(list)
     for e in events:
         if "ts" not in e:
             continue
         ts = ns(e["ts"])
-        if e["ph"] == "X":
+        region = e.get("cat") != "function"
+        if e["ph"] == "X" and region:
             r = regions[e["name"]]
             r[0].append(ts)
             r[1].append(ts + max(ns(e.get("dur", 0)), 0))
         elif e["ph"] == "B":
-            stacks[e["tid"]].append((ts, e["name"]))
+            stacks[e["tid"]].append((ts, e["name"], region))
         elif e["ph"] == "E" and stacks[e["tid"]]:
-            t0, name = stacks[e["tid"]].pop()
-            r = regions[name]
-            r[0].append(t0)
-            r[1].append(ts)
+            t0, name, region = stacks[e["tid"]].pop()
+            if region:
+                r = regions[name]
+                r[0].append(t0)
+                r[1].append(ts)
     return regions
 
 
 def check_h5_against_json(h5path, doc):
     f = h5py.File(h5path, "r")
-    check(f.attrs["format"] == "forktrace-hdf5", "format attribute")
+    check(f.attrs["format"] == "forktrace-hdf5" and f.attrs["format_version"] == 3,
+          "format attributes")
     check(f.attrs["events"] == len(doc["traceEvents"]),
           f"events attr {f.attrs['events']} != {len(doc['traceEvents'])}")
-    strings = f["strings"].asstr()[:]
+    m = f["metadata"]
+    strings = m["strings"].asstr()[:]
     check(strings[0] == "", "strings[0] must be the empty string")
     want = by_pid(doc)
-    groups = f["events"]
+    groups = m["events"]
     check(sorted(int(k) for k in groups) == sorted(want), "one group per pid")
-    procs = {int(r["pid"]): r for r in f["processes"][:]}
+    procs = {int(r["pid"]): r for r in m["processes"][:]}
     check(sorted(procs) == sorted(want), "one processes row per pid")
     for pid, evs in want.items():
         g = groups[str(pid)]
@@ -146,11 +161,43 @@ def check_h5_against_json(h5path, doc):
     f.close()
 
 
+def check_rank_per_process(h5path, doc):
+    """Without ranks: rank<i> is row i of metadata/processes, its regions the
+    same group as the process's; scope-profiler's reader finds each one."""
+    want = by_pid(doc)
+    with h5py.File(h5path, "r") as f:
+        rows = f["metadata"]["processes"][:]
+        check(f.attrs["rank_groups"] == "process", f"rank_groups {f.attrs['rank_groups']}")
+        check(sorted(f) == sorted(["metadata"] + [f"rank{i}" for i in range(len(rows))]),
+              f"top level: {sorted(f)}")
+        for i, r in enumerate(rows):
+            pid = int(r["pid"])
+            g = f[f"rank{i}"]
+            check(int(r["rank_group"]) == i and list(g.attrs["pids"]) == [pid]
+                  and g.attrs["rank"] == i, f"rank{i}: attrs {dict(g.attrs)}, row {r}")
+            ev = f["metadata"]["events"][str(pid)]
+            check(("regions" in g) == ("regions" in ev), f"rank{i} regions")
+            if "regions" in g:
+                check(g["regions"] == ev["regions"], f"rank{i}/regions is not pid {pid}'s group")
+    reader = ProfilingH5Reader(h5path)
+    check(reader.num_ranks == len(want), f"num_ranks {reader.num_ranks}, {len(want)} processes")
+    with h5py.File(h5path, "r") as f:
+        order = [int(r["pid"]) for r in f["metadata"]["processes"][:]]
+    for i, pid in enumerate(order):
+        for name, (s, t) in expected_regions(want[pid]).items():
+            with h5py.File(h5path, "r") as f:
+                link = [k for k, g in f[f"rank{i}"]["regions"].items() if g.attrs["name"] == name][0]
+            region = reader.get_region(link)[i]
+            check(region.num_calls == len(s) and (region._start_times == s).all()
+                  and (region._end_times == t).all(),
+                  f"scope-profiler: rank{i} region {name!r}: {region.num_calls} calls")
+
+
 def check_args(d):
     """DIR/args.h5: what test_args (test_h5.c) fed the sink."""
     f = h5py.File(os.path.join(d, "args.h5"), "r")
-    procs = {int(r["pid"]): r for r in f["processes"][:]}
-    threads = {(int(r["pid"]), int(r["tid"])): r for r in f["threads"][:]}
+    procs = {int(r["pid"]): r for r in f["metadata"]["processes"][:]}
+    threads = {(int(r["pid"]), int(r["tid"])): r for r in f["metadata"]["threads"][:]}
 
     def s(v):
         return v.decode() if isinstance(v, bytes) else v
@@ -178,7 +225,7 @@ def check_args(d):
         check(s(procs[pid]["name"]) == "", f"malformed args of {pid} taken: {procs[pid]}")
     check(s(procs[6]["name"]) == "raw", "process 6")
 
-    g = f["events"]["6"]
+    g = f["metadata"]["events"]["6"]
     blob = g["args"][:].tobytes()
     offs, lens = g["extra_offset"][:], g["extra_length"][:]
     extras = [blob[int(o):int(o) + int(n)] for o, n in zip(offs, lens)]
@@ -203,6 +250,75 @@ def check_args(d):
     check(all(set(x) <= KNOWN for x in ev[1:]), f"extra keys from invalid raw: {ev[1:]}")
 
 
+def s_(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def check_ranks(d):
+    """DIR/ranks.h5 (test_ranks, test_h5.c): rank groups and the new tables."""
+    path = os.path.join(d, "ranks.h5")
+    doc = load(os.path.join(d, "ranks.json"))
+    check_h5_against_json(path, doc)
+    want = by_pid(doc)
+    regions = {pid: expected_regions(evs) for pid, evs in want.items()}
+    with h5py.File(path, "r") as f:
+        check(f.attrs["rank_groups"] == "rank" and f["metadata"].attrs["rank_groups"] == "rank",
+              "rank_groups attribute")
+        check(sorted(f) == ["metadata", "rank0", "rank1", "rank2"], f"top level: {sorted(f)}")
+        rows = {int(r["pid"]): r for r in f["metadata"]["processes"][:]}
+        check({p: int(r["rank_group"]) for p, r in rows.items()} ==
+              {10: -1, 11: 1, 12: 0, 13: 0, 14: 2}, "rank_group column")
+        check(list(f["rank0"].attrs["pids"]) == [12, 13] and list(f["rank1"].attrs["pids"]) == [11]
+              and list(f["rank2"].attrs["pids"]) == [14], "pids attributes")
+        # One process with regions: the same group; several: merged copies.
+        check(f["rank1"]["regions"] == f["metadata"]["events"]["11"]["regions"], "rank1 is a link")
+        check("regions" not in f["rank2"], "rank2 has no regions")
+        merged = {g.attrs["name"]: (g["start_times"][:].tolist(), g["end_times"][:].tolist())
+                  for g in f["rank0"]["regions"].values()}
+        expect = {}
+        for pid in (12, 13):
+            for name, (s, t) in regions[pid].items():
+                e = expect.setdefault(name, ([], []))
+                e[0].extend(s)
+                e[1].extend(t)
+        check(merged == expect, f"rank0 regions: {sorted(merged)} vs {sorted(expect)}")
+        check(len(merged["step"][0]) == 4 + 70000 and "work" not in merged, "rank0 step count")
+        check(f["rank0"]["regions"]["step"]["start_times"].compression == "gzip", "merged gzip")
+        r = rows[11]
+        got = {k: s_(r[k]) if isinstance(r[k], bytes) else int(r[k]) for k in
+               ("rank", "local_rank", "rank_var", "launcher", "interpreter", "rusage_source",
+                "user_ns", "sys_ns", "maxrss_kb", "minflt", "majflt", "nvcsw", "nivcsw",
+                "inblock", "oublock")}
+        check(got == {"rank": 1, "local_rank": 1, "rank_var": "OMPI_COMM_WORLD_RANK",
+                      "launcher": "Open MPI", "interpreter": "python3", "rusage_source": "wait",
+                      "user_ns": 1200000, "sys_ns": 300000, "maxrss_kb": 2048, "minflt": 10,
+                      "majflt": 1, "nvcsw": 5, "nivcsw": 2, "inblock": 8, "oublock": 16},
+              f"process 11 columns: {got}")
+        r = rows[10]
+        check(s_(r["launcher"]) == "" and s_(r["interpreter"]) == "" and
+              s_(r["rusage_source"]) == "" and int(r["user_ns"]) == -1 and int(r["rank"]) == -1,
+              f"process 10: no rank, no rusage: {r}")
+        with open(os.path.join(d, "ranks_cp.txt")) as cp:
+            lines = cp.read().split("\n")
+        if lines[0] == "none":
+            check("critical_path" not in f["metadata"], "a critical path table without a path")
+        else:
+            t = f["metadata"]["critical_path"]
+            a, b = (int(x) for x in lines[0].split())
+            check(t.attrs["start_ns"] == a and t.attrs["end_ns"] == b, "critical path span")
+            steps = [ln.split(" ", 3) for ln in lines[1:] if ln]
+            check([(int(x["pid"]), int(x["start_ns"]), int(x["end_ns"]), s_(x["name"]))
+                   for x in t[:]] == [(int(p), int(s), int(e), n) for p, s, e, n in steps],
+                  "critical path rows")
+    reader = ProfilingH5Reader(path)
+    check(reader.num_ranks == 3, f"num_ranks {reader.num_ranks}")
+    step = reader.get_region("step")
+    check({k: v.num_calls for k, v in step.regions.items()} == {0: 70004, 1: 5},
+          f"step calls per rank: {[(k, v.num_calls) for k, v in step.regions.items()]}")
+    check(reader.metadata["format"] == "forktrace-hdf5" and reader.metadata["host"] == "ranks",
+          f"metadata {reader.metadata}")
+
+
 def main():
     d = sys.argv[1]
     shutil.rmtree(d, ignore_errors=True)
@@ -216,9 +332,11 @@ def main():
     check(by_pid(doc) == by_pid(rt), "synth_rt.json (read back from HDF5) differs from synth.json")
     check(rt["otherData"] == doc["otherData"], "otherData differs after the round trip")
     check_h5_against_json(os.path.join(d, "synth.h5"), doc)
+    check_rank_per_process(os.path.join(d, "synth.h5"), doc)
     # The model round trip is checked byte for byte in C; its h5 is valid too.
     check_h5_against_json(os.path.join(d, "model.h5"), load(os.path.join(d, "model.json")))
     check_args(d)
+    check_ranks(d)
     print("check_h5: ok")
 
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "critpath.h"
 #include "h5.h"
 #include "events.h"
 #include "model.h"
@@ -321,6 +322,10 @@ static void test_synthetic(const char *dir)
 		case 1:
 			if (depth[p][th] < 5) {
 				e.ev.ph = 'B';
+				/* Calls of instrumented functions are no regions,
+				 * but their E closes them all the same. */
+				if ((r >> 31) & 1)
+					e.ev.cat = strview_c("function");
 				depth[p][th]++;
 				break;
 			}
@@ -336,7 +341,7 @@ static void test_synthetic(const char *dir)
 		case 4:
 			e.ev.ph = 'X';
 			e.ev.dur_ns = (int64_t)((r >> 24) % 5000);
-			e.ev.cat = strview_c("user");
+			e.ev.cat = strview_c((r >> 31) & 1 ? "function" : "user");
 			break;
 		case 5:
 			e.ev.ph = 'i';
@@ -381,6 +386,134 @@ static void test_synthetic(const char *dir)
 	close(fd);
 	ostream_finish(&raw);
 	MUST(h5_to_json(ph, prt) == 0);
+	meta->origin = NULL;
+	meta->host = NULL;
+	model_free(meta);
+}
+
+/* One X slice [ts, ts + dur] of category cat into both sinks. */
+static void slice2(two_sinks *t, int64_t pid, const char *name, const char *cat, int64_t ts,
+		   int64_t dur)
+{
+	sink_event e = {.ev = {.ph = 'X',
+			       .name = strview_c(name),
+			       .cat = strview_c(cat),
+			       .pid = pid,
+			       .tid = pid,
+			       .ts_ns = ts,
+			       .dur_ns = dur}};
+
+	emit2(t, &e);
+}
+
+#define RANKS_MANY 70000
+
+/*
+ * Processes with ranks, as under mpirun: 10 has none (the launcher), 11 is
+ * rank 1, 12 and its child 13 (which inherited the rank) rank 0, 14 is
+ * rank 2 with no region. 13 has more times of one region than the sink
+ * copies at once, and its events come interleaved with 12's. Written as
+ * JSON and HDF5 (DIR/ranks.json, DIR/ranks.h5) with the critical path
+ * of the tree, whose steps go to DIR/ranks_cp.txt ("none" when there is
+ * none) for check_h5.py to compare with the table.
+ */
+static void test_ranks(const char *dir)
+{
+	static const struct {
+		int64_t pid, parent, rank;
+		const char *name;
+		int regions;
+	} procs[] = {
+		{10, -1, -1, "mpirun", 3}, {11, 10, 1, "solver", 5},
+		{12, 10, 0, "solver", 4},  {13, 12, 0, "helper", RANKS_MANY},
+		{14, 10, 2, "idle", 0},
+	};
+	const size_t nprocs = sizeof(procs) / sizeof(procs[0]);
+	char pj[4096], ph[4096], pc[4096], args[512];
+	model_trace *meta = model_new();
+	sink_meta sm = {0};
+	critpath *cp = critpath_new();
+	const critpath_step *steps;
+	two_sinks t;
+	FILE *f;
+	int fd, err;
+
+	MUST(meta != NULL && cp != NULL);
+	meta->origin = "forktrace run";
+	meta->host = "ranks";
+	sm.model = meta;
+	sm.processes = nprocs;
+	snprintf(pj, sizeof(pj), "%s/ranks.json", dir);
+	snprintf(ph, sizeof(ph), "%s/ranks.h5", dir);
+	snprintf(pc, sizeof(pc), "%s/ranks_cp.txt", dir);
+	MUST((fd = open(pj, O_WRONLY | O_CREAT | O_TRUNC, 0644)) >= 0);
+	MUST((t.a = sink_json_new(fd, -1, &err)) != NULL);
+	MUST((t.b = sink_h5_new(ph, NULL, &err)) != NULL);
+	sink_h5_set_budget(t.b, 1 << 20);
+	MUST(t.a->begin(t.a, &sm) == 0 && t.b->begin(t.b, &sm) == 0);
+	for (size_t i = 0; i < nprocs; i++) {
+		int64_t start = 1000000 * (int64_t)(i + 1), end = 900000000 - 1000 * (int64_t)i;
+		int n = snprintf(args, sizeof(args),
+				 "{\"pid\":%" PRId64 ",\"parent\":%" PRId64
+				 ",\"name\":\"%s\",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64,
+				 procs[i].pid + 1000, procs[i].parent, procs[i].name, start, end);
+		sink_event e = {.ev = {.ph = 'M',
+				       .name = strview_c("forktrace_process"),
+				       .pid = procs[i].pid,
+				       .tid = procs[i].pid,
+				       .ts_ns = JSONW_NO_TIME,
+				       .dur_ns = JSONW_NO_TIME}};
+
+		if (procs[i].rank >= 0)
+			n += snprintf(
+				args + n, sizeof(args) - (size_t)n,
+				",\"rank\":%" PRId64 ",\"local_rank\":%" PRId64
+				",\"rank_var\":\"OMPI_COMM_WORLD_RANK\",\"launcher\":\"Open MPI\"",
+				procs[i].rank, procs[i].rank);
+		if (procs[i].pid == 11)
+			n += snprintf(
+				args + n, sizeof(args) - (size_t)n,
+				",\"interpreter\":\"python3\",\"rusage\":{\"source\":\"wait\","
+				"\"user_ns\":1200000,\"sys_ns\":300000,\"maxrss_kb\":2048,"
+				"\"minflt\":10,\"majflt\":1,\"nvcsw\":5,\"nivcsw\":2,"
+				"\"inblock\":8,\"oublock\":16}");
+		snprintf(args + n, sizeof(args) - (size_t)n, "}");
+		e.ev.args = strview_c(args);
+		emit2(&t, &e);
+		MUST(critpath_add_process(cp, procs[i].pid, procs[i].parent, start, end,
+					  procs[i].name) == 0);
+	}
+	for (size_t i = 0; i < nprocs; i++) {
+		int64_t ts = 2000000 * (int64_t)(i + 1);
+
+		/* 14 has no slice at all: its rank group has no regions. */
+		if (procs[i].regions > 0)
+			slice2(&t, procs[i].pid, procs[i].name, "process", ts, 800000000);
+		for (int k = 0; k < procs[i].regions; k++) {
+			slice2(&t, procs[i].pid, "step", "region", ts + 10 * k, 5 + k % 3);
+			slice2(&t, procs[i].pid, "work", "function", ts + 10 * k + 1, 2);
+			/* 12 and 13 interleaved: 12's regions come first. */
+			if (procs[i].pid == 12 && k == 1)
+				slice2(&t, 13, "early", "region", 1, 2);
+		}
+	}
+	if (critpath_compute(cp) == 0)
+		sm.critical_path = cp;
+	MUST((f = fopen(pc, "w")) != NULL);
+	if (sm.critical_path == NULL)
+		fprintf(f, "none\n");
+	else
+		fprintf(f, "%" PRId64 " %" PRId64 "\n", critpath_start_ns(cp), critpath_end_ns(cp));
+	for (size_t i = 0, n = critpath_steps(cp, &steps); sm.critical_path && i < n; i++)
+		fprintf(f, "%" PRId64 " %" PRId64 " %" PRId64 " %s\n", steps[i].pid,
+			steps[i].start_ns, steps[i].end_ns, steps[i].name);
+	fclose(f);
+	MUST(t.a->end(t.a, &sm) == 0);
+	MUST(t.b->end(t.b, &sm) == 0);
+	t.a->free(t.a);
+	t.b->free(t.b);
+	close(fd);
+	critpath_free(cp);
 	meta->origin = NULL;
 	meta->host = NULL;
 	model_free(meta);
@@ -514,5 +647,6 @@ int main(int argc, char **argv)
 	test_args(argv[2]);
 	test_model_round_trip(argv[2]);
 	test_synthetic(argv[2]);
+	test_ranks(argv[2]);
 	return check_done("test_h5");
 }

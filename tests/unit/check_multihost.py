@@ -173,8 +173,8 @@ def check_h5(path, run):
     import h5py  # Debian's python3-h5py (scripts/setup-deps)
 
     with h5py.File(path, "r") as f:
-        eq("format_version", int(f.attrs["format_version"]), 2)
-        procs = {int(r["pid"]): r for r in f["processes"][:]}
+        eq("format_version", int(f.attrs["format_version"]), 3)
+        procs = {int(r["pid"]): r for r in f["metadata"]["processes"][:]}
         fp = meta(run, "forktrace_process")
         eq("processes", sorted(procs), sorted(fp))
         for pid, a in fp.items():
@@ -185,7 +185,7 @@ def check_h5(path, run):
             eq(f"exit kind of {pid}", r["exit_kind"].decode(), a["exit"]["kind"])
             eq(f"end of {pid}", int(r["end_ns"]), a["end_ns"])
             eq(f"parent of {pid}", int(r["parent"]), a["parent"])
-        rows = f["hosts"][:]
+        rows = f["metadata"]["hosts"][:]
         want = run["otherData"]["forktrace"]["hosts"]
         eq("hosts rows", len(rows), len(want))
         for r, h in zip(rows, want):
