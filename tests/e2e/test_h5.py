@@ -5,7 +5,8 @@ identical run (same program names, tree, exit statuses, event count), the
 documented dtypes, chunking and compression, strings that resolve, image
 slices as regions/<name>/start_times and end_times, one rank<i> group per
 process, h5dump -H, and the round trip .h5 -> events (reader_h5) -> JSON
-keeping every event. Then scope-profiler's own reader (ProfilingH5Reader,
+keeping every event, with the critical path table equal to the
+JSON's. Then scope-profiler's own reader (ProfilingH5Reader,
 ../shared/clients/scope_profiler) on a one-process run with regions and on
 `mpirun -np 2` of a program whose ranks record different numbers of
 regions, against the JSON of the same run (`forktrace combine t.h5`).
@@ -172,9 +173,24 @@ def test_h5_output(t):
     check(p.returncode == 0, f"test_h5 to-json failed: {p.stderr.decode()[-2000:]}")
     back = ft.load_trace(rt)
     check(len(back.events) == total, f"round trip: {len(back.events)} events, t.h5 has {total}")
+    with h5py.File(path, "r") as f:
+        check_critical_path(f, back.doc)
     check(tree_signature(json_rows(back)) == tree_signature(rows), "round trip changed the tree")
     check(back.meta["exit_status"] == meta["exit_status"] and back.meta["command"] == meta["command"],
           f"round trip metadata {back.meta}")
+
+
+def check_critical_path(h5, doc):
+    """metadata/critical_path of h5 holds the JSON's critical_path (doc: the
+    JSON of the same trace), step for step."""
+    want = doc["otherData"]["forktrace"].get("critical_path")
+    check(want and want["steps"], f"no critical path in the JSON: {want}")
+    t = h5["metadata"]["critical_path"]
+    got = [{"pid": int(r["pid"]), "name": s(r["name"]), "start_ns": int(r["start_ns"]),
+            "end_ns": int(r["end_ns"])} for r in t[:]]
+    check(got == want["steps"], f"critical path:\n  h5   {got}\n  json {want['steps']}")
+    check((t.attrs["start_ns"], t.attrs["end_ns"]) == (want["start_ns"], want["end_ns"]),
+          f"critical path span {dict(t.attrs)}, JSON {want['start_ns']} {want['end_ns']}")
 
 
 def reader_regions(reader):
