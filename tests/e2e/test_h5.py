@@ -5,8 +5,8 @@ identical run (same program names, tree, exit statuses, event count), the
 documented dtypes, chunking and compression, strings that resolve, image
 slices as regions/<name>/start_times and end_times, one rank<i> group per
 process, h5dump -H, and the round trip .h5 -> events (reader_h5) -> JSON
-keeping every event, with the critical path table equal to the
-JSON's. Then scope-profiler's own reader (ProfilingH5Reader,
+keeping every event, with the critical path table and the name, rank
+and resource use columns equal to the JSON's. Then scope-profiler's own reader (ProfilingH5Reader,
 ../shared/clients/scope_profiler) on a one-process run with regions and on
 `mpirun -np 2` of a program whose ranks record different numbers of
 regions, against the JSON of the same run (`forktrace combine t.h5`).
@@ -175,6 +175,7 @@ def test_h5_output(t):
     check(len(back.events) == total, f"round trip: {len(back.events)} events, t.h5 has {total}")
     with h5py.File(path, "r") as f:
         check_critical_path(f, back.doc)
+        check_process_columns(f, back)
     check(tree_signature(json_rows(back)) == tree_signature(rows), "round trip changed the tree")
     check(back.meta["exit_status"] == meta["exit_status"] and back.meta["command"] == meta["command"],
           f"round trip metadata {back.meta}")
@@ -191,6 +192,32 @@ def check_critical_path(h5, doc):
     check(got == want["steps"], f"critical path:\n  h5   {got}\n  json {want['steps']}")
     check((t.attrs["start_ns"], t.attrs["end_ns"]) == (want["start_ns"], want["end_ns"]),
           f"critical path span {dict(t.attrs)}, JSON {want['start_ns']} {want['end_ns']}")
+
+
+RUSAGE = ("user_ns", "sys_ns", "maxrss_kb", "minflt", "majflt", "nvcsw", "nivcsw", "inblock",
+          "oublock")
+
+
+def check_process_columns(h5, trace):
+    """Each metadata/processes row's name, interpreter, launcher, ranks and
+    resource use are its forktrace_process args in trace (the JSON of the
+    same trace); the run measured the resource use of every process."""
+    recs = {p.tpid: p.rec for p in trace.all()}
+    for r in h5["metadata"]["processes"][:]:
+        a = recs[int(r["pid"])]
+        ru = a.get("rusage") or {}
+        got = {"name": s(r["name"]), "interpreter": s(r["interpreter"]),
+               "launcher": s(r["launcher"]), "rank": int(r["rank"]),
+               "local_rank": int(r["local_rank"]), "rusage_source": s(r["rusage_source"]),
+               **{k: int(r[k]) for k in RUSAGE}}
+        want = {"name": a["name"], "interpreter": a.get("interpreter", ""),
+                "launcher": a.get("launcher", ""), "rank": a.get("rank", -1),
+                "local_rank": a.get("local_rank", -1), "rusage_source": ru.get("source", ""),
+                **{k: ru.get(k, -1) for k in RUSAGE}}
+        check(got == want, f"row of pid {int(r['pid'])}:\n  h5   {got}\n  json {want}")
+        check(got["rusage_source"] in ("wait", "exit", "wait+descendants")
+              and got["user_ns"] + got["sys_ns"] >= 0
+              and got["maxrss_kb"] > 0, f"resource use of pid {int(r['pid'])}: {got}")
 
 
 def reader_regions(reader):
@@ -288,6 +315,7 @@ def test_h5_mpirun_ranks(t):
         launchers = [r for r in rows.values() if int(r["rank"]) < 0]
         check(len(launchers) == 1 and int(launchers[0]["rank_group"]) == -1,
               f"processes without a rank: {launchers}")
+        check_process_columns(f, trace)
 
 
 @test
