@@ -1059,6 +1059,7 @@ function goTo(p, isFound) {
 /* ---- search ----------------------------------------------------------- */
 /* The search box: pid, name or argv; Enter goes to the next match. */
 const SR = { q: null, matches: [], at: -1, hidden: 0 };
+let searchTimer = 0;
 function searchStatus() {
   const st = $('tl-search-status');
   if (!SR.q) { st.textContent = ''; st.classList.remove('bad'); return; }
@@ -1074,6 +1075,7 @@ function searchRun(q) {
   searchStatus();
 }
 function searchNext(back) {
+  clearTimeout(searchTimer);
   const q = $('tl-search').value;
   if (q.trim() !== SR.q) searchRun(q);
   if (!SR.matches.length) { searchStatus(); return null; }
@@ -1082,7 +1084,9 @@ function searchNext(back) {
   searchStatus();
   return SR.matches[SR.at];
 }
-$('tl-search').addEventListener('input', (e) => searchRun(e.target.value));
+/* Counting matches as one types waits for a pause: at 40,000 processes a
+ * pass over every argv takes tens of ms. */
+$('tl-search').addEventListener('input', (e) => { clearTimeout(searchTimer); searchTimer = setTimeout(() => { if (e.target.value.trim() !== SR.q) searchRun(e.target.value); }, 150); });
 $('tl-search').addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); searchNext(e.shiftKey); } else if (e.key === 'Escape') { e.target.value = ''; searchRun(''); } });
 
 /* ---- wiring --------------------------------------------------------- */
