@@ -189,9 +189,146 @@ const char *say_esc_n(const char *s, size_t n)
 	return out;
 }
 
+char *say_json_str(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), i = 0;
+	char *out, *o;
+
+	/* At most 6 bytes out for each byte in, the quotes and the NUL. */
+	if (n > (SIZE_MAX - 3) / 6 || (out = malloc(6 * n + 3)) == NULL)
+		return NULL;
+	o = out;
+	*o++ = '"';
+	while (i < n) {
+		size_t len = 1;
+		int32_t cp;
+
+		if (p[i] >= 0x20 && p[i] < 0x7f) {
+			if (p[i] == '"' || p[i] == '\\')
+				*o++ = '\\';
+			*o++ = (char)p[i++];
+			continue;
+		}
+		if (p[i] < 0x80) {
+			o += sprintf(o, "\\u%04x", p[i++]);
+			continue;
+		}
+		cp = utf8_next(p + i, n - i, &len);
+		if (cp < 0) {
+			/* JSON holds Unicode only: a byte that is none of it
+			 * becomes U+FFFD, as the readers repair it. */
+			o += sprintf(o, "\\ufffd");
+			len = 1;
+		} else if (invisible_control(cp)) {
+			o += sprintf(o, "\\u%04x", (unsigned)cp);
+		} else {
+			memcpy(o, p + i, len);
+			o += len;
+		}
+		i += len;
+	}
+	*o++ = '"';
+	*o = '\0';
+	return out;
+}
+
 const char *say_esc(const char *s)
 {
 	return s != NULL ? say_esc_n(s, strlen(s)) : "(null)";
+}
+
+static char *fmt_slot(void)
+{
+	static char ring[SAY_FMT_RING][32];
+	static unsigned next;
+	char *out = ring[next];
+
+	next = (next + 1) % SAY_FMT_RING;
+	return out;
+}
+
+/* v (>= 0, < 999.5) with three significant digits, no trailing zeros. */
+static void fmt3(char *out, size_t size, double v, const char *unit)
+{
+	int prec = v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2;
+	char *e;
+
+	snprintf(out, size, "%.*f", prec, v);
+	e = out + strlen(out);
+	if (prec > 0) {
+		while (e[-1] == '0')
+			*--e = '\0';
+		if (e[-1] == '.')
+			*--e = '\0';
+	}
+	snprintf(e, size - (size_t)(e - out), " %s", unit);
+}
+
+const char *say_duration(int64_t ns)
+{
+	static const struct {
+		double scale;
+		const char *unit;
+	} units[] = {{1e3, "us"}, {1e6, "ms"}, {1e9, "s"}};
+	char *out = fmt_slot();
+	const size_t size = 32;
+
+	if (ns < 0)
+		return "?";
+	if (ns < 1000) {
+		snprintf(out, size, "%d ns", (int)ns);
+		return out;
+	}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		double v = (double)ns / units[i].scale;
+
+		if (v < 999.5 && (i < 2 || v < 59.95)) {
+			fmt3(out, size, v, units[i].unit);
+			return out;
+		}
+	}
+	int64_t s = (ns + 500000000) / 1000000000;
+
+	if (s < 3600)
+		snprintf(out, size, "%d min %d s", (int)(s / 60), (int)(s % 60));
+	else
+		snprintf(out, size, "%lld h %02d min", (long long)(s / 3600), (int)(s % 3600 / 60));
+	return out;
+}
+
+const char *say_size_kib(int64_t kib)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+	char *out = fmt_slot();
+	double v = (double)kib;
+	size_t i = 0;
+
+	if (kib < 0)
+		return "?";
+	while (v >= 999.5 && i + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1024;
+		i++;
+	}
+	if (i == 0)
+		snprintf(out, 32, "%lld KiB", (long long)kib);
+	else
+		fmt3(out, 32, v, units[i]);
+	return out;
+}
+
+const char *say_count(uint64_t n)
+{
+	char digits[24], *out = fmt_slot(), *o = out;
+	int len = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)n);
+
+	for (int i = 0; i < len; i++) {
+		if (i > 0 && (len - i) % 3 == 0)
+			*o++ = ',';
+		*o++ = digits[i];
+	}
+	*o = '\0';
+	return out;
 }
 
 bool say_limit_take(say_limit *l, int64_t source)

@@ -58,6 +58,26 @@ const char *say_esc(const char *s);
 const char *say_esc_n(const char *s, size_t n);
 
 /*
+ * s as a JSON string literal (quotes included) that is as safe on a
+ * terminal as say_esc's text: the controls say_esc escapes are \uXXXX
+ * escapes (C0, DEL, C1, bidi controls, U+2028, U+2029), invalid UTF-8
+ * is U+FFFD. Returns a string the caller frees, or NULL (no memory).
+ */
+char *say_json_str(const char *s);
+
+/*
+ * Times, sizes and counts for people: "12 us", "350 ms", "1.24 s",
+ * "2 min 13 s", "1 h 02 min"; "512 KiB", "350 MiB", "1.24 GiB"; "1,996".
+ * Three significant digits below a minute (and for sizes), rounded. A
+ * negative time or size is "?". Each result is valid until the
+ * SAY_FMT_RING-th call after (of any of the three).
+ */
+#define SAY_FMT_RING 16
+const char *say_duration(int64_t ns);
+const char *say_size_kib(int64_t kib);
+const char *say_count(uint64_t n);
+
+/*
  * A warning a traced process can repeat at will (one per frame it sends):
  * each source (a pid) gets SAY_LIMIT_EACH lines, all of them together
  * SAY_LIMIT_ALL; the rest are counted, and say_limit_end says how many

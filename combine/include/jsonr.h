@@ -122,6 +122,10 @@ int jsonr_skip_value(jsonr_skip *s, const char *p, const char *end, const char *
  * valid, as jsonr_value left it), or {NULL, 0}.
  */
 strview jsonr_find_key(strview obj, const char *key);
+/* jsonr_find_key of each of keys[0..nkeys) in one pass over obj: out[i]
+ * is the value of keys[i] (the first, as jsonr_find_key finds it), or
+ * {NULL, 0}. For objects read for many of their keys. */
+void jsonr_find_keys(strview obj, const char *const *keys, size_t nkeys, strview *out);
 
 /*
  * Copies the complete, valid-structure value text src into out (at least

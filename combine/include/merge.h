@@ -81,6 +81,9 @@ typedef struct merge_source {
 	const char *path;
 	const model_trace *model;
 	const char *name;
+	/* path was found in a directory (merge_expand): it is read only if
+	 * it is a regular file, as a directory input's files are. */
+	bool in_dir;
 } merge_source;
 
 /* What happened to one input file. */
@@ -101,6 +104,10 @@ typedef struct merge_input {
 	                          READER_MAX_EVENT, not valid JSON, twice */
 	char skipped[160];     /* their names, comma-separated (cut) */
 	bool gzip;
+	bool hdf5;               /* an HDF5 trace, read through its JSON form */
+	bool array_form;         /* a bare array of events */
+	bool viztracer_overflow; /* VizTracer's buffer wrapped: early events lost */
+	int64_t lost_events;     /* otherData.forktrace.lost_events, -1: not said */
 	/* Salvaged: the file ends early (killed while writing); every
 	 * complete event before error_offset was kept. */
 	bool truncated;
@@ -180,6 +187,16 @@ bool merge_dir_takes(const char *path, const char *name);
 
 /* ---- forktrace info ------------------------------------------------- */
 
+/* How a process ended, as its forktrace_process record says. */
+enum info_exit {
+	INFO_EXIT_NONE = 0,  /* no record, or the record does not say */
+	INFO_EXIT_CODE,      /* exit_value: its exit code */
+	INFO_EXIT_SIGNAL,    /* exit_value: the signal that killed it */
+	INFO_EXIT_UNKNOWN,   /* it ended, how is not known */
+	INFO_EXIT_RUNNING,   /* still running when the trace was written */
+	INFO_EXIT_HOST_LOST, /* its host's part stopped coming */
+};
+
 /* One process of a trace, as info sees it. */
 typedef struct info_process {
 	int64_t pid;      /* trace pid */
@@ -197,6 +214,22 @@ typedef struct info_process {
 	char *origin;        /* forktrace_origin of a remapped pid, or NULL */
 	char *host;          /* forktrace_process.host, or NULL; owned */
 	int64_t rank;        /* forktrace_process.rank, -1: none */
+	/* From forktrace_process (docs/TRACE_FORMAT.md, docs/INSIGHT.md):
+	 * the program's name without its interpreter ("name"), the
+	 * interpreter that ran it ("interpreter"), the launcher that gave
+	 * its rank ("launcher"); owned, NULL when the record says none. */
+	char *prog;
+	char *interp;
+	char *launcher;
+	int64_t start_ns, end_ns; /* trace clock; -1: unknown */
+	enum info_exit exit_kind;
+	int64_t exit_value;
+	char exit_signame[16]; /* a signal's name ("SIGKILL"), or "" */
+	/* "rusage": its source ("wait", "exit", "wait+descendants"; "" when
+	 * the record has none) and CPU times (ns) and peak RSS (KiB), -1
+	 * where unknown. */
+	char ru_source[24];
+	int64_t user_ns, sys_ns, maxrss_kb;
 } info_process;
 
 /* One host of a multi-host trace (otherData.forktrace.hosts; sink.h,
@@ -209,6 +242,13 @@ typedef struct info_host {
 	double drift_ppm;
 } info_host;
 
+/* One step of the critical path (critpath.h): name owned. */
+typedef struct info_step {
+	int64_t pid;
+	char *name;
+	int64_t start_ns, end_ns;
+} info_step;
+
 typedef struct info_report {
 	char *path; /* owned */
 	uint64_t events;
@@ -219,7 +259,7 @@ typedef struct info_report {
 	char origin[64];        /* "forktrace run", "VizTracer 1.1.1", "other" */
 	bool viztracer_overflow;
 	int64_t lost_events;        /* from the run metadata, -1: not said */
-	uint64_t lost_in_processes; /* sum over forktrace_process records */
+	uint64_t lost_in_processes; /* sum over processes' lost_events */
 	uint64_t skipped_keys;
 	char skipped[160];
 	uint64_t utf8_fixed;
@@ -230,17 +270,90 @@ typedef struct info_report {
 	size_t nhosts;
 	char *error; /* owned, NULL if read to the end */
 	bool truncated;
+	/* The traced command (otherData.forktrace.command; owned,
+	 * NULL-terminated) and forktrace's exit status for it, when the
+	 * trace says them. */
+	char **command;
+	bool has_exit_status;
+	int exit_status;
+	/* The critical path as the merge computed it (sink_meta at end):
+	 * has_path false when the trace has no process tree to walk. */
+	bool has_path;
+	int64_t path_start_ns, path_end_ns;
+	info_step *steps; /* owned, nsteps, in time order */
+	size_t nsteps;
 } info_report;
 
-/* Reads the trace at path and fills *rep (release with info_free).
- * in_dir: path was found in a directory (merge_expand): only a regular
- * file is read. Returns 0 (problems of the file are in rep->error) or
- * -ENOMEM. */
+/* Reads the trace at path through the merge (merge_inputs: one input)
+ * and fills *rep (release with info_free). in_dir: path was found in a
+ * directory (merge_expand): only a regular file is read. Returns 0
+ * (problems of the file are in rep->error) or -ENOMEM. */
 int info_read(const char *path, bool in_dir, info_report *rep);
 /* info_read of the file events_write would write of m (borrowed), named
  * name: the agents' spill files read into a model. Returns 0 or a
  * negative errno. */
 int info_read_model(const model_trace *m, const char *name, info_report *rep);
 void info_free(info_report *rep);
+
+/* ---- info's summary (infosum.c) ---------------------------------------- */
+
+/* One program of a trace: the processes of one name (forktrace_process
+ * "name", else process_name), as `forktrace info` sums them. */
+typedef struct info_prog {
+	const char *name; /* borrowed from the report */
+	uint64_t processes;
+	uint64_t timed;    /* of them, with a known start and end */
+	int64_t wall_ns;   /* their lifetimes, summed */
+	uint64_t with_cpu; /* of them, with a known CPU time */
+	int64_t cpu_ns;    /* their user + system time, summed */
+	int64_t maxrss_kb; /* the largest peak RSS of one of them, -1: none */
+	uint64_t nonzero;  /* exited with a code other than 0 */
+	uint64_t killed;   /* killed by a signal */
+	/* The script (an image with an interpreter) every one of its
+	 * non-zero exits ran under ("configure": its probes), or NULL. */
+	const char *nonzero_under;
+} info_prog;
+
+/* One process on the critical path: its steps' time, summed. */
+typedef struct info_path_proc {
+	int64_t pid;
+	const char *name; /* borrowed from the report */
+	int64_t total_ns;
+	size_t steps;
+} info_path_proc;
+
+typedef struct info_summary {
+	uint64_t records; /* processes with a forktrace_process record */
+	/* How they ended: exit code not 0, a signal, still running, host
+	 * lost, not known. */
+	uint64_t nonzero, killed, running, host_lost, unknown;
+	uint64_t with_cpu; /* processes with a known CPU time */
+	int64_t user_ns, sys_ns;
+	info_prog *progs; /* owned, nprogs, by name */
+	size_t nprogs;
+	/* progs by wall time, by CPU time, by non-zero exits (most first;
+	 * by_cpu and by_nonzero only those with some). Owned. */
+	size_t *by_wall, *by_cpu, *by_nonzero;
+	size_t nby_cpu, nby_nonzero;
+	/* The processes killed by a signal, by end time; those with a known
+	 * peak RSS, largest first. Borrowed from the report; owned arrays. */
+	const info_process **killed_procs;
+	const info_process **by_rss;
+	size_t nby_rss;
+	/* The processes on the critical path, longest total first. Owned. */
+	info_path_proc *path_procs;
+	size_t npath_procs;
+	/* Processes with a rank, the smallest and largest, and the launcher
+	 * that gave the first of them its rank (borrowed), or NULL. */
+	uint64_t ranked;
+	int64_t rank_min, rank_max;
+	const char *launcher;
+} info_summary;
+
+/* What rep (borrowed until info_summary_free) says, summed up for the
+ * summary of `forktrace info`. Time and memory: O(n log n) and O(n) in
+ * its processes. Returns 0 or -ENOMEM (*sum then empty). */
+int info_summarize(const info_report *rep, info_summary *sum);
+void info_summary_free(info_summary *sum);
 
 #endif /* FT_COMBINE_MERGE_H */

@@ -1107,6 +1107,53 @@ done:
 	return 1;
 }
 
+void jsonr_find_keys(strview obj, const char *const *keys, size_t nkeys, strview *out)
+{
+	const char *p = obj.p, *end, *q;
+	jsonr_obj o;
+	unsigned flags;
+	int st, impl = impl_get() == IMPL_GENERIC ? IMPL_GENERIC : IMPL_SCALAR;
+
+	for (size_t i = 0; i < nkeys; i++)
+		out[i] = (strview){NULL, 0};
+	if (p == NULL || obj.n < 2 || *p != '{')
+		return;
+	end = obj.p + obj.n;
+	p++;
+	for (;;) {
+		size_t which = nkeys;
+
+		SKIP_WS(p);
+		if (p >= end || *p != '"')
+			break;
+		flags = 0;
+		q = str_scan(p + 1, end, &flags, &st, &o.err_at, impl);
+		if (q == NULL)
+			break;
+		for (size_t i = 0; !(flags & SF_ESC) && i < nkeys; i++)
+			if (out[i].p == NULL && strlen(keys[i]) == (size_t)(q - p - 1) &&
+			    !memcmp(p + 1, keys[i], (size_t)(q - p - 1))) {
+				which = i;
+				break;
+			}
+		p = q + 1;
+		SKIP_WS(p);
+		if (*p != ':')
+			break;
+		p++;
+		SKIP_WS(p);
+		if (jsonr_value(p, end, &q, &o, false) != JSONR_OK)
+			break;
+		if (which < nkeys)
+			out[which] = (strview){p, (size_t)(q - p)};
+		p = q;
+		SKIP_WS(p);
+		if (p >= end || *p != ',')
+			break;
+		p++;
+	}
+}
+
 strview jsonr_find_key(strview obj, const char *key)
 {
 	const char *p = obj.p, *end, *q;

@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include "merge.h"
+#include "critpath.h"
 #include "jsonr.h"
 #include "reader.h"
+#include "htab.h"
 #include "vec.h"
 
 typedef struct info_sink {
@@ -21,6 +23,7 @@ typedef struct info_sink {
 	info_report *rep;
 	size_t cap;
 	size_t last; /* index of the last process looked up */
+	htab pids;   /* pid -> index + 1 in rep->procs */
 	char *tmp;   /* unescaped strings */
 	size_t tmp_cap;
 	char *pad; /* args of an event made from a model, padded for jsonr */
@@ -35,42 +38,45 @@ static info_process *proc_of(info_sink *s, int64_t pid)
 {
 	info_report *rep = s->rep;
 	info_process *p;
+	uint64_t i;
 
 	if (s->last < rep->nprocs && rep->procs[s->last].pid == pid)
 		return &rep->procs[s->last];
-	/* Kept sorted by pid: binary search, insert in place. */
-	size_t lo = 0, hi = rep->nprocs;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (rep->procs[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
+	/* In the order first seen, found by a table (pid -> index + 1);
+	 * sorted by pid once at the end (sort_procs). */
+	i = htab_get(&s->pids, (uint64_t)pid);
+	if (i != 0) {
+		s->last = (size_t)(i - 1);
+		return &rep->procs[s->last];
 	}
-	if (lo < rep->nprocs && rep->procs[lo].pid == pid) {
-		s->last = lo;
-		return &rep->procs[lo];
-	}
-	if (vec_grow(&rep->procs, &s->cap, rep->nprocs + 1, sizeof(*rep->procs), 16) < 0)
+	if (vec_grow(&rep->procs, &s->cap, rep->nprocs + 1, sizeof(*rep->procs), 16) < 0 ||
+	    htab_set(&s->pids, (uint64_t)pid, rep->nprocs + 1) < 0)
 		return NULL;
-	memmove(&rep->procs[lo + 1], &rep->procs[lo], (rep->nprocs - lo) * sizeof(*rep->procs));
-	rep->nprocs++;
-	p = &rep->procs[lo];
+	p = &rep->procs[rep->nprocs];
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
 	p->host_pid = pid;
 	p->parent = -1;
 	p->rank = -1;
-	s->last = lo;
+	p->start_ns = -1;
+	p->end_ns = -1;
+	p->user_ns = -1;
+	p->sys_ns = -1;
+	p->maxrss_kb = -1;
+	s->last = rep->nprocs++;
 	return p;
 }
 
-/* The string value of key in the object text obj, copied (NULL if absent). */
-static char *str_dup(info_sink *s, strview obj, const char *key)
+static int cmp_pid(const void *a, const void *b)
 {
-	strview v = jsonr_find_key(obj, key);
+	const info_process *x = a, *y = b;
+
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* The string value of key in the object text obj, copied (NULL if absent). */
+static char *str_val(info_sink *s, strview v)
+{
 	char *out;
 	size_t n;
 
@@ -84,6 +90,11 @@ static char *str_dup(info_sink *s, strview obj, const char *key)
 	n = jsonr_unescape(out, v);
 	out[n] = '\0';
 	return out;
+}
+
+static char *str_dup(info_sink *s, strview obj, const char *key)
+{
+	return str_val(s, jsonr_find_key(obj, key));
 }
 
 static size_t thread_of(info_sink *s, info_process *p, int64_t tid)
@@ -119,10 +130,10 @@ static bool sv_eq(strview s, const char *lit)
 	return s.p != NULL && s.n == n && !memcmp(s.p, lit, n);
 }
 
-/* forktrace_process args: the exit status as words. */
-static char *exit_text(info_sink *s, strview args)
+/* forktrace_process args: the exit status (ex, its "exit") as words;
+ * end_ns: its "end_ns". */
+static char *exit_text(info_sink *s, strview ex, strview end_ns)
 {
-	strview ex = jsonr_find_key(args, "exit");
 	char *kind = str_dup(s, ex, "kind"), *name, *out = NULL;
 	int64_t v = 0;
 
@@ -133,7 +144,7 @@ static char *exit_text(info_sink *s, strview args)
 			out = NULL;
 	} else if (!strcmp(kind, "host_lost")) {
 		/* end_ns: when its host's part stopped coming. */
-		if (!jsonr_parse_int(jsonr_find_key(args, "end_ns"), &v) || v < 0)
+		if (!jsonr_parse_int(end_ns, &v) || v < 0)
 			out = strdup("host lost");
 		else if (asprintf(&out, "host lost at %.3f ms", (double)v / 1e6) < 0)
 			out = NULL;
@@ -148,6 +159,67 @@ static char *exit_text(info_sink *s, strview args)
 	}
 	free(kind);
 	return out;
+}
+
+/* forktrace_process args' "exit" (ex): how the process ended, as a kind
+ * and a value. */
+static void exit_kind(info_sink *s, info_process *p, strview ex)
+{
+	static const struct {
+		const char *kind;
+		enum info_exit e;
+		const char *value;
+	} kinds[] = {
+		{"code", INFO_EXIT_CODE, "code"},         {"signal", INFO_EXIT_SIGNAL, "signal"},
+		{"unknown", INFO_EXIT_UNKNOWN, NULL},     {"running", INFO_EXIT_RUNNING, NULL},
+		{"host_lost", INFO_EXIT_HOST_LOST, NULL},
+	};
+	char *kind = str_dup(s, ex, "kind");
+
+	p->exit_kind = INFO_EXIT_NONE;
+	p->exit_value = 0;
+	for (size_t i = 0; kind != NULL && i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (strcmp(kind, kinds[i].kind) != 0)
+			continue;
+		/* A code or a signal without its number says nothing. */
+		if (kinds[i].value == NULL ||
+		    jsonr_parse_int(jsonr_find_key(ex, kinds[i].value), &p->exit_value))
+			p->exit_kind = kinds[i].e;
+		break;
+	}
+	free(kind);
+	p->exit_signame[0] = '\0';
+	if (p->exit_kind == INFO_EXIT_SIGNAL) {
+		char *name = str_dup(s, ex, "name");
+
+		if (name != NULL)
+			snprintf(p->exit_signame, sizeof(p->exit_signame), "%s", name);
+		free(name);
+	}
+}
+
+/* forktrace_process args "rusage" (docs/INSIGHT.md): its source, CPU
+ * times and peak RSS; what is absent or negative stays unknown. */
+static void rusage_of(info_process *p, strview ru)
+{
+	strview src;
+	int64_t v;
+
+	if (ru.p == NULL || ru.n < 2 || ru.p[0] != '{')
+		return;
+	src = jsonr_find_key(ru, "source");
+	if (src.p != NULL && src.n >= 2 && src.p[0] == '"' && src.n - 2 < sizeof(p->ru_source)) {
+		memcpy(p->ru_source, src.p + 1, src.n - 2);
+		p->ru_source[src.n - 2] = '\0';
+	} else {
+		snprintf(p->ru_source, sizeof(p->ru_source), "?");
+	}
+	if (jsonr_parse_int(jsonr_find_key(ru, "user_ns"), &v) && v >= 0)
+		p->user_ns = v;
+	if (jsonr_parse_int(jsonr_find_key(ru, "sys_ns"), &v) && v >= 0)
+		p->sys_ns = v;
+	if (jsonr_parse_int(jsonr_find_key(ru, "maxrss_kb"), &v) && v >= 0)
+		p->maxrss_kb = v;
 }
 
 /* args of an event made from a model lie in no padded buffer (jsonr.h):
@@ -167,6 +239,68 @@ static strview padded(info_sink *s, strview args)
 	return (strview){s->pad, args.n};
 }
 
+/* The keys of forktrace_process args info reads, found in one pass. */
+enum rec_key {
+	REC_PID,
+	REC_PARENT,
+	REC_LOST,
+	REC_EXIT,
+	REC_NAME,
+	REC_INTERP,
+	REC_LAUNCHER,
+	REC_HOST,
+	REC_RANK,
+	REC_START,
+	REC_END,
+	REC_RUSAGE,
+	REC_NKEYS
+};
+
+static const char *const rec_keys[REC_NKEYS] = {
+	[REC_PID] = "pid",           [REC_PARENT] = "parent", [REC_LOST] = "lost_events",
+	[REC_EXIT] = "exit",         [REC_NAME] = "name",     [REC_INTERP] = "interpreter",
+	[REC_LAUNCHER] = "launcher", [REC_HOST] = "host",     [REC_RANK] = "rank",
+	[REC_START] = "start_ns",    [REC_END] = "end_ns",    [REC_RUSAGE] = "rusage",
+};
+
+/* A forktrace_process record (docs/TRACE_FORMAT.md) into p. */
+static void process_record(info_sink *s, info_process *p, strview args)
+{
+	strview v[REC_NKEYS];
+	int64_t n;
+
+	jsonr_find_keys(args, rec_keys, REC_NKEYS, v);
+	p->has_record = true;
+	if (jsonr_parse_int(v[REC_PID], &n))
+		p->host_pid = n;
+	if (jsonr_parse_int(v[REC_PARENT], &n))
+		p->parent = n;
+	if (jsonr_parse_int(v[REC_LOST], &n) && n > 0) {
+		p->lost_events = (uint64_t)n;
+		s->rep->lost_in_processes = model_count_add(s->rep->lost_in_processes, (uint64_t)n);
+	}
+	free(p->exit);
+	p->exit = exit_text(s, v[REC_EXIT], v[REC_END]);
+	exit_kind(s, p, v[REC_EXIT]);
+	free(p->prog);
+	p->prog = str_val(s, v[REC_NAME]);
+	if (p->name == NULL && p->prog != NULL && (p->name = strdup(p->prog)) == NULL)
+		s->err = -ENOMEM;
+	free(p->interp);
+	p->interp = str_val(s, v[REC_INTERP]);
+	free(p->launcher);
+	p->launcher = str_val(s, v[REC_LAUNCHER]);
+	free(p->host);
+	p->host = str_val(s, v[REC_HOST]);
+	if (jsonr_parse_int(v[REC_RANK], &n) && n >= 0)
+		p->rank = n;
+	if (jsonr_parse_int(v[REC_START], &n) && n >= 0)
+		p->start_ns = n;
+	if (jsonr_parse_int(v[REC_END], &n) && n >= 0)
+		p->end_ns = n;
+	rusage_of(p, v[REC_RUSAGE]);
+}
+
 static int info_event(trace_sink *base, const sink_event *e)
 {
 	info_sink *s = (info_sink *)base;
@@ -174,7 +308,6 @@ static int info_event(trace_sink *base, const sink_event *e)
 	const jsonw_event *ev = &e->ev;
 	strview args;
 	info_process *p;
-	int64_t v;
 
 	s->events++;
 	if (ev->ts_ns != JSONW_NO_TIME && ev->ph != 'M') {
@@ -210,24 +343,7 @@ static int info_event(trace_sink *base, const sink_event *e)
 			p->thread_names[i] = str_dup(s, args, "name");
 		}
 	} else if (sv_eq(ev->name, "forktrace_process")) {
-		p->has_record = true;
-		if (jsonr_parse_int(jsonr_find_key(args, "pid"), &v))
-			p->host_pid = v;
-		if (jsonr_parse_int(jsonr_find_key(args, "parent"), &v))
-			p->parent = v;
-		if (jsonr_parse_int(jsonr_find_key(args, "lost_events"), &v) && v > 0) {
-			p->lost_events = (uint64_t)v;
-			rep->lost_in_processes = model_count_add(rep->lost_in_processes,
-								 (uint64_t)v);
-		}
-		free(p->exit);
-		p->exit = exit_text(s, args);
-		if (p->name == NULL)
-			p->name = str_dup(s, args, "name");
-		free(p->host);
-		p->host = str_dup(s, args, "host");
-		if (jsonr_parse_int(jsonr_find_key(args, "rank"), &v) && v >= 0)
-			p->rank = v;
+		process_record(s, p, args);
 	} else if (sv_eq(ev->name, "forktrace_origin")) {
 		strview pid = jsonr_find_key(args, "pid");
 		char *in = str_dup(s, args, "input");
@@ -269,61 +385,66 @@ static info_host *add_host(info_report *rep)
 	return h;
 }
 
-static int64_t obj_i64(const json_t *o, const char *key, int64_t dflt)
+/* A NULL-terminated copy of argv (NULL in, NULL out); *err gets -ENOMEM. */
+static char **strv_dup(const char *const *argv, int *err)
 {
-	const json_t *v = json_object_get(o, key);
+	size_t n = 0;
+	char **out;
 
-	return json_is_integer(v) ? json_integer_value(v) : dflt;
+	if (argv == NULL)
+		return NULL;
+	while (argv[n] != NULL)
+		n++;
+	out = calloc(n + 1, sizeof(*out));
+	if (out == NULL) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		out[i] = dup_or_null(argv[i], err);
+	return out;
 }
 
-/* reader_opts.run_meta: the hosts otherData.forktrace lists. */
-static void info_run_meta(void *ctx, strview forktrace)
+/* The critical path of meta, copied: its steps outlive the merge. */
+static int keep_path(info_report *rep, const struct critpath *cp)
 {
-	info_sink *s = ctx;
-	json_t *o = json_loadb(forktrace.p, forktrace.n, JSON_ALLOW_NUL, NULL);
-	const json_t *hosts = json_object_get(o, "hosts"), *ho;
-	size_t i;
+	const critpath_step *steps;
+	size_t n = critpath_steps(cp, &steps);
 	int err = 0;
 
-	json_array_foreach(hosts, i, ho)
-	{
-		info_host *h;
-
-		if (!json_is_object(ho))
-			continue;
-		h = add_host(s->rep);
-		if (h == NULL) {
-			err = -ENOMEM;
-			break;
-		}
-		h->name = dup_or_null(json_string_value(json_object_get(ho, "name")), &err);
-		h->role = dup_or_null(json_string_value(json_object_get(ho, "role")), &err);
-		h->state = dup_or_null(json_string_value(json_object_get(ho, "state")), &err);
-		h->clock = dup_or_null(json_string_value(json_object_get(ho, "clock")), &err);
-		h->why = dup_or_null(json_string_value(json_object_get(ho, "why")), &err);
-		h->where = dup_or_null(json_string_value(json_object_get(ho, "where")), &err);
-		h->processes = (uint64_t)obj_i64(ho, "processes", 0);
-		h->samples = (uint64_t)obj_i64(ho, "samples", 0);
-		h->offset_ns = obj_i64(ho, "offset_ns", 0);
-		h->err_ns = obj_i64(ho, "err_ns", -1);
-		h->lost_ns = obj_i64(ho, "lost_ns", -1);
-		h->drift_ppm = json_number_value(json_object_get(ho, "drift_ppm"));
-		h->anchor = json_is_true(json_object_get(ho, "anchor"));
+	if (n == 0)
+		return 0;
+	rep->steps = calloc(n, sizeof(*rep->steps));
+	if (rep->steps == NULL)
+		return -ENOMEM;
+	rep->nsteps = n;
+	for (size_t i = 0; i < n; i++) {
+		rep->steps[i].pid = steps[i].pid;
+		rep->steps[i].name = dup_or_null(steps[i].name, &err);
+		rep->steps[i].start_ns = steps[i].start_ns;
+		rep->steps[i].end_ns = steps[i].end_ns;
 	}
-	if (err < 0)
-		s->err = err;
-	json_decref(o);
+	rep->has_path = true;
+	rep->path_start_ns = critpath_start_ns(cp);
+	rep->path_end_ns = critpath_end_ns(cp);
+	return err;
 }
 
-/* The info sink's end for a model: the hosts the merge found. */
-static int info_model_end(trace_sink *base, const sink_meta *meta)
+/*
+ * The info sink's end: what the merge knows once every event went past -
+ * the hosts, the traced command and its exit status (the input's, or the
+ * model's when it is written as its own trace) and the critical path.
+ */
+static int info_end(trace_sink *base, const sink_meta *meta)
 {
 	info_sink *s = (info_sink *)base;
+	info_report *rep = s->rep;
+	const model_trace *m = meta->model;
 	int err = 0;
 
 	for (size_t i = 0; i < meta->nhosts && err == 0; i++) {
 		const sink_host *mh = &meta->hosts[i];
-		info_host *h = add_host(s->rep);
+		info_host *h = add_host(rep);
 
 		if (h == NULL)
 			return -ENOMEM;
@@ -341,54 +462,23 @@ static int info_model_end(trace_sink *base, const sink_meta *meta)
 		h->drift_ppm = mh->drift * 1e6;
 		h->anchor = mh->anchor;
 	}
+	if (meta->inputs != NULL && meta->input_runs != NULL) {
+		const sink_input_run *run = &meta->input_runs[0];
+
+		rep->command = strv_dup(run->command, &err);
+		rep->has_exit_status = run->has_exit_status;
+		rep->exit_status = run->exit_status;
+	} else if (m != NULL) {
+		rep->command = strv_dup(m->command, &err);
+		rep->has_exit_status = m->origin != NULL && !strcmp(m->origin, "forktrace run");
+		rep->exit_status = m->exit_status;
+	}
+	if (err == 0 && meta->critical_path != NULL)
+		err = keep_path(rep, meta->critical_path);
 	return err;
 }
 
-int info_read(const char *path, bool in_dir, info_report *rep)
-{
-	info_sink s = {.base = {.event = info_event}, .rep = rep};
-	reader_opts ro = {.regular_only = in_dir, .run_meta = info_run_meta, .run_meta_ctx = &s};
-	reader_info inf;
-	int err;
-
-	memset(rep, 0, sizeof(*rep));
-	rep->path = strdup(path);
-	if (rep->path == NULL)
-		return -ENOMEM;
-	err = reader_read(path, &ro, &s.base, &inf);
-	free(s.tmp);
-	free(s.pad);
-	if (err == 0 && s.err < 0)
-		err = s.err;
-	if (err < 0)
-		return err;
-	rep->events = inf.events;
-	rep->bytes = inf.bytes;
-	rep->file_bytes = inf.file_bytes;
-	rep->gzip = inf.gzip;
-	rep->hdf5 = inf.hdf5;
-	rep->array_form = inf.array_form;
-	rep->min_ts = inf.min_ts;
-	rep->max_ts = inf.max_ts;
-	memcpy(rep->origin, inf.origin, sizeof(rep->origin));
-	if (rep->origin[0] == '\0')
-		snprintf(rep->origin, sizeof(rep->origin), "other");
-	rep->viztracer_overflow = inf.viztracer_overflow;
-	rep->lost_events = inf.lost_events;
-	rep->skipped_keys = inf.skipped_keys;
-	memcpy(rep->skipped, inf.skipped, sizeof(rep->skipped));
-	rep->utf8_fixed = inf.utf8_fixed;
-	rep->dup_fixed = inf.dup_fixed;
-	rep->truncated = inf.truncated;
-	if (inf.error[0] != '\0') {
-		rep->error = strdup(inf.error);
-		if (rep->error == NULL)
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-static int info_nop_begin(trace_sink *s, const sink_meta *meta)
+static int info_begin(trace_sink *s, const sink_meta *meta)
 {
 	(void)s;
 	(void)meta;
@@ -396,59 +486,107 @@ static int info_nop_begin(trace_sink *s, const sink_meta *meta)
 }
 
 /*
- * info_read of the file events_write would write of m: the model goes
- * through the merge as the only input, into this sink and, to count the
- * file's bytes, into the JSON sink writing to /dev/null.
+ * Streams one input (a file or a model) through the merge into the info
+ * sink, as `forktrace combine` would read it, so that what info says (the
+ * critical path above all) is what a combine of that input writes. A
+ * model goes to the JSON sink writing to /dev/null too, to count the
+ * bytes of the file events_write would write of it.
  */
-int info_read_model(const model_trace *m, const char *name, info_report *rep)
+static int info_merge(const merge_source *src, info_report *rep)
 {
 	info_sink s = {
-		.base = {.begin = info_nop_begin, .event = info_event, .end = info_model_end},
+		.base = {.begin = info_begin, .event = info_event, .end = info_end},
 		.rep = rep,
 		.min_ts = INT64_MAX,
 		.max_ts = INT64_MIN,
 	};
-	merge_source src = {.model = m, .name = name};
-	merge_opts o = {.model_as_trace = true};
-	merge_result res;
+	merge_opts o = {.model_as_trace = src->model != NULL};
+	merge_result res = {0};
 	events_stats js = {0};
 	reader_info inf;
-	trace_sink *json, *tee = NULL;
-	int fd, err;
+	trace_sink *json = NULL, *tee = NULL, *out = &s.base;
+	int fd = -1, err = 0;
 
 	memset(rep, 0, sizeof(*rep));
-	rep->path = strdup(name);
+	rep->lost_events = -1;
+	rep->path = strdup(src->model != NULL ? src->name : src->path);
 	if (rep->path == NULL)
 		return -ENOMEM;
-	fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	json = sink_json_new(fd, -1, &err);
-	if (json != NULL)
-		tee = sink_tee_new(&s.base, json, &err);
-	if (tee != NULL) {
-		err = merge_inputs(&src, 1, &o, tee, &res);
-		if (err == 0)
-			err = sink_tee_result(tee, 0, NULL);
-		if (err == 0)
-			err = sink_tee_result(tee, 1, &js);
-		merge_result_free(&res);
-		tee->free(tee);
+	if (src->model != NULL) {
+		fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		json = sink_json_new(fd, -1, &err);
+		if (json != NULL)
+			tee = sink_tee_new(&s.base, json, &err);
+		if (tee == NULL) {
+			close(fd);
+			return err;
+		}
+		out = tee;
 	}
-	close(fd);
+	err = merge_inputs(src, 1, &o, out, &res);
+	if (err == 0 && tee != NULL)
+		err = sink_tee_result(tee, 0, NULL);
+	if (err == 0 && tee != NULL)
+		err = sink_tee_result(tee, 1, &js);
+	if (tee != NULL)
+		tee->free(tee);
+	if (fd >= 0)
+		close(fd);
 	free(s.tmp);
 	free(s.pad);
-	if (err < 0)
-		return err;
-	reader_info_of_model(m, &inf);
-	rep->events = s.events;
-	rep->bytes = js.bytes;
-	rep->file_bytes = js.bytes;
+	htab_free(&s.pids);
+	qsort(rep->procs, rep->nprocs, sizeof(*rep->procs), cmp_pid);
+	if (err == 0 && s.err < 0)
+		err = s.err;
+	if (err == 0 && res.ninputs > 0) {
+		const merge_input *in = &res.inputs[0];
+
+		rep->events = s.events;
+		rep->bytes = in->bytes;
+		rep->file_bytes = in->file_bytes;
+		rep->gzip = in->gzip;
+		rep->hdf5 = in->hdf5;
+		rep->array_form = in->array_form;
+		memcpy(rep->origin, in->origin, sizeof(rep->origin));
+		rep->viztracer_overflow = in->viztracer_overflow;
+		rep->lost_events = in->lost_events;
+		rep->skipped_keys = in->skipped_keys;
+		memcpy(rep->skipped, in->skipped, sizeof(rep->skipped));
+		rep->utf8_fixed = in->utf8_fixed;
+		rep->dup_fixed = in->dup_fixed;
+		rep->truncated = in->truncated;
+		if (in->error != NULL && (rep->error = strdup(in->error)) == NULL)
+			err = -ENOMEM;
+	}
+	if (err == 0 && src->model != NULL) {
+		reader_info_of_model(src->model, &inf);
+		rep->bytes = js.bytes;
+		rep->file_bytes = js.bytes;
+		memcpy(rep->origin, inf.origin, sizeof(rep->origin));
+		rep->lost_events = inf.lost_events;
+	}
 	rep->min_ts = s.min_ts;
 	rep->max_ts = s.max_ts;
-	memcpy(rep->origin, inf.origin, sizeof(rep->origin));
-	rep->lost_events = inf.lost_events;
-	return 0;
+	if (rep->origin[0] == '\0')
+		snprintf(rep->origin, sizeof(rep->origin), "other");
+	merge_result_free(&res);
+	return err;
+}
+
+int info_read(const char *path, bool in_dir, info_report *rep)
+{
+	merge_source src = {.path = path, .name = path, .in_dir = in_dir};
+
+	return info_merge(&src, rep);
+}
+
+int info_read_model(const model_trace *m, const char *name, info_report *rep)
+{
+	merge_source src = {.model = m, .name = name};
+
+	return info_merge(&src, rep);
 }
 
 void info_free(info_report *rep)
@@ -462,6 +600,9 @@ void info_free(info_report *rep)
 		free(p->exit);
 		free(p->origin);
 		free(p->host);
+		free(p->prog);
+		free(p->interp);
+		free(p->launcher);
 		for (size_t j = 0; j < p->nthreads; j++)
 			free(p->thread_names[j]);
 		free(p->thread_names);
@@ -479,6 +620,12 @@ void info_free(info_report *rep)
 		free(h->where);
 	}
 	free(rep->hosts);
+	for (char **a = rep->command; a != NULL && *a != NULL; a++)
+		free(*a);
+	free(rep->command);
+	for (size_t i = 0; i < rep->nsteps; i++)
+		free(rep->steps[i].name);
+	free(rep->steps);
 	free(rep->error);
 	free(rep->path);
 	memset(rep, 0, sizeof(*rep));

@@ -1712,6 +1712,10 @@ static void fill_input(merge_input *in, const reader_info *inf)
 	in->skipped_keys = inf->skipped_keys;
 	memcpy(in->skipped, inf->skipped, sizeof(in->skipped));
 	in->gzip = inf->gzip;
+	in->hdf5 = inf->hdf5;
+	in->array_form = inf->array_form;
+	in->viztracer_overflow = inf->viztracer_overflow;
+	in->lost_events = inf->lost_events;
 	in->truncated = inf->truncated;
 	in->error_offset = inf->error_offset;
 	memcpy(in->origin, inf->origin, sizeof(in->origin));
@@ -1788,6 +1792,8 @@ static int add_source(cmb *c, const merge_source *s)
 
 	if (s->model != NULL)
 		err = pathv_add(&c->pv, strdup(s->name != NULL ? s->name : "model"), false);
+	else if (s->in_dir)
+		err = pathv_add(&c->pv, strdup(s->path), true);
 	else
 		err = expand(&c->pv, s->path);
 	if (err < 0)

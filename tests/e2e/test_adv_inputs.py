@@ -92,11 +92,17 @@ def control_bytes_in_names(t):
     names = [p.rec.get("name") for p in res.trace.all()]
     check(any(n and "pwned" in n for n in names), f"the program's name is not in the trace: "
           f"{names}")
-    info = t.forktrace(["info", "trace.json"])
+    info = t.forktrace(["info", "--tree", "trace.json"])
     check(info.rc == 0, f"info failed\n  {info.describe()}")
     check_printable("forktrace info's output", info.stdout + info.stderr)
     check("\\x1b]0;pwned\\x07\\r\\x1b[2Kforktrace" in info.out,
           f"info does not show the name escaped: {info.out!r}")
+    # The summary and the critical path cut long names: escaped first.
+    for view in ([], ["--critical-path"], ["--json"]):
+        info = t.forktrace(["info"] + view + ["trace.json"])
+        check(info.rc == 0 and ("pwned" in info.out or "no critical path" in info.out),
+              f"info {view}\n  {info.describe()}")
+        check_printable(f"forktrace info {view}'s output", info.stdout + info.stderr)
     # A trace file written by hand: names, exit kind, thread names,
     # origin, top-level keys, all with control bytes.
     bad = HOSTILE
@@ -110,9 +116,11 @@ def control_bytes_in_names(t):
         "viztracer_metadata": {"version": bad}, bad: 1}
     with open(t.path("hand.json"), "w") as f:
         json.dump(doc, f)
-    info = t.forktrace(["info", "hand.json"])
+    info = t.forktrace(["info", "--tree", "hand.json"])
     check_printable("forktrace info's output", info.stdout + info.stderr)
     check(info.out.count("pwned") >= 3, f"info lost the names: {info.out!r}")
+    info = t.forktrace(["info", "hand.json"])
+    check_printable("forktrace info's summary", info.stdout + info.stderr)
     # Inputs whose file names and contents carry them, through combine
     # and report: the warnings quote both.
     d = t.subdir("in")
@@ -206,7 +214,7 @@ def fifo_and_stdin_inputs(t):
     th.join(5)
     check(rc == 0, f"combine --align of a FIFO: exit {rc}: {err}")
     check_events(t.path("al.json"), 2 * n + 4, "combine --align of a FIFO")
-    rc, out, err = raw_forktrace(t, ["info", "-"], gzip.compress(data))
+    rc, out, err = raw_forktrace(t, ["info", "--tree", "-"], gzip.compress(data))
     check(rc == 0 and "gzip" in out and "sh [exit 0]" in out, f"info -: exit {rc}: {out}{err}")
     rc, out, err = raw_forktrace(t, ["report", "-", "-o", "r.html"], data)
     check(rc == 0 and os.path.getsize(t.path("r.html")) > 1000, f"report -: exit {rc}: {err}")
@@ -241,7 +249,7 @@ def info_directory(t):
     shutil.copy(good, os.path.join(d, "b.json"))
     os.mkfifo(os.path.join(d, "c.json"))
     os.symlink("/dev/zero", os.path.join(d, "e.gz"))
-    rc, out, err = raw_forktrace(t, ["info", "d"])
+    rc, out, err = raw_forktrace(t, ["info", "--tree", "d"])
     check(rc == 1, f"info d: exit {rc}, expected 1 (c.json and e.gz are not read)\n{out}{err}")
     check(out.count("sh [exit 0]") == 2, f"info d does not show a.json and b.json: {out}")
     check("d/a.json:" in out and "d/b.json:" in out, f"info d does not name the files: {out}")

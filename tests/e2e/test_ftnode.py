@@ -100,7 +100,7 @@ def ftnode_inputs(t):
     c = combine(t, ["renamed.bin"], "renamed.json")
     check(c.doc["traceEvents"] == b.doc["traceEvents"], f"by content:\n  {c.describe()}")
 
-    res = t.forktrace(["info", node])
+    res = t.forktrace(["info", "--tree", node])
     check(res.rc == 0 and "processes:  2" in res.out and "ev_prog" in res.out,
           f"info:\n  {res.describe()}")
     res = t.forktrace(["report", node, "-o", "r.html"])
@@ -177,7 +177,7 @@ def ftnode_directory(t):
           f"expected {2 * n} processes, {n} remapped:\n  {res.describe()}")
     hosts = [i.get("host") for i in res.doc["otherData"]["forktrace"]["inputs"]]
     check(hosts == ["node1", "node2"], f"inputs' hosts: {hosts}")
-    res = t.forktrace(["info", d])
+    res = t.forktrace(["info", "--tree", d])
     check(res.rc == 0 and res.out.count("processes:  2") == 2, f"info:\n  {res.describe()}")
 
 

@@ -217,7 +217,7 @@ def check_tools(path):
        run["otherData"]["forktrace"]["hosts"])
     check_run(doc, True)
     for src in (path, h5):
-        out = forktrace("info", src)
+        out = forktrace("info", "--tree", src)
         for line in ("    head (head): 4 processes, clock reference, complete",
                      "    node2: 3 processes, clock measured (offset +1000.000500 s, "
                      "drift +50.000 ppm, error bound 30.0 us, 11 samples), complete",
@@ -225,10 +225,10 @@ def check_tools(path):
                      "drift +0.000 ppm, error bound unknown), lost at 2015000.000 ms",
                      "    node4: missing, no node collector joined; its part went to "
                      "node4:/shared/out/node4-77.ftnode",
-                     "        4194305 (host pid 200) app on node2 rank 0 [exit 0], 11 events, "
-                     "1 thread: app (was pid 200 in node2)",
-                     "        150 app on node3 rank 2 [host lost at 2015000.000 ms], 8 events, "
-                     "1 thread: app"):
+                     "        4194305 (host pid 200) app on node2 rank 0 [exit 0], 17 s, "
+                     "11 events, 1 thread: app (was pid 200 in node2)",
+                     "        150 app on node3 rank 2 [host lost at 2015000.000 ms], 12 s, "
+                     "8 events, 1 thread: app"):
             if line.rstrip() not in out.splitlines():
                 raise AssertionError(f"forktrace info {src}: no line {line!r} in:\n{out}")
 
