@@ -678,12 +678,13 @@ static void print_path(const info_report *r, const info_summary *s, const char *
 	printf("critical path, %s (%.3f ms to %.3f ms), %zu step%s\n", say_duration(total),
 	       (double)r->path_start_ns / 1e6, (double)r->path_end_ns / 1e6, r->nsteps,
 	       r->nsteps == 1 ? "" : "s");
-	printf("  steps (start, own time, share, process):\n");
+	printf("  steps (when after the path's start, own time, share, process):\n");
 	for (size_t i = 0; i < r->nsteps; i++) {
 		const info_step *st = &r->steps[i];
 
-		printf("    %12.3f ms  %10s  %5.1f%%  %s (pid %" PRId64 ")\n",
-		       (double)st->start_ns / 1e6, say_duration(st->end_ns - st->start_ns),
+		printf("    +%-10s %10s  %5.1f%%  %s (pid %" PRId64 ")\n",
+		       say_duration(st->start_ns - r->path_start_ns),
+		       say_duration(st->end_ns - st->start_ns),
 		       share(st->end_ns - st->start_ns, total), cut(st->name, 60), st->pid);
 	}
 	printf("  per process (total on the path, share, steps):\n");

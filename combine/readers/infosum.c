@@ -277,8 +277,8 @@ static int sum_processes(const info_report *r, info_summary *s)
 		s->killed += p->exit_kind == INFO_EXIT_SIGNAL;
 		s->running += p->exit_kind == INFO_EXIT_RUNNING;
 		s->host_lost += p->exit_kind == INFO_EXIT_HOST_LOST;
-		s->unknown += p->has_record && (p->exit_kind == INFO_EXIT_UNKNOWN ||
-						p->exit_kind == INFO_EXIT_NONE);
+		s->unknown += p->has_record &&
+			      (p->exit_kind == INFO_EXIT_UNKNOWN || p->exit_kind == INFO_EXIT_NONE);
 		if (cpu_of(p) >= 0) {
 			s->with_cpu++;
 			s->user_ns = add_sat(s->user_ns, p->user_ns > 0 ? p->user_ns : 0);

@@ -11,12 +11,13 @@ import gzip
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ftcheck import check, forktrace_bin, main, test  # noqa: E402
+from ftcheck import Skip, check, forktrace_bin, main, test  # noqa: E402
 from test_combine import data  # noqa: E402
 
 S = 1_000_000_000
@@ -227,6 +228,34 @@ def summary(t):
     check([p["pid"] for p in j["peak_memory"]][:3] == [501, 600, 500], f"{j['peak_memory']}")
     check(j["ranks"] == {"processes": 2, "min": 0, "max": 1, "launcher": "Open MPI"},
           f"{j['ranks']}")
+    # The critical path is combine's of the same file, step by step, each
+    # step's share of the path and each process's total.
+    comb = t.forktrace(["combine", "b.json", "-o", "c.json"])
+    check(comb.rc == 0, f"combine:\n  {comb.describe()}")
+    with open(t.path("c.json")) as fh:
+        cp = json.load(fh)["otherData"]["forktrace"].get("critical_path")
+    res = t.forktrace(["info", "--critical-path", "--json", "b.json"])
+    jp = json.loads(res.out)["critical_path"]
+    if cp is None:
+        check(jp is None and line(out, "critical path:") == "not computed for this trace",
+              f"{jp}\n{out}")
+    else:
+        total = cp["end_ns"] - cp["start_ns"]
+        check([(st["pid"], st["start_ns"], st["end_ns"]) for st in jp["step_list"]] ==
+              [(st["pid"], st["start_ns"], st["end_ns"]) for st in cp["steps"]],
+              f"info's steps {jp['step_list']}\ncombine's {cp['steps']}")
+        check(all(abs(st["share"] - (st["end_ns"] - st["start_ns"]) / total) < 1e-9
+                  for st in jp["step_list"]), f"{jp['step_list']}")
+        per = {}
+        for st in cp["steps"]:
+            per[st["pid"]] = per.get(st["pid"], 0) + st["end_ns"] - st["start_ns"]
+        check({p["pid"]: p["total_ns"] for p in jp["processes"]} == per and
+              [p["total_ns"] for p in jp["processes"]] ==
+              sorted(per.values(), reverse=True), f"{jp['processes']}\n{per}")
+        top = max(per, key=lambda k: (per[k], -k))
+        check(line(out, "critical path:").startswith(
+            f"{human(total)}, {len(cp['steps'])} step"), out)
+        check(list_after(out, "critical path:")[0][-1] == f"{top})", out)
     # The same from gzip and from HDF5: only the header differs.
     f.write(t.path("b.json.gz"))
     gz = t.forktrace(["info", "b.json.gz"])
@@ -346,6 +375,77 @@ def scale(t):
     check(len(rows) == n, f"--tree lists {len(rows)} processes of {n}")
     check(t_tree <= 3 * t_combine + 0.5,
           f"info --tree took {t_tree:.2f} s of CPU, a combine of the file {t_combine:.2f} s")
+
+
+MAKEFILE = """\
+all: probe1 probe2 probe3 compile1 compile2 killed
+probe%:
+\t-@sh -c 'exit 1'
+compile1:
+\t@sleep 0.3
+compile2:
+\t@sleep 0.1; sleep 0.1
+killed:
+\t@sh -c 'sleep 5 & p=$$!; kill -9 $$p; wait $$p; true'
+"""
+
+
+@test
+def real_build(t):
+    """make -j2 under forktrace run: three probes that exit 1, two jobs, a
+    process killed by SIGKILL. What info says, as text and JSON, is
+    checked against the trace file itself: exits, the killed pid,
+    per-program lifetimes, CPU time where the records hold it, and the
+    critical path the trace holds."""
+    if not shutil.which("make"):
+        raise Skip("make is not installed")
+    with open(t.path("Makefile"), "w") as f:
+        f.write(MAKEFILE)
+    run = t.run(["make", "-j2"], expect_rc=0)
+    recs = {p.tpid: p.rec for p in run.trace.all()}
+    nonzero = [r for r in recs.values() if r["exit"].get("kind") == "code" and
+               r["exit"].get("code")]
+    killed = sorted(tp for tp, r in recs.items() if r["exit"].get("kind") == "signal")
+    check(len(nonzero) >= 3 and len(killed) == 1, f"the build:\n{run.trace.dump()}")
+    res = t.forktrace(["info", "trace.json"])
+    check(res.rc == 0, f"info:\n  {res.describe()}")
+    out = res.out
+    check(len(lines_of(out)) <= MAX_LINES, out)
+    check(line(out, "command:") == "make -j2", out)
+    check(line(out, "run:").endswith(f", {len(recs)} processes"), out)
+    check(line(out, "exit:") == "the command succeeded (exit status 0)", out)
+    check(f"  non-zero:    {len(nonzero)} processes exited non-zero: " in out, out)
+    check(line(out, "killed:").startswith("1 by a signal: ") and
+          line(out, "killed:").endswith(f"(pid {killed[0]}, SIGKILL)"), out)
+    j = json.loads(t.forktrace(["info", "--json", "trace.json"]).out)
+    check(j["processes"] == len(recs) and j["records"] == len(recs), f"{j}")
+    check(j["exits"]["nonzero"] == len(nonzero) and
+          [k["pid"] for k in j["exits"]["killed_processes"]] == killed, f"{j['exits']}")
+    wall = {}
+    for r in recs.values():
+        wall[r["name"]] = wall.get(r["name"], 0) + r["end_ns"] - r["start_ns"]
+    check({p["name"]: p["wall_ns"] for p in j["programs_by_wall"]} ==
+          {n: w for n, w in wall.items() if n in {p["name"] for p in j["programs_by_wall"]}}
+          and len(j["programs_by_wall"]) == min(10, len(wall)), f"{j['programs_by_wall']}")
+    ru = [r["rusage"] for r in recs.values() if r.get("rusage")]
+    if ru:
+        check(j["cpu"] == {"processes": len(ru), "user_ns": sum(x["user_ns"] for x in ru),
+                           "sys_ns": sum(x["sys_ns"] for x in ru)}, f"{j['cpu']}")
+    else:
+        check(j["cpu"] is None and "CPU time:    not in this trace" in out, out)
+    cp = run.trace.doc["otherData"]["forktrace"].get("critical_path")
+    if cp is None:
+        check(j["critical_path"] is None, f"{j['critical_path']}")
+    else:
+        check((j["critical_path"]["start_ns"], j["critical_path"]["end_ns"],
+               j["critical_path"]["steps"]) == (cp["start_ns"], cp["end_ns"], len(cp["steps"])),
+              f"info {j['critical_path']}, the trace {cp}")
+        path = lines_of(t.forktrace(["info", "--critical-path", "trace.json"]).out)
+        a = next(i for i, l in enumerate(path) if l.startswith("  steps"))
+        b = next(i for i, l in enumerate(path) if l.startswith("  per process"))
+        check([l.split()[-1] for l in path[a + 1:b]] ==
+              [f"{st['pid']})" for st in cp["steps"]], "\n".join(path))
+        check(len(path) - b - 1 == len({st["pid"] for st in cp["steps"]}), "\n".join(path))
 
 
 @test

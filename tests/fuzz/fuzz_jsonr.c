@@ -3,7 +3,8 @@
  * arbitrary bytes. The input is combined twice (so the second copy's pids
  * collide and are remapped) into the JSON sink, and the output must be
  * valid JSON and valid UTF-8, checked by a small strict validator written
- * independently of jsonr. Byte 0 picks the read size (tiny sizes put every
+ * independently of jsonr; then `forktrace info`'s sink and summary read
+ * the same bytes. Byte 0 picks the read size (tiny sizes put every
  * token across a read boundary) and --align; the rest is the file.
  * Crashes, leaks, UB, or an invalid output are bugs.
  */
@@ -55,6 +56,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!json_check(buf, (size_t)n))
 		abort(); /* the output is not valid JSON / UTF-8 */
 	free(buf);
+	/* forktrace info of the same bytes: its sink reads the args of
+	 * forktrace_process records (exit, rusage, names) of its own. */
+	{
+		info_report rep;
+		info_summary sum;
+
+		if (info_read(path, false, &rep) != 0 || info_summarize(&rep, &sum) != 0)
+			abort();
+		info_summary_free(&sum);
+		info_free(&rep);
+	}
 out:
 	if (in >= 0)
 		close(in);
