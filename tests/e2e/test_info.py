@@ -309,20 +309,43 @@ def foreign(t):
           j["exit_status"] is None and j["programs_by_wall"] == [], f"{j}")
 
 
-def big_fixture(n, seed=1):
-    """A build of n processes: make, then n - 1 jobs of a few dozen
-    programs, some failing; pids in no order (a combine's, a wrapped
-    pid counter)."""
-    rnd = random.Random(seed)
-    f = Fixture()
+def write_big(path, n):
+    """A build of n processes written straight as text (a Fixture's dicts
+    and json.dumps took seconds): make, then n - 1 jobs of 37 programs, one
+    in 50 failing, every fourth a child of make and the others of that
+    one; pids in no order (a combine's, a wrapped pid counter). Returns
+    the number of non-zero exits."""
+    rnd = random.Random(1)
     pids = rnd.sample(range(1000, 10 * n), n)
-    f.proc(pids[0], -1, "make", 0, 600 * S, ru=(S, S, 9000))
+    make = pids[0]
+    out = ['{"traceEvents":[']
+    nonzero = 0
+
+    def proc(pid, parent, name, a, b, code, user, sys_, rss):
+        out.append(
+            f'{{"ph":"M","name":"process_name","pid":{pid},"tid":{pid},"args":{{"name":"{name}"}}}},'
+            f'{{"ph":"M","name":"forktrace_process","pid":{pid},"tid":{pid},"args":{{"pid":{pid},'
+            f'"ppid":{parent},"parent":{parent},"name":"{name}","start_ns":{a},"end_ns":{b},'
+            f'"exit":{{"kind":"code","code":{code}}},"instrumented":true,"images":1,'
+            f'"lost_events":0,"rusage":{{"source":"wait","user_ns":{user},"sys_ns":{sys_},'
+            f'"maxrss_kb":{rss}}}}}}},'
+            f'{{"ph":"X","cat":"process","name":"{name}","pid":{pid},"tid":{pid},'
+            f'"ts":{a / 1000},"dur":{(b - a) / 1000}}},')
+
+    proc(make, -1, "make", 0, 600 * S, 0, S, S, 9000)
     for i, pid in enumerate(pids[1:]):
-        a = rnd.randrange(0, 590 * S)
-        f.proc(pid, pids[0] if i % 4 == 0 else pids[1 + (i // 4) * 4], f"prog{i % 37}", a,
-               a + rnd.randrange(MS, 9 * S), exit=1 if i % 50 == 0 else 0,
-               ru=(rnd.randrange(0, S), rnd.randrange(0, S // 10), rnd.randrange(1000, 900000)))
-    return f
+        a = (i * 7919 * MS) % (590 * S)
+        code = 1 if i % 50 == 0 else 0
+        nonzero += code
+        proc(pid, make if i % 4 == 0 else pids[1 + (i // 4) * 4], f"prog{i % 37}", a,
+             a + MS + (i * 104729 * 1000) % (9 * S), code, (i * 7717) % S, (i * 31) % (S // 10),
+             1000 + (i * 613) % 900000)
+    out[-1] = out[-1].rstrip(",")
+    out.append('],"otherData":{"forktrace":{"origin":"forktrace run","command":["make"],'
+               f'"exit_status":0,"processes":{n},"lost_events":0}}}}}}')
+    with open(path, "w") as f:
+        f.write("".join(out))
+    return nonzero
 
 
 def run_measured(argv, cwd):
@@ -350,14 +373,12 @@ def scale(t):
     CPU). pids come in no order, as in a combine or after the pid counter
     wrapped."""
     n = 40_000
-    f = big_fixture(n)
-    f.write(t.path("big.json"))
+    nonzero = write_big(t.path("big.json"), n)
     ft = forktrace_bin()
     _, t_combine, _ = run_measured([ft, "combine", "big.json", "-o", "copy.json"], t.dir)
     out, t_info, rss = run_measured([ft, "info", "big.json"], t.dir)
     check(len(lines_of(out)) <= MAX_LINES, f"{len(lines_of(out))} lines:\n{out}")
     check(line(out, "run:").startswith(f"10 min 0 s, {n:,} processes"), out)
-    nonzero = sum(1 for a in f.procs.values() if a["exit"].get("code"))
     check(line(out, "non-zero:").startswith(f"{nonzero:,} processes exited non-zero"), out)
     size = os.path.getsize(t.path("big.json"))
     print(f"scale: {n} processes, {size / 1e6:.1f} MB: info {t_info:.2f} s CPU, combine "
@@ -378,9 +399,9 @@ def scale(t):
 
 
 MAKEFILE = """\
-all: probe1 probe2 probe3 compile1 compile2 killed
-probe%:
-\t-@sh -c 'exit 1'
+all: probes compile1 compile2 killed
+probes:
+\t@./configure
 compile1:
 \t@sleep 0.3
 compile2:
@@ -389,11 +410,19 @@ killed:
 \t@sh -c 'sleep 5 & p=$$!; kill -9 $$p; wait $$p; true'
 """
 
+# A configure script: three probes that exit 1 by design.
+CONFIGURE = """\
+#!/bin/sh
+for probe in a b c; do
+    sh -c 'exit 1' || :
+done
+"""
+
 
 @test
 def real_build(t):
-    """make -j2 under forktrace run: three probes that exit 1, two jobs, a
-    process killed by SIGKILL. What info says, as text and JSON, is
+    """make -j2 under forktrace run: configure with three probes that exit
+    1, two jobs, a process killed by SIGKILL. What info says, as text and JSON, is
     checked against the trace file itself: exits, the killed pid,
     per-program lifetimes, CPU time where the records hold it, and the
     critical path the trace holds."""
@@ -401,6 +430,9 @@ def real_build(t):
         raise Skip("make is not installed")
     with open(t.path("Makefile"), "w") as f:
         f.write(MAKEFILE)
+    with open(t.path("configure"), "w") as f:
+        f.write(CONFIGURE)
+    os.chmod(t.path("configure"), 0o755)
     run = t.run(["make", "-j2"], expect_rc=0)
     recs = {p.tpid: p.rec for p in run.trace.all()}
     nonzero = [r for r in recs.values() if r["exit"].get("kind") == "code" and
@@ -415,6 +447,10 @@ def real_build(t):
     check(line(out, "run:").endswith(f", {len(recs)} processes"), out)
     check(line(out, "exit:") == "the command succeeded (exit status 0)", out)
     check(f"  non-zero:    {len(nonzero)} processes exited non-zero: " in out, out)
+    # Where the records name scripts (docs/INSIGHT.md, "Names"), the
+    # probes are said to be configure's.
+    if any(r.get("interpreter") for r in recs.values()):
+        check(line(out, "non-zero:").endswith(": 3 sh (under configure)"), out)
     check(line(out, "killed:").startswith("1 by a signal: ") and
           line(out, "killed:").endswith(f"(pid {killed[0]}, SIGKILL)"), out)
     j = json.loads(t.forktrace(["info", "--json", "trace.json"]).out)
