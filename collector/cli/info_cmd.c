@@ -316,8 +316,8 @@ typedef struct info_opts {
 #define SUMMARY_HOSTS 4
 /* Columns of a program's name in a summary's lists. */
 #define NAME_COLS 22
-/* The command line in a summary: the rest is cut. */
-#define COMMAND_COLS 200
+/* The command line in a summary: what fits the line's 80 columns. */
+#define COMMAND_COLS 64
 
 /* name made safe for a terminal and cut to cols bytes (an ellipsis says
  * so). Valid until the next call. */
