@@ -379,17 +379,25 @@ static bool segment_ru_end(const model_process *p, size_t i, model_rusage *out)
 	return false;
 }
 
+/* user + system of r (both known, so at least 0), at most INT64_MAX:
+ * the figures come from agents and files, which may claim anything. */
+static int64_t ru_cpu_ns(const model_rusage *r)
+{
+	return r->user_ns > INT64_MAX - r->sys_ns ? INT64_MAX : r->user_ns + r->sys_ns;
+}
+
 /* CPU time (user + system) of image i: its end less the previous
  * image's (nothing before the first); -1 when either is unknown. */
 static int64_t segment_cpu_ns(const model_process *p, size_t i)
 {
 	model_rusage end, before = {.user_ns = 0, .sys_ns = 0};
-	int64_t d;
+	int64_t a, b;
 
 	if (!segment_ru_end(p, i, &end) || (i > 0 && !segment_ru_end(p, i - 1, &before)))
 		return -1;
-	d = (end.user_ns + end.sys_ns) - (before.user_ns + before.sys_ns);
-	return d > 0 ? d : 0;
+	a = ru_cpu_ns(&end);
+	b = ru_cpu_ns(&before);
+	return a > b ? a - b : 0;
 }
 
 /* The four process-level metadata events. */
