@@ -121,6 +121,14 @@ def test_sigchld_reenter(t):
     missing = [k.describe() for k in forks if k.rec.get("pid") not in waits]
     check(not missing, f"{len(missing)} children reaped in the SIGCHLD handler have no wait "
           f"mark, e.g. {missing[:5]}")
+    # And the reaper's rusage with each, deferred or not: less what the
+    # child reaped for those that sent EXIT ("wait"), whole for the
+    # silent ones.
+    bad = [(k.describe(), k.rec.get("rusage")) for k in forks
+           if (k.rec.get("rusage") or {}).get("source") !=
+           ("wait" if k.name == "exit_with" else "wait+descendants")]
+    check(not bad, f"{len(bad)} children reaped in the SIGCHLD handler without the "
+          f"handler's rusage, e.g. {bad[:3]}")
 
 
 @test
