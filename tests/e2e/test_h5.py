@@ -319,6 +319,25 @@ def test_h5_mpirun_ranks(t):
 
 
 @test
+def test_h5_layout2(t):
+    """A file of layout 2 (tests/h5/layout2.h5: `forktrace run -o layout2.h5
+    -- /bin/sh -c /bin/true` by the writer before layout 3, tables at the
+    root) still reads: `forktrace combine` gives its 17 events, sh and its
+    child true, both exit 0."""
+    fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "h5", "layout2.h5")
+    res = t.forktrace(["combine", fixture, "-o", t.path("t.json")])
+    check(res.rc == 0, f"forktrace combine layout2.h5 failed\n  {res.describe()}")
+    trace = ft.load_trace(t.path("t.json"))
+    check(len(trace.events) == 17, f"{len(trace.events)} events, the file has 17")
+    check(trace.meta["command"] == ["/bin/sh", "-c", "/bin/true"], f"command {trace.meta}")
+    sh = trace.one(name="sh")
+    true = trace.one(name="true")
+    ft.assert_parent(true, sh, trace)
+    ft.assert_exit(sh, code=0, trace=trace)
+    ft.assert_exit(true, code=0, trace=trace)
+
+
+@test
 def test_h5_unwritable(t):
     """An .h5 output that cannot be created fails like a JSON one would."""
     h5py_or_skip()
