@@ -133,6 +133,28 @@ for (let k = 0; k < D.overall.length; k += 6) {
 const statsByProc = new Map();
 for (const s of STATS) { if (!statsByProc.has(s.p)) statsByProc.set(s.p, []); statsByProc.get(s.p).push(s); }
 
+/* The critical path (sink_html.c write_critical_path): its steps in time
+ * order with their share of the path, and per process on it its time on
+ * the path (p.cpTime) and its steps; null when the trace has none. */
+const CP = (function () {
+  const c = M.critical_path;
+  if (!c || !c.steps || !c.steps.length) return null;
+  const total = Math.max(1, c.end - c.start), steps = [];
+  for (let k = 0; k + 4 < c.steps.length; k += 5) {
+    const a = c.steps;
+    const st = { n: steps.length + 1, p: a[k] >= 0 && a[k] < P.length ? P[a[k]] : null, pid: a[k + 1], name: a[k + 2] || '?', s: a[k + 3], e: a[k + 4] };
+    st.d = Math.max(0, st.e - st.s); st.share = st.d / total;
+    if (st.p) { st.p.cpTime = (st.p.cpTime || 0) + st.d; (st.p.cpSteps = st.p.cpSteps || []).push(st); }
+    steps.push(st);
+  }
+  return { start: c.start, end: c.end, total, steps };
+})();
+
+/* Whether any process has resource figures, or a rank: their columns,
+ * panels and filters are there only then. */
+const HAS_RU = P.some((p) => p.ru);
+const HAS_RANKS = P.some((p) => p.rank >= 0);
+
 /* Programs get palette colours by how many processes run them. */
 (function () {
   const count = new Map();
@@ -197,23 +219,67 @@ function applyFilters() {
   let n = 0;
   for (const p of P) { p.visible = procOk(p); n += p.visible; }
   $('f-status').textContent = 'showing ' + fmtInt(n) + ' of ' + fmtInt(P.length) + ' processes';
-  rebuildRows(); tl.draw(); drawConc(); renderTable();
+  rebuildRows(); tl.draw(); drawConc(); renderTable(); renderTop();
   if (selected && !selected.visible) closeDetail(); else if (selected) openDetail(selected);
 }
 
 /* ---- header --------------------------------------------------------- */
-/* The run's exit status; for files that do not carry it, the root's. */
+/* The run's exit status: {v, txt}; for files that do not carry it, the
+ * root's (v 128 and the signal's name for a root killed by one); v null
+ * when nothing says it. */
+function runStatus() {
+  const v = M.exit_status;
+  if (v !== null && v !== undefined) return { v, txt: String(v) };
+  if (roots.length === 1 && roots[0].ek === 1) return { v: roots[0].ev, txt: roots[0].ev + ' (root)' };
+  if (roots.length === 1 && roots[0].ek === 2) return { v: 128, txt: roots[0].sig || 'signal' };
+  return { v: null, txt: '?' };
+}
 function exitCard() {
-  let v = M.exit_status;
-  let txt = v === null ? '?' : String(v);
-  if (v === null && roots.length === 1 && roots[0].ek === 1) { v = roots[0].ev; txt = v + ' (root)'; }
-  else if (v === null && roots.length === 1 && roots[0].ek === 2) { v = 128; txt = roots[0].sig || 'signal'; }
-  return ['Exit status', txt, v ? 'bad' : (v === 0 ? 'ok' : '')];
+  const r = runStatus();
+  return ['Exit status', r.txt, r.v ? 'bad' : (r.v === 0 ? 'ok' : '')];
+}
+/* A failure on the critical path: a process on it killed by a signal, or
+ * one that exited non-zero in a run that did not succeed (in a run that
+ * did, the configure probes on the path exit 1 by design). */
+function cpFailure(p) {
+  if (!p.cpTime) return false;
+  return p.killed || p.hostLost || (p.failed && runStatus().v !== 0);
+}
+function plural(n, one, many) { return fmtInt(n) + ' ' + (n === 1 ? one : (many || one + 's')); }
+/* A few processes by name and pid: "cc1 (pid 113), ld (pid 7) and 3 more". */
+function someProcs(list, what) {
+  const shown = list.slice(0, 3).map((p) => p.title + ' (pid ' + p.pid + (what ? ', ' + what(p) : '') + ')');
+  return shown.join(', ') + (list.length > 3 ? ' and ' + fmtInt(list.length - 3) + ' more' : '');
+}
+/* What the exits say, as sentences (docs/INSIGHT.md, "Exits"): non-zero
+ * exits are what they are (configure probes exit 1 by design), so they are
+ * neutral when the command succeeded; a failed run, killed processes and
+ * failures on the critical path are what to look at, in red. [text, bad]. */
+function verdictLines() {
+  const r = runStatus(), out = [];
+  const nonzero = P.filter((p) => p.failed), killed = P.filter((p) => p.killed);
+  const nz = plural(nonzero.length, 'non-zero exit');
+  if (r.v === 0) out.push([nz + '; the command succeeded', false]);
+  else if (r.v !== null) out.push(['The command failed (exit status ' + r.txt + '); ' + nz, true]);
+  else out.push([nz + '; the run\'s exit status is not in this trace', false]);
+  if (killed.length) out.push([plural(killed.length, 'process', 'processes') + ' killed by a signal: ' + someProcs(killed, (p) => p.sig || 'signal ' + p.ev), true]);
+  if (CP) {
+    /* The latest first: the last failure on the path is the likeliest
+     * to have ended the run. */
+    const bad = [...new Set(CP.steps.map((st) => st.p).filter((p) => p && cpFailure(p)))].reverse();
+    if (bad.length) out.push(['On the critical path: ' + someProcs(bad, exitText), true]);
+  }
+  return out;
+}
+function verdict() {
+  const box = $('verdict'); box.replaceChildren();
+  for (const [text, bad] of verdictLines()) box.appendChild(el('div', bad ? 'bad' : '', text));
 }
 function header() {
   const cmd = M.command && M.command.length ? M.command.join(' ') : (M.inputs.length ? 'forktrace report ' + M.inputs.join(' ') : '(unknown command)');
   $('command').textContent = cmd;
-  const failed = P.filter((p) => p.failed).length, killed = P.filter((p) => p.killed).length;
+  const nonzero = P.filter((p) => p.failed).length, killed = P.filter((p) => p.killed).length;
+  const failedRun = !!runStatus().v;
   const threads = M.threads;
   const cards = [
     MULTI ? ['Hosts', fmtInt(HOSTS.length)] : ['Host', M.host || '?'],
@@ -224,9 +290,10 @@ function header() {
     ['Events', fmtInt(M.events)],
     ['Lost events', fmtInt(M.lost_events), M.lost_events ? 'bad' : ''],
     exitCard(),
-    ['Failed', fmtInt(failed), failed ? 'bad' : ''],
+    ['Non-zero exits', fmtInt(nonzero), nonzero && failedRun ? 'bad' : ''],
     ['Killed', fmtInt(killed), killed ? 'bad' : '']
   ];
+  verdict();
   const box = $('cards');
   for (const [k, v, cls] of cards) {
     const c = el('div', 'card' + (cls ? ' ' + cls : ''));
@@ -766,7 +833,8 @@ function openDetail(p) {
   const pad = (p.end - p.start) * 0.02;
   dv.fit(p.start - pad, p.end + pad);
   tl.changed();
-  if (curTab === 'functions' || curTab === 'processes') renderTable();
+  if (curTab !== 'programs') renderTable();
+  renderTop();
 }
 /* The detail's rows of what a process used, and how exact the figures
  * are (docs/INSIGHT.md, "Resource use per process"). */
@@ -949,7 +1017,7 @@ function counters() {
 
 /* ---- tables --------------------------------------------------------- */
 let curTab = 'programs';
-const sortState = { programs: ['count', -1], processes: ['start', 1], functions: ['total', -1] };
+const sortState = { programs: [HAS_RU ? 'cpu' : 'count', -1], processes: ['start', 1], critpath: ['n', 1], functions: ['total', -1] };
 const LIMIT = 300;
 let showAll = false;
 function table(cols, data, key, onRow) {
@@ -972,7 +1040,8 @@ function table(cols, data, key, onRow) {
     if (row.p && row.p === selected) tr2.classList.add('selected');
     for (const c of cols) {
       const td = el('td', (c.num ? 'num' : '') + (c.cls ? ' ' + c.cls(row) : ''));
-      if (c.sw) { const sw = el('span', 'sw'); sw.style.background = color(row[c.k]); td.appendChild(sw); }
+      if (c.sw) { const sw = el('span', 'sw'); sw.style.background = c.swc ? c.swc(row) : color(row[c.k]); td.appendChild(sw); }
+      if (c.bar) { const bar = el('span', 'bar'); bar.style.width = Math.max(1, Math.round(60 * c.bar(row))) + 'px'; td.appendChild(bar); }
       td.appendChild(document.createTextNode(c.f ? c.f(row[c.k], row) : row[c.k]));
       if (c.title) td.title = c.title(row);
       tr2.appendChild(td);
@@ -991,36 +1060,15 @@ function table(cols, data, key, onRow) {
 function renderTable() {
   $('fn-scope-l').hidden = curTab !== 'functions';
   const vis = P.filter((p) => p.visible);
-  if (curTab === 'programs') {
-    const g = new Map();
-    for (const p of vis) {
-      let r = g.get(p.name);
-      if (!r) { r = { name: p.name, count: 0, total: 0, max: 0, failed: 0, killed: 0 }; g.set(p.name, r); }
-      const d = p.end - p.start; r.count++; r.total += d; if (d > r.max) r.max = d; r.failed += p.failed; r.killed += p.killed;
-    }
-    const data = [...g.values()]; for (const r of data) { r.mean = r.total / r.count; r.bad = r.failed + r.killed; }
-    table([
-      { k: 'name', h: 'Program', sw: true }, { k: 'count', h: 'Processes', num: true, f: fmtInt },
-      { k: 'total', h: 'Total wall', num: true, f: fmtDur }, { k: 'mean', h: 'Mean', num: true, f: fmtDur },
-      { k: 'max', h: 'Max', num: true, f: fmtDur },
-      { k: 'bad', h: 'Failed / killed', num: true, f: (v, r) => v ? r.failed + ' / ' + r.killed : '\u2013', cls: (r) => r.bad ? 'bad' : '' }
-    ], data, 'programs', (r) => { $('f-include').value = '^' + r.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$'; applyFilters(); });
-  } else if (curTab === 'processes') {
-    const data = vis.map((p) => ({ p, pid: p.pid, name: p.name, host: p.host, rank: p.rank >= 0 ? p.rank : -1, cmd: p.label || p.argv.join(' '), start: p.start, dur: p.end - p.start, exit: exitText(p), threads: p.threads.length, events: p.events, bad: p.failed || p.killed || p.hostLost }));
-    table([
-      { k: 'pid', h: 'PID', num: true }, { k: 'name', h: 'Program', sw: true },
-      ...(MULTI ? [{ k: 'host', h: 'Host' }] : []),
-      ...(P.some((p) => p.rank >= 0) ? [{ k: 'rank', h: 'Rank', num: true, f: (v) => v >= 0 ? String(v) : '\u2013' }] : []),
-      { k: 'cmd', h: 'Command', cls: () => 'cmd mono', title: (r) => r.cmd },
-      { k: 'start', h: 'Start', num: true, f: fmtStart }, { k: 'dur', h: 'Duration', num: true, f: fmtDur },
-      { k: 'exit', h: 'Exit', cls: (r) => r.bad ? 'bad' : '' }, { k: 'threads', h: 'Threads', num: true }, { k: 'events', h: 'Events', num: true, f: fmtInt }
-    ], data, 'processes', (r) => { openDetail(r.p); scrollToRow(r.p); });
-  } else {
+  if (curTab === 'programs') programsTable(vis);
+  else if (curTab === 'processes') processesTable(vis);
+  else if (curTab === 'critpath') critpathTable();
+  else {
     const scope = $('fn-scope').value;
     let data;
     if (scope === 'sel' && selected) {
       data = (statsByProc.get(selected.i) || []).filter((s) => sliceOk(selected, s.name)).map((s) => ({ ...s, procs: 1 }));
-    } else if (!F.inc && !F.exc && !F.ranges) {
+    } else if (!F.inc && !F.exc && !F.ranges && !F.hosts && !F.ranks) {
       data = OVERALL.map((s) => ({ ...s }));
     } else {
       const g = new Map();
@@ -1040,6 +1088,126 @@ function renderTable() {
     ], data, 'functions', null);
   }
 }
+/* ---- resource tables ------------------------------------------------ */
+const cpuOfP = (p) => (p.ru && p.ru.cpu >= 0 ? p.ru.cpu : -1);
+const rssOfP = (p) => (p.ru && p.ru.maxrss >= 0 ? p.ru.maxrss : -1);
+const fmtOpt = (f) => (v) => (v >= 0 ? f(v) : '\u2013');
+/* A process's exit in a table cell: killed, host lost and failures on the
+ * critical path in red, other non-zero exits muted (they are what they
+ * are: a probe that exits 1 is no failure of the run). */
+function exitCls(p) {
+  if (p.killed || p.hostLost || cpFailure(p)) return 'bad';
+  return p.failed ? 'nonzero' : '';
+}
+function openFromTable(p) { openDetail(p); scrollToRow(p); }
+
+/* Per program (grouped by name, docs/INSIGHT.md "Names"): processes, wall
+ * time (total, max), CPU (total of those with figures), the largest peak
+ * memory, non-zero exits and killed processes. */
+function programRows(vis) {
+  const g = new Map();
+  for (const p of vis) {
+    let r = g.get(p.name);
+    if (!r) { r = { name: p.name, title: p.title, count: 0, total: 0, max: 0, cpu: -1, rss: -1, nonzero: 0, killed: 0 }; g.set(p.name, r); }
+    const d = p.end - p.start, c = cpuOfP(p), m = rssOfP(p);
+    r.count++; r.total += d; if (d > r.max) r.max = d;
+    if (c >= 0) r.cpu = Math.max(0, r.cpu) + c;
+    if (m > r.rss) r.rss = m;
+    r.nonzero += p.failed; r.killed += p.killed;
+  }
+  return [...g.values()];
+}
+function programsTable(vis) {
+  table([
+    { k: 'title', h: 'Program', sw: true, swc: (r) => color(r.title) }, { k: 'count', h: 'Processes', num: true, f: fmtInt },
+    { k: 'total', h: 'Total wall', num: true, f: fmtDur }, { k: 'max', h: 'Longest', num: true, f: fmtDur },
+    { k: 'cpu', h: 'CPU', num: true, f: fmtOpt(fmtDur) }, { k: 'rss', h: 'Peak memory', num: true, f: fmtOpt(fmtKiB) },
+    { k: 'nonzero', h: 'Non-zero exits', num: true, f: (v) => v ? fmtInt(v) : '\u2013', cls: (r) => r.nonzero ? 'nonzero' : '' },
+    { k: 'killed', h: 'Killed', num: true, f: (v) => v ? fmtInt(v) : '\u2013', cls: (r) => r.killed ? 'bad' : '' }
+  ], programRows(vis), 'programs', (r) => { $('f-include').value = '^' + r.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$'; applyFilters(); });
+}
+function processesTable(vis) {
+  const data = vis.map((p) => ({ p, pid: p.pid, name: p.title, host: p.host, rank: p.rank >= 0 ? p.rank : -1, cmd: p.label || p.argv.join(' '),
+    start: p.start, dur: p.end - p.start, cpu: cpuOfP(p), rss: rssOfP(p), exit: exitText(p), threads: p.threads.length, events: p.events }));
+  table([
+    { k: 'pid', h: 'PID', num: true }, { k: 'name', h: 'Program', sw: true, swc: (r) => color(r.p.name) },
+    ...(MULTI ? [{ k: 'host', h: 'Host' }] : []),
+    ...(HAS_RANKS ? [{ k: 'rank', h: 'Rank', num: true, f: (v) => v >= 0 ? String(v) : '\u2013' }] : []),
+    { k: 'cmd', h: 'Command', cls: () => 'cmd mono', title: (r) => r.cmd },
+    { k: 'start', h: 'Start', num: true, f: fmtStart }, { k: 'dur', h: 'Duration', num: true, f: fmtDur },
+    ...(HAS_RU ? [{ k: 'cpu', h: 'CPU', num: true, f: fmtOpt(fmtDur) }, { k: 'rss', h: 'Peak memory', num: true, f: fmtOpt(fmtKiB) }] : []),
+    { k: 'exit', h: 'Exit', cls: (r) => exitCls(r.p) }, { k: 'threads', h: 'Threads', num: true }, { k: 'events', h: 'Events', num: true, f: fmtInt }
+  ], data, 'processes', (r) => openFromTable(r.p));
+}
+
+/* The top processes by CPU and by peak memory, side by side: the
+ * processes shown, the first TOP_N of each. */
+const TOP_N = 10;
+function miniTable(box, title, cols, data, onRow) {
+  box.replaceChildren(el('h3', null, title));
+  const t = el('table', 'mini'), tr = el('tr');
+  for (const c of cols) tr.appendChild(el('th', c.num ? 'num' : '', c.h));
+  t.appendChild(el('thead')).appendChild(tr);
+  const tb = el('tbody');
+  for (const row of data) {
+    const r = el('tr', 'clickable');
+    if (row.p === selected) r.classList.add('selected');
+    r.dataset.pid = row.p.pid;
+    for (const c of cols) {
+      const td = el('td', (c.num ? 'num' : '') + (c.cls ? ' ' + c.cls(row) : ''));
+      if (c.sw) { const sw = el('span', 'sw'); sw.style.background = color(row.p.name); td.appendChild(sw); }
+      td.appendChild(document.createTextNode(c.f(row)));
+      r.appendChild(td);
+    }
+    r.addEventListener('click', () => openFromTable(row.p));
+    tb.appendChild(r);
+  }
+  t.appendChild(tb); box.appendChild(t);
+  if (!data.length) box.appendChild(el('div', 'hint', 'No process shown has figures.'));
+}
+function renderTop() {
+  const sec = $('toplist');
+  sec.hidden = !HAS_RU;
+  if (!HAS_RU) return;
+  const vis = P.filter((p) => p.visible);
+  const byCpu = vis.filter((p) => cpuOfP(p) >= 0).sort((a, b) => cpuOfP(b) - cpuOfP(a)).slice(0, TOP_N);
+  const byRss = vis.filter((p) => rssOfP(p) >= 0).sort((a, b) => rssOfP(b) - rssOfP(a)).slice(0, TOP_N);
+  const name = { h: 'Program', sw: true, f: (r) => r.p.title }, pid = { h: 'PID', num: true, f: (r) => String(r.p.pid) };
+  const wall = { h: 'Wall', num: true, f: (r) => fmtDur(r.p.end - r.p.start) };
+  miniTable($('top-cpu'), 'Top by CPU time', [name, pid, { h: 'CPU', num: true, f: (r) => fmtDur(cpuOfP(r.p)) },
+    { h: 'Busy', num: true, f: (r) => r.p.end > r.p.start ? Math.round(100 * cpuOfP(r.p) / (r.p.end - r.p.start)) + '%' : '\u2013' }, wall],
+    byCpu.map((p) => ({ p })));
+  miniTable($('top-mem'), 'Top by peak memory', [name, pid, { h: 'Peak memory', num: true, f: (r) => fmtKiB(rssOfP(r.p)) },
+    { h: 'CPU', num: true, f: (r) => fmtDur(cpuOfP(r.p)) }, wall], byRss.map((p) => ({ p })));
+  let cpu = 0, n = 0;
+  for (const p of vis) if (cpuOfP(p) >= 0) { cpu += cpuOfP(p); n++; }
+  const span = Math.max(1, M.end - M.start);
+  $('top-note').textContent = fmtDur(cpu) + ' of CPU over ' + plural(n, 'process', 'processes') + ' with figures: ' + (cpu / span).toFixed(2) + ' CPUs busy on average over the ' + fmtDur(span) + ' run';
+}
+
+/* ---- critical path table -------------------------------------------- */
+/* Its steps in time order: each a process's own time on the path, its
+ * share of the path's duration. */
+function critpathTable() {
+  const box = $('table');
+  if (!CP) {
+    box.replaceChildren(el('div', 'hint', 'No critical path in this trace (it needs the process tree of a forktrace trace).'));
+    return;
+  }
+  const data = CP.steps.map((st) => ({ st, p: st.p, n: st.n, name: st.p ? st.p.title : st.name, pid: st.pid, start: st.s, dur: st.d, share: st.share,
+    exit: st.p ? exitText(st.p) : '' }));
+  table([
+    { k: 'n', h: 'Step', num: true }, { k: 'name', h: 'Program', sw: true, swc: (r) => color(r.p ? r.p.name : r.name) }, { k: 'pid', h: 'PID', num: true },
+    { k: 'start', h: 'Start', num: true, f: fmtStart }, { k: 'dur', h: 'Own time', num: true, f: fmtDur },
+    { k: 'share', h: 'Share', num: true, f: (v) => (100 * v).toFixed(1) + '%', bar: (r) => r.share },
+    { k: 'exit', h: 'Exit', cls: (r) => r.p ? exitCls(r.p) : '' }
+  ], data, 'critpath', (r) => { if (r.p) openFromTable(r.p); });
+  const byProc = [...new Set(CP.steps.map((st) => st.p).filter(Boolean))].sort((a, b) => b.cpTime - a.cpTime);
+  const head = el('div', 'hint cp-summary', 'The run waited ' + fmtDur(CP.total) + ': ' + plural(CP.steps.length, 'step') + ' over ' + plural(byProc.length, 'process', 'processes') +
+    (byProc.length ? '; most of it in ' + byProc.slice(0, 3).map((p) => p.title + ' ' + (100 * p.cpTime / CP.total).toFixed(0) + '%').join(', ') : ''));
+  box.insertBefore(head, box.firstChild);
+}
+
 function scrollToRow(p) { goTo(p, false); }
 /* Brings p into view: opens the folds and collapsed ancestors that hide
  * it, scrolls to its row, pans the time axis to it when it is out of

@@ -316,7 +316,12 @@ const tests = {
       check(num(await card(o.page, 'threads')) === f.threads, `threads card ${await card(o.page, 'threads')} != ${f.threads}`);
       check(num(await card(o.page, 'lost_events')) === f.lost, 'lost events differ');
       check(num(await card(o.page, 'exit_status')) === f.exit, `exit status card != ${f.exit}`);
-      check(num(await card(o.page, 'failed')) === f.failed && f.failed >= 2, `failed card ${await card(o.page, 'failed')} != ${f.failed}`);
+      check(num(await card(o.page, 'non-zero_exits')) === f.failed && f.failed >= 2, `non-zero exits card ${await card(o.page, 'non-zero_exits')} != ${f.failed}`);
+      // The run exits 3: it failed, in red, with its non-zero exits and
+      // its killed process.
+      const verdict = await o.page.$$eval('#verdict div', (ds) => ds.map((d) => [d.textContent, d.className]));
+      check(verdict[0][0] === `The command failed (exit status 3); ${f.failed} non-zero exits` && verdict[0][1] === 'bad', 'verdict: ' + JSON.stringify(verdict));
+      check(/^1 process killed by a signal: sh \(pid \d+, SIGKILL\)$/.test(verdict[1][0]) && verdict[1][1] === 'bad', 'killed: ' + JSON.stringify(verdict));
       check(num(await card(o.page, 'killed')) === f.killed && f.killed === 1, `killed card ${await card(o.page, 'killed')} != ${f.killed}`);
       check((await card(o.page, 'host')) === f.host, 'host differs');
       const cmd = await o.page.textContent('#command');
@@ -782,6 +787,83 @@ const tests = {
       check(open.folds === 0 && open.lanes === alive, `unfolded: ${open.lanes} lanes (${open.folds} folds) for ${alive} processes alive at once`);
       check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
     } finally { await o.browser.close(); }
+  },
+
+  // The tables of the build trace: what the exits say (neutral when the
+  // command succeeded, red when it failed or a process was killed), the
+  // top processes by CPU and by peak memory, the per-program totals
+  // (sortable) and the processes with times and sizes for people.
+  async tables() {
+    const o = await openPage(buildReport(0));
+    const rows = (sel) => o.page.$$eval(sel + ' tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+    const cls = (sel) => o.page.$$eval(sel + ' tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.className)));
+    try {
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+      const verdict = await o.page.$$eval('#verdict div', (ds) => ds.map((d) => [d.textContent, d.className]));
+      check(JSON.stringify(verdict) === JSON.stringify([['5 non-zero exits; the command succeeded', ''], ['1 process killed by a signal: sleep (pid 113, SIGKILL)', 'bad']]),
+        'verdict of a run that succeeded: ' + JSON.stringify(verdict));
+      check(!(await o.page.$eval('.card[data-key="non-zero_exits"]', (e) => e.classList.contains('bad'))), 'the non-zero exits card is red on a run that succeeded');
+      // Top by CPU: cc1 110, ld, cc1 111, then the two ranks.
+      const cpu = await rows('#top-cpu');
+      check(JSON.stringify(cpu.slice(0, 5).map((r) => r[1] + ' ' + r[2])) === JSON.stringify(['110 3.90 s', '112 2.00 s', '111 1.80 s', '121 1.05 s', '120 950 ms']), 'top CPU: ' + JSON.stringify(cpu));
+      check(cpu.length === 10 && cpu[0][0] === 'cc1' && cpu[0][3] === '98%' && cpu[0][4] === '4.00 s', 'top CPU row: ' + JSON.stringify(cpu[0]));
+      const mem = await rows('#top-mem');
+      check(JSON.stringify(mem.slice(0, 4).map((r) => r[1] + ' ' + r[2])) === JSON.stringify(['110 1.5 GiB', '112 800 MiB', '111 300 MiB', '121 125 MiB']), 'top memory: ' + JSON.stringify(mem));
+      const note = await o.page.textContent('#top-note');
+      check(note === '10.6 s of CPU over 13 processes with figures: 1.05 CPUs busy on average over the 10.0 s run', 'top note: ' + note);
+      // A click on a row opens its process.
+      await o.page.click('#top-mem tbody tr[data-pid="112"]');
+      check((await o.page.textContent('#d-title')).startsWith('ld'), 'a click on ld in the top list opened ' + await o.page.textContent('#d-title'));
+      // Per program, by CPU by default; the probes' exits muted, the
+      // killed sleep red.
+      const progs = await rows('#table');
+      check(JSON.stringify(progs[0]) === JSON.stringify(['cc1', '2', '6.00 s', '4.00 s', '5.70 s', '1.5 GiB', '\u2013', '\u2013']), 'cc1 totals: ' + JSON.stringify(progs[0]));
+      const cc = progs.findIndex((r) => r[0] === 'cc'), sleep = progs.findIndex((r) => r[0] === 'sleep');
+      check(JSON.stringify(progs[cc]) === JSON.stringify(['cc', '5', '500 ms', '100 ms', '300 ms', '34.0 MiB', '5', '\u2013']), 'cc totals: ' + JSON.stringify(progs[cc]));
+      const pc = await cls('#table');
+      check(pc[cc][6].includes('nonzero') && !pc[cc][6].includes('bad') && pc[sleep][7].includes('bad'), 'exit classes: ' + JSON.stringify([pc[cc], pc[sleep]]));
+      check(progs.some((r) => r[0] === 'configure (sh)'), 'configure is not named with its interpreter: ' + progs.map((r) => r[0]).join(', '));
+      // Sortable: peak memory, largest first, then smallest first.
+      await o.page.click('#table th[data-k="rss"]');
+      check((await rows('#table'))[0][0] === 'cc1', 'by peak memory: ' + (await rows('#table'))[0]);
+      await o.page.click('#table th[data-k="rss"]');
+      check((await rows('#table'))[0][0] === 'sleep', 'by peak memory, ascending: ' + (await rows('#table'))[0]);
+      // The processes: start as an offset from the run's start, durations,
+      // CPU and sizes for people; a probe's exit 1 muted, the kill red.
+      await o.page.click('#tabs .tab[data-tab="processes"]');
+      const procs = await rows('#table'), pcls = await cls('#table');
+      const head = await o.page.$$eval('#table th', (ths) => ths.map((t) => t.dataset.k));
+      const row = (pid) => procs.findIndex((r) => r[0] === String(pid));
+      const at = (pid, k) => procs[row(pid)][head.indexOf(k)];
+      check(at(110, 'start') === '+2.00 s' && at(110, 'dur') === '4.00 s' && at(110, 'cpu') === '3.90 s' && at(110, 'rss') === '1.5 GiB', 'cc1 110: ' + procs[row(110)]);
+      check(at(103, 'start') === '+300 ms' && at(100, 'start') === '+0 s' && at(121, 'rank') === '1', 'starts and rank: ' + JSON.stringify(procs));
+      check(pcls[row(103)][head.indexOf('exit')].includes('nonzero') && pcls[row(113)][head.indexOf('exit')].includes('bad'), 'exit cells: ' + JSON.stringify(pcls));
+      // The critical path (the merge's, docs/TRACE_FORMAT.md): configure
+      // and its probes, the first compile, the link, make's own end.
+      await o.page.click('#tabs .tab[data-tab="critpath"]');
+      const cp = await rows('#table');
+      check(cp.length === 14, 'critical path steps: ' + JSON.stringify(cp));
+      check(JSON.stringify(cp[0]) === JSON.stringify(['1', 'configure (sh)', '101', '+0 s', '100 ms', '1.0%', 'exit 0']), 'step 1: ' + JSON.stringify(cp[0]));
+      check(JSON.stringify(cp[1]) === JSON.stringify(['2', 'cc', '102', '+100 ms', '100 ms', '1.0%', 'exit 1']), 'step 2: ' + JSON.stringify(cp[1]));
+      check(JSON.stringify(cp.slice(11).map((r) => r.slice(1, 6))) === JSON.stringify([['cc1', '110', '+2.00 s', '4.00 s', '40.0%'], ['ld', '112', '+6.00 s', '3.50 s', '35.0%'], ['make', '100', '+9.50 s', '500 ms', '5.0%']]),
+        'the last steps: ' + JSON.stringify(cp.slice(11)));
+      const sum = await o.page.textContent('#table .cp-summary');
+      check(sum === 'The run waited 10.0 s: 14 steps over 9 processes; most of it in cc1 40%, ld 35%, configure (sh) 15%', 'summary: ' + sum);
+      // A probe's exit 1 on the path of a run that succeeded is no failure.
+      check(!(await cls('#table'))[1][6].includes('bad'), 'the probe on the path is red in a run that succeeded');
+      await o.page.screenshot({ path: path.join(TMP, 'tables.png'), fullPage: true });
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+    } finally { await o.browser.close(); }
+    // The same build failing: the page says so in red.
+    const o2 = await openPage(buildReport(2));
+    try {
+      const verdict = await o2.page.$$eval('#verdict div', (ds) => ds.map((d) => [d.textContent, d.className]));
+      check(verdict[0][0] === 'The command failed (exit status 2); 5 non-zero exits' && verdict[0][1] === 'bad', 'verdict of a failed run: ' + JSON.stringify(verdict));
+      check(await o2.page.$eval('.card[data-key="non-zero_exits"]', (e) => e.classList.contains('bad')), 'the non-zero exits card of a failed run is not red');
+      // In a failed run the non-zero exits on the critical path are called
+      // out, the latest first.
+      check(verdict[2][0] === 'On the critical path: cc (pid 106, exit 1), cc (pid 105, exit 1), cc (pid 104, exit 1) and 2 more' && verdict[2][1] === 'bad', 'critical path failures: ' + JSON.stringify(verdict));
+    } finally { await o2.browser.close(); }
   },
 
   // Opening a big report (FT_REPORT_HTML, from bench_report) and panning
