@@ -481,6 +481,25 @@ const tests = {
         check(r.startsWith(cur + ':'), `row ${r} under the heading of ${cur}: ${layout.join(', ')}`);
       }
       check(layout.indexOf('node2:sh') === layout.indexOf('H:node2') + 1, 'node2\'s root does not open its host: ' + layout.join(', '));
+      // The packed view keeps the hosts apart: the same headings, each
+      // host's lanes under its own, as many as its processes need.
+      await o.page.click('#tl-view');
+      const packed = await o.page.evaluate(() => window.forktraceReport.rows().map((r) => r.hdr ? { host: r.host } : { lane: r.num, hosts: r.items.map((p) => p.host), spans: r.items.map((p) => [p.start, p.end]) }));
+      check(JSON.stringify(packed.filter((r) => !r.lane).map((r) => r.host)) === JSON.stringify(['head', 'node2', 'node3', 'node4']), 'packed headings: ' + JSON.stringify(packed));
+      let host = null;
+      const lanesOf = new Map();
+      for (const r of packed) {
+        if (!r.lane) { host = r.host; lanesOf.set(host, []); continue; }
+        check(r.hosts.every((h) => h === host), `a lane under ${host} holds ${r.hosts.join(', ')}`);
+        lanesOf.get(host).push(r);
+      }
+      const procs = await o.page.evaluate(() => window.forktraceReport.procs.map((p) => ({ host: p.host, start_ns: p.start, end_ns: p.end })));
+      for (const [h, lanes] of lanesOf) {
+        const need = maxAlive(procs.filter((p) => p.host === h));
+        check(lanes.length === need, `${h}: ${lanes.length} lanes for ${need} processes alive at once`);
+      }
+      await (await o.page.$('#timeline')).screenshot({ path: path.join(TMP, 'timeline-packed.png') });
+      await o.page.click('#tl-view');
       const hostRows = await o.page.$$eval('#hosts tr[data-host]', (trs) => trs.map((t) => t.dataset.host + ' ' + t.textContent));
       check(hostRows.length === 4, 'hosts table: ' + hostRows.join(' | '));
       check(/^node2 .*measured.*\+1000\.000500 s.*\+50\.00 ppm.*30\.0 \u00b5s/.test(hostRows[1]), 'node2 clock figures: ' + hostRows[1]);
