@@ -10,8 +10,8 @@ const FT_LANES = (function () {
   /* The packed view is the default above this many processes. */
   const PACKED_ABOVE = 300;
   /* A fold holds at least FOLD_MIN processes, each shorter than
-   * FOLD_SHORT of the run's duration (docs/TRACE_FORMAT.md, "The HTML
-   * report"). */
+   * FOLD_SHORT of the run's duration (docs/INSIGHT.md, "The report at
+   * build scale"). */
   const FOLD_MIN = 20, FOLD_SHORT = 0.01;
 
   /* The visible processes as a forest: p.vkids (visible children by start,
