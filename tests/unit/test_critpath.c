@@ -72,6 +72,7 @@ static void check_tiles(const char *name, const critpath *cp)
 static void run_case(const tcase *tc)
 {
 	critpath *cp = critpath_new();
+	const critpath_step *st;
 	char got[1024], name[32];
 	int err;
 
@@ -104,10 +105,8 @@ static void run_case(const tcase *tc)
 		  (long long)critpath_start_ns(cp), (long long)critpath_end_ns(cp),
 		  (long long)tc->start, (long long)tc->end);
 	check_tiles(tc->name, cp);
-	if (critpath_steps(cp, &(const critpath_step *){NULL}) > 0) {
-		const critpath_step *st;
-
-		critpath_steps(cp, &st);
+	/* Each step is named after its process. */
+	if (critpath_steps(cp, &st) > 0) {
 		snprintf(name, sizeof(name), "p%lld", (long long)st[0].pid);
 		CHECK_STR_EQ(st[0].name, name);
 	}
@@ -123,12 +122,12 @@ static const tcase cases[] = {
 		.name = "make -j2, longest chain 3 then 4",
 		.procs =
 			{
-				{1, 0, -1, 0, 100},
-				{2, 0, 1, 1, 30},
-				{3, 0, 1, 2, 50},
-				{5, 0, 3, 4, 48},
-				{6, 0, 1, 31, 45},
-				{4, 0, 1, 51, 90},
+				{1, 0, -1, 0, 100, NULL},
+				{2, 0, 1, 1, 30, NULL},
+				{3, 0, 1, 2, 50, NULL},
+				{5, 0, 3, 4, 48, NULL},
+				{6, 0, 1, 31, 45, NULL},
+				{4, 0, 1, 51, 90, NULL},
 			},
 		.waits = {{1, 2, 31}, {3, 5, 48}, {1, 6, 46}, {1, 3, 51}, {1, 4, 91}},
 		.steps = "1:0-2 3:2-4 5:4-48 3:48-50 1:50-51 4:51-90 1:90-100",
@@ -141,10 +140,10 @@ static const tcase cases[] = {
 		.name = "pipeline",
 		.procs =
 			{
-				{1, 0, -1, 0, 20},
-				{2, 0, 1, 1, 10},
-				{3, 0, 1, 2, 15},
-				{4, 0, 1, 3, 18},
+				{1, 0, -1, 0, 20, NULL},
+				{2, 0, 1, 1, 10, NULL},
+				{3, 0, 1, 2, 15, NULL},
+				{4, 0, 1, 3, 18, NULL},
 			},
 		.waits = {{1, 2, 10}, {1, 3, 15}, {1, 4, 18}},
 		.steps = "1:0-3 4:3-18 1:18-20",
@@ -160,9 +159,9 @@ static const tcase cases[] = {
 		.name = "orphan outlives its parent",
 		.procs =
 			{
-				{1, 0, -1, 0, 6},
-				{2, 0, 1, 1, 5},
-				{3, 0, 2, 2, 20},
+				{1, 0, -1, 0, 6, NULL},
+				{2, 0, 1, 1, 5, NULL},
+				{3, 0, 2, 2, 20, NULL},
 			},
 		.waits = {{1, 2, 5}},
 		.steps = "1:0-1 2:1-2 3:2-20",
@@ -175,8 +174,8 @@ static const tcase cases[] = {
 		.name = "root ends last",
 		.procs =
 			{
-				{1, 0, -1, 0, 10},
-				{2, 0, 1, 1, 3},
+				{1, 0, -1, 0, 10, NULL},
+				{2, 0, 1, 1, 3, NULL},
 			},
 		.waits = {{1, 2, 3}},
 		.steps = "1:0-1 2:1-3 1:3-10",
@@ -191,10 +190,10 @@ static const tcase cases[] = {
 		.name = "waits that reap late",
 		.procs =
 			{
-				{1, 0, -1, 0, 13},
-				{2, 0, 1, 1, 5},
-				{3, 0, 1, 1, 8},
-				{4, 0, 1, 2, 11},
+				{1, 0, -1, 0, 13, NULL},
+				{2, 0, 1, 1, 5, NULL},
+				{3, 0, 1, 1, 8, NULL},
+				{4, 0, 1, 2, 11, NULL},
 			},
 		.waits = {{1, 3, 8}, {1, 2, 12}},
 		.steps = "1:0-1 3:1-8 1:8-13",
@@ -210,11 +209,11 @@ static const tcase cases[] = {
 		.name = "unknown ends",
 		.procs =
 			{
-				{1, 0, -1, 0, 10},
-				{2, 0, 1, 1, -1},
-				{3, 0, 1, 2, -1},
-				{4, 0, -1, 0, 9},
-				{5, 0, 4, 1, -1},
+				{1, 0, -1, 0, 10, NULL},
+				{2, 0, 1, 1, -1, NULL},
+				{3, 0, 1, 2, -1, NULL},
+				{4, 0, -1, 0, 9, NULL},
+				{5, 0, 4, 1, -1, NULL},
 			},
 		.waits = {{1, 2, 7}},
 		.steps = "1:0-1 2:1-7 1:7-10",
@@ -228,9 +227,9 @@ static const tcase cases[] = {
 		.name = "no wait records",
 		.procs =
 			{
-				{1, 0, -1, 0, 10},
-				{2, 0, 1, 1, 4},
-				{3, 0, 1, 2, 8},
+				{1, 0, -1, 0, 10, NULL},
+				{2, 0, 1, 1, 4, NULL},
+				{3, 0, 1, 2, 8, NULL},
 			},
 		.steps = "1:0-2 3:2-8 1:8-10",
 		.start = 0,
@@ -247,10 +246,10 @@ static const tcase cases[] = {
 		.name = "multi-host, a node root under its ssh",
 		.procs =
 			{
-				{1, 0, -1, 0, 100},
-				{2, 0, 1, 1, 99},
-				{3, 0, 2, 1, 2},
-				{7, 0, 1, 1, 3},
+				{1, 0, -1, 0, 100, NULL},
+				{2, 0, 1, 1, 99, NULL},
+				{3, 0, 2, 1, 2, NULL},
+				{7, 0, 1, 1, 3, NULL},
 				{1000001, 1, 2, 3, 98, "node1"},
 				{1000007, 7, 1000001, 4, 97, "node1"},
 			},
@@ -268,10 +267,10 @@ static const tcase cases[] = {
 		.name = "reused host pid",
 		.procs =
 			{
-				{1, 0, -1, 0, 41},
-				{50, 0, 1, 1, 10},
-				{1000050, 50, 1, 20, 40},
-				{9, 0, 1, 11, 39},
+				{1, 0, -1, 0, 41, NULL},
+				{50, 0, 1, 1, 10, NULL},
+				{1000050, 50, 1, 20, 40, NULL},
+				{9, 0, 1, 11, 39, NULL},
 			},
 		.waits = {{1, 50, 10}, {1, 50, 40}},
 		.steps = "1:0-1 50:1-10 1:10-20 1000050:20-40 1:40-41",
