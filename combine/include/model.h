@@ -413,6 +413,11 @@ typedef struct model_name {
 } model_name;
 model_name model_image_name(const model_segment *s);
 
+/* The launcher a rank's variable names (docs/INSIGHT.md "Names"): "Open
+ * MPI", "PMIx", "MPICH/PMI", "Slurm", "torchrun"; NULL for NULL or a
+ * variable it does not know. Static strings. */
+const char *model_launcher_name(const char *rank_var);
+
 /* The strings of ru_source in traces: "wait", "exit", "wait+descendants";
  * NULL for MODEL_RU_NONE. */
 const char *model_ru_source_name(enum model_ru_source src);

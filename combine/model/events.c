@@ -130,23 +130,23 @@ static const char *signal_name(int sig, char *buf, size_t size)
 	return buf;
 }
 
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
+/* Room for a name as people read it: "dh_installman (perl)". */
+#define DISPLAY_NAME_BYTES 512
 
-	if (slash == NULL || slash[1] == '\0')
-		return path;
-	return slash + 1;
-}
-
-/* The program name of one image: basename of argv[0], else of exe. */
-static const char *segment_name(const model_segment *s)
+/* The name of an image as the trace shows it (process_name, image
+ * slices): the script and, beside it, its interpreter ("configure (sh)"),
+ * else the program's name (model_image_name). In buf (DISPLAY_NAME_BYTES)
+ * or borrowed from s; a script whose name does not fit in buf is shown
+ * alone. */
+static const char *display_name(const model_segment *s, char *buf)
 {
-	if (s->argv != NULL && s->argv[0] != NULL && s->argv[0][0] != '\0')
-		return base_name(s->argv[0]);
-	if (s->exe != NULL && s->exe[0] != '\0')
-		return base_name(s->exe);
-	return "?";
+	model_name n = model_image_name(s);
+	int len;
+
+	if (n.interp == NULL)
+		return n.name;
+	len = snprintf(buf, DISPLAY_NAME_BYTES, "%s (%s)", n.name, n.interp);
+	return len > 0 && len < DISPLAY_NAME_BYTES ? buf : n.name;
 }
 
 static const model_segment *last_segment(const model_process *p)
@@ -406,6 +406,7 @@ static void write_process_meta(events_ctx *c, const model_process *p, const char
 {
 	const model_process *parent = parent_of(c->t, p);
 	const model_segment *last = last_segment(p);
+	model_name names = last != NULL ? model_image_name(last) : (model_name){"?", NULL};
 	jsonw *w = &c->w;
 	char lbuf[LABEL_PREFIX_BYTES + LABEL_BYTES];
 	size_t llen;
@@ -429,7 +430,11 @@ static void write_process_meta(events_ctx *c, const model_process *p, const char
 	jsonw_kv_i64(w, "ppid", p->ppid);
 	jsonw_kv_i64(w, "parent", parent != NULL ? parent->out_pid : -1);
 	jsonw_kv_u64(w, "start_ticks", p->start_ticks);
-	jsonw_kv_cstr(w, "name", name);
+	/* The script by itself, its interpreter apart: what per-program
+	 * totals group by. */
+	jsonw_kv_cstr(w, "name", names.name);
+	if (names.interp != NULL)
+		jsonw_kv_cstr(w, "interpreter", names.interp);
 	jsonw_kv_cstr(w, "exe", last != NULL ? last->exe : NULL);
 	jsonw_key(w, "argv");
 	jsonw_strv(w, last != NULL ? last->argv : NULL);
@@ -446,6 +451,8 @@ static void write_process_meta(events_ctx *c, const model_process *p, const char
 	if (p->rank >= 0) {
 		jsonw_kv_i64(w, "rank", p->rank);
 		jsonw_kv_cstr(w, "rank_var", p->rank_var);
+		if (model_launcher_name(p->rank_var) != NULL)
+			jsonw_kv_cstr(w, "launcher", model_launcher_name(p->rank_var));
 	}
 	if (p->local_rank >= 0)
 		jsonw_kv_i64(w, "local_rank", p->local_rank);
@@ -510,12 +517,12 @@ static void write_segments(events_ctx *c, const model_process *p)
 {
 	const model_trace *t = c->t;
 	jsonw *w = &c->w;
-	char nbuf[512];
+	char nbuf[DISPLAY_NAME_BYTES + 32], dbuf[DISPLAY_NAME_BYTES];
 	size_t i;
 
 	for (i = 0; i < p->nsegs; i++) {
 		const model_segment *s = &p->segs[i];
-		const char *name = segment_name(s);
+		const char *name = display_name(s, dbuf);
 		int64_t start = segment_start(t, p, i);
 		int64_t end = s->end_ns >= 0 ? s->end_ns : p->end_ns >= 0 ? p->end_ns : t->end_ns;
 		jsonw_event ev = {
@@ -717,7 +724,9 @@ static void write_records(events_ctx *c, const model_process *p)
 
 static void write_process(events_ctx *c, const model_process *p, uint64_t sort_index)
 {
-	const char *name = model_process_name(p);
+	const model_segment *last = last_segment(p);
+	char dbuf[DISPLAY_NAME_BYTES];
+	const char *name = last != NULL ? display_name(last, dbuf) : "?";
 
 	write_process_meta(c, p, name, sort_index);
 	write_threads(c, p, name);

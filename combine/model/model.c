@@ -633,33 +633,11 @@ model_thread *model_find_thread(model_process *p, int64_t tid)
 	return NULL;
 }
 
-/* The part after the last '/', unless that is empty ("dir/"), in which case
- * the whole path says more than an empty name. */
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	if (slash == NULL || slash[1] == '\0')
-		return path;
-	return slash + 1;
-}
-
 const char *model_process_name(const model_process *p)
 {
 	if (p->nsegs == 0)
 		return "?";
 	return model_image_name(&p->segs[p->nsegs - 1]).name;
-}
-
-model_name model_image_name(const model_segment *s)
-{
-	model_name n = {"?", NULL};
-
-	if (s->argv != NULL && s->argv[0] != NULL && s->argv[0][0] != '\0')
-		n.name = base_name(s->argv[0]);
-	else if (s->exe != NULL && s->exe[0] != '\0')
-		n.name = base_name(s->exe);
-	return n;
 }
 
 const char *model_ru_source_name(enum model_ru_source src)

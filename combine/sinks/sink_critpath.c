@@ -2,13 +2,14 @@
  * sink_critpath.c - the sink in front of every output of the merge (and of
  * events_write) that computes the critical path (critpath.h) from the
  * events on their way: each forktrace_process (trace pid, host pid,
- * parent, start_ns, end_ns, name, host) and each wait mark (the waiter's
+ * parent, start_ns, end_ns, name and interpreter, host) and each wait mark (the waiter's
  * trace pid, the child's host pid, ts), as the output gets them: pids
  * remapped, times on the trace's clock. At end, the path goes to the
  * output in sink_meta.critical_path. A live run, a combine and info of a
  * file thus compute it from the same events by one code path.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,8 +24,10 @@ typedef struct cp_sink {
 	int64_t shift_ns;
 	char *pad; /* an event's args, padded for the scanner */
 	size_t pad_cap;
-	char *name, *host; /* a process's, unescaped */
-	size_t name_cap, host_cap;
+	char *name, *interp, *host; /* a process's, unescaped */
+	size_t name_cap, interp_cap, host_cap;
+	char *shown; /* "name (interpreter)", as process_name has it */
+	size_t shown_cap;
 } cp_sink;
 
 static bool sv_is(strview v, const char *s)
@@ -82,6 +85,27 @@ static const char *arg_str(const cp_sink *t, size_t n, const char *key, char **b
 	return *buf;
 }
 
+/* The name process_name shows: the script and its interpreter beside it
+ * ("configure (sh)"), else the name alone. NULL on ENOMEM. */
+static const char *shown_name(cp_sink *t, const char *name, const char *interp)
+{
+	size_t n;
+
+	if (name == NULL || interp == NULL)
+		return name;
+	n = strlen(name) + strlen(interp) + 4;
+	if (t->shown_cap < n) {
+		char *nb = realloc(t->shown, n);
+
+		if (nb == NULL)
+			return NULL;
+		t->shown = nb;
+		t->shown_cap = n;
+	}
+	snprintf(t->shown, n, "%s (%s)", name, interp);
+	return t->shown;
+}
+
 /* A time of the args on the trace's clock (-1 stays unknown). */
 static int64_t shifted(const cp_sink *t, int64_t ns)
 {
@@ -105,7 +129,9 @@ static int note(cp_sink *t, const jsonw_event *ev)
 			.parent = arg_int(t, n, "parent", -1),
 			.start_ns = shifted(t, arg_int(t, n, "start_ns", -1)),
 			.end_ns = shifted(t, arg_int(t, n, "end_ns", -1)),
-			.name = arg_str(t, n, "name", &t->name, &t->name_cap),
+			.name = shown_name(
+				t, arg_str(t, n, "name", &t->name, &t->name_cap),
+				arg_str(t, n, "interpreter", &t->interp, &t->interp_cap)),
 			.host = arg_str(t, n, "host", &t->host, &t->host_cap),
 		};
 		return critpath_add(t->cp, &p);
@@ -166,7 +192,9 @@ static void cps_free(trace_sink *s)
 	critpath_free(t->cp);
 	free(t->pad);
 	free(t->name);
+	free(t->interp);
 	free(t->host);
+	free(t->shown);
 	free(t);
 }
 

@@ -189,7 +189,8 @@ class Proc:
     # broken record fails an assertion instead of crashing the test.
     RECORD_KEYS = ("pid", "ppid", "parent", "start_ticks", "name", "exe", "argv", "cwd",
                    "start_ns", "end_ns", "spawn", "exit", "instrumented", "images",
-                   "lost_events")
+                   "lost_events", "interpreter", "rank", "rank_var", "local_rank",
+                   "launcher")
 
     def __getattr__(self, key):
         rec = self.__dict__.get("rec")
@@ -724,6 +725,10 @@ def check_common(res, quiet=False, single_root=True, allow_running=False):
         r = p.rec
         check(len(p.meta.get("process_name", [])) == 1,
               f"{p.describe()} has {len(p.meta.get('process_name', []))} process_name records")
+        shown = r.get("name") if r.get("interpreter") is None else \
+            f"{r.get('name')} ({r.get('interpreter')})"
+        check(not p.meta.get("process_name") or p.meta["process_name"][0].get("name") == shown,
+              f"{p.describe()}: process_name {p.meta.get('process_name')}, expected {shown!r}")
         check(r.get("parent") == -1 or r.get("parent") in t.procs,
               f"{p.describe()} names a parent that is not in the trace")
         ex = r.get("exit")
@@ -737,8 +742,32 @@ def check_common(res, quiet=False, single_root=True, allow_running=False):
         check(r.get("lost_events") == 0, f"{p.describe()} lost {r.get('lost_events')} events")
         chain = t.ancestors(p)
         check(p.tpid not in {a.tpid for a in chain}, f"parent cycle through {p.describe()}")
+    check_critical_path(t, ctx)
     if single_root:
         t.root()
+
+
+def check_critical_path(t, ctx=""):
+    """otherData.forktrace.critical_path, when there, as docs/TRACE_FORMAT.md
+    defines it: steps of processes of the trace, named as they are, that
+    tile [start_ns, end_ns], which ends when the last process ended."""
+    cp = t.meta.get("critical_path")
+    if cp is None:
+        return
+    at = cp.get("start_ns")
+    for st in cp.get("steps", []):
+        p = t.procs.get(st.get("pid"))
+        check(p is not None, f"critical path step of pid {st.get('pid')} not in the trace{ctx}")
+        check(st.get("start_ns") == at and st.get("end_ns") > at,
+              f"critical path step {st} does not follow at {at}: {cp}{ctx}")
+        check(p is None or st.get("name") == p.meta["process_name"][0].get("name"),
+              f"critical path step {st} is not named as its process{ctx}")
+        at = st.get("end_ns")
+    check(at == cp.get("end_ns"), f"critical path steps end at {at}, not at its end: {cp}{ctx}")
+    last = max((p.rec.get("end_ns") for p in t.procs.values()
+                if (p.rec.get("end_ns") or -1) >= 0), default=None)
+    check(last is None or cp.get("end_ns") == last,
+          f"critical path ends at {cp.get('end_ns')}, the last process at {last}{ctx}")
 
 
 # --------------------------------------------------------------------------

@@ -108,9 +108,12 @@ def test_python_mp(t):
           f"stdout {res.stdout!r}")
     tr = res.trace
     root = tr.root()
-    check(root.name == "python3", f"root: {root.describe()}")
+    # Named after the script, the interpreter beside it; the forked
+    # workers run the same script.
+    check(root.name == "mp_prog.py" and root.interpreter == "python3",
+          f"root: {root.describe()}")
     ft.assert_exit(root, code=0, trace=tr)
-    workers = [k for k in tr.children(root) if k.name == "python3"]
+    workers = [k for k in tr.children(root) if k.name == "mp_prog.py"]
     ft.assert_count(workers, 3, "python3 children (Pool workers)", tr)
     for w in workers:
         check(w.spawn == "fork", f"spawn of worker {w.describe()}")
