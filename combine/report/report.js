@@ -180,7 +180,7 @@ let T0 = 0, T1 = Math.max(1, M.end);
 for (const p of P) { if (p.end > T1) T1 = p.end; }
 
 /* ---- filters -------------------------------------------------------- */
-const F = { inc: null, exc: null, ranges: null, hosts: null };
+const F = { inc: null, exc: null, ranges: null, hosts: null, ranks: null };
 function parseRanges(s) {
   s = s.trim(); if (!s) return null;
   const out = [];
@@ -198,6 +198,9 @@ function nameOk(n) { return (!F.exc || !F.exc.test(n)) && (!F.inc || F.inc.test(
 function procOk(p) {
   if (F.ranges && !F.ranges.some(([a, b]) => p.pid >= a && p.pid <= b)) return false;
   if (F.hosts && !F.hosts.has(p.host)) return false;
+  /* The rank filter keeps the ranks asked for: a process without a rank
+   * (the launcher, a build step) is none of them. */
+  if (F.ranks && !(p.rank >= 0 && F.ranks.some(([a, b]) => p.rank >= a && p.rank <= b))) return false;
   if (F.exc && F.exc.test(p.name)) return false;
   p.progMatch = !F.inc || F.inc.test(p.name) || F.inc.test(p.label);
   if (p.progMatch) return true;
@@ -213,6 +216,9 @@ function applyFilters() {
   }
   pids.classList.remove('invalid');
   try { F.ranges = parseRanges(pids.value); } catch (e) { pids.classList.add('invalid'); ok = false; }
+  const ranks = $('f-ranks');
+  ranks.classList.remove('invalid');
+  try { F.ranks = parseRanges(ranks.value); } catch (e) { ranks.classList.add('invalid'); ok = false; }
   if (!ok) { $('f-status').textContent = 'invalid filter: nothing changed'; return; }
   const boxes = [...document.querySelectorAll('#f-hosts input')];
   F.hosts = boxes.length && boxes.some((b) => !b.checked) ? new Set(boxes.filter((b) => b.checked).map((b) => b.value)) : null;
@@ -524,7 +530,7 @@ function drawProc(ctx, v, p, y, bh, w, room, deco) {
     if (b < GUT || a > w) continue;
     a = Math.max(a, GUT - 2); b = Math.min(b, w + 2);
     const bw = Math.max(1.5, b - a);
-    BARS[0].add(color(s.name), a, y, bw, bh);
+    BARS[0].add(laneColor(p, s.name), a, y, bw, bh);
     if (!s.inst) BARS[1].add(HATCH, a, y, bw, bh);
     if (k > 0) BARS[2].add('#fff', a - 0.5, y - 1, 1.5, bh + 2);
     if (bw > 36) {
@@ -547,12 +553,12 @@ function drawProc(ctx, v, p, y, bh, w, room, deco) {
     }
     const text = room > 60;
     if (p.failed || p.killed) {
-      ctx.strokeStyle = '#d23b3b'; ctx.lineWidth = 1.5;
+      ctx.strokeStyle = exitInk(p); ctx.lineWidth = 1.5;
       ctx.strokeRect(Math.max(x0, GUT - 2), y - 0.5, Math.max(2, Math.min(x1, w + 2) - Math.max(x0, GUT - 2)), bh + 1);
       ctx.lineWidth = 1;
       if (text) {
         const ex = Math.min(x1, w - 6) + 3;
-        ctx.fillStyle = '#d23b3b';
+        ctx.fillStyle = exitInk(p);
         ctx.font = 'bold 11px system-ui, sans-serif';
         ctx.fillText(p.killed ? '\u26a1 ' + (p.sig || 'signal ' + p.ev) : '\u2715 exit ' + p.ev, ex, y + bh / 2 + 0.5);
         ctx.font = '12px system-ui, sans-serif';
@@ -586,8 +592,8 @@ function drawFold(ctx, v, f, y, bh, w) {
       const xa = Math.max(GUT - 2, v.x(p.start)), xb = Math.min(w + 2, v.x(p.end));
       if (xb - xa < 1 && Math.floor(xa) === lastPx && !p.failed && !p.killed) continue;
       lastPx = Math.floor(xa);
-      fb.add(color(p.name), xa, y + 3, Math.max(1, xb - xa), bh - 6);
-      if (p.failed || p.killed) fb.add('#d23b3b', xa, y + bh - 3, Math.max(1.5, xb - xa), 3);
+      fb.add(laneColor(p, p.name), xa, y + 3, Math.max(1, xb - xa), bh - 6);
+      if (p.failed || p.killed) fb.add(exitInk(p), xa, y + bh - 3, Math.max(1.5, xb - xa), 3);
     }
     fb.flush(ctx);
   }
@@ -653,6 +659,7 @@ function drawTimeline(v) {
   }
   for (const b of BARS) b.flush(ctx);
   for (const d of deco) d();
+  drawCritPath(ctx, v, w);
   /* Fork arrows of the hovered (or selected) process: from its parent, to its children. */
   const fp = hoverP || selected;
   if (fp && fp.shown) {
@@ -704,7 +711,7 @@ function drawTimeline(v) {
     }
     if (p.vkids.length) { ctx.fillStyle = '#687083'; ctx.font = '10px system-ui, sans-serif'; ctx.fillText(p.collapsed ? '\u25b6' : '\u25bc', x, y + 0.5); }
     ctx.font = (p === selected ? 'bold ' : '') + '12px system-ui, sans-serif';
-    ctx.fillStyle = p.failed || p.killed ? '#d23b3b' : '#1d2330';
+    ctx.fillStyle = p.failed || p.killed ? exitInk(p) : '#1d2330';
     const txt = p.name + (p.rank >= 0 ? ' [rank ' + p.rank + ']' : '') + (p.collapsed && p.vkids.length ? ' (+' + countDesc(p) + ')' : '');
     ctx.fillText(txt, x + 13, y + 0.5);
     const tw = ctx.measureText(txt).width;
@@ -773,14 +780,104 @@ tl.onchange = () => drawConc();
 
 /* ---- legend --------------------------------------------------------- */
 function legend() {
-  const box = $('legend');
-  const top = [...colorOf.entries()].slice(0, PALETTE.length);
+  const box = $('legend'); box.replaceChildren();
+  const top = colourBy === 'program' ? [...colorOf.entries()].slice(0, PALETTE.length) : colourLegend();
   for (const [n, c] of top) {
     const s = el('span'); const sw = el('span', 'sw'); sw.style.background = c; s.appendChild(sw); s.appendChild(document.createTextNode(n)); box.appendChild(s);
   }
-  box.appendChild(el('span', 'mark', '\u2715 failed  \u26a1 killed'));
+  if (CP && cpShown) { const s = el('span', 'cp-key'); s.appendChild(el('span', 'cp-sw')); s.appendChild(document.createTextNode('critical path')); box.appendChild(s); }
+  box.appendChild(el('span', 'mark', '\u2715 non-zero exit  \u26a1 killed'));
   const hs = el('span', null, '\u2571 hatched: not instrumented');
   box.appendChild(hs);
+}
+
+/* ---- lane colouring -------------------------------------------------- */
+/* Lanes coloured by program (each its colour), by CPU time or peak memory
+ * (a ramp from light to dark over the processes' range, on a log scale:
+ * builds span milliseconds to minutes), or by exit. Eight steps per ramp,
+ * so the timeline batches few fill styles. */
+let colourBy = 'program';
+const RAMP_STEPS = 8;
+const RAMPS = {
+  cpu: ['#e3edf9', '#c4d9f1', '#9fc0e6', '#77a3d8', '#5186c6', '#336aae', '#1f508f', '#123a6c'],
+  rss: ['#f6e8f3', '#ecd0e6', '#dcb0d4', '#c98dc0', '#b36aab', '#974d93', '#773677', '#552458']
+};
+const NO_FIGURE = '#d5d9e0';
+const EXIT_INK = { ok: '#8cc9a0', nonzero: '#f0b65a', killed: '#d23b3b', other: '#b0b7c3' };
+/* The log range of a figure over the processes that have it. */
+const rampRange = {};
+function rangeOf(key, get) {
+  if (!rampRange[key]) {
+    let lo = Infinity, hi = -Infinity;
+    for (const p of P) { const v = get(p); if (v > 0) { lo = Math.min(lo, v); hi = Math.max(hi, v); } }
+    rampRange[key] = isFinite(lo) ? [Math.log(lo), Math.log(hi)] : null;
+  }
+  return rampRange[key];
+}
+function rampStep(key, get, v) {
+  const r = rangeOf(key, get);
+  if (!r || v <= 0) return 0;
+  return r[1] > r[0] ? Math.min(RAMP_STEPS - 1, Math.floor((Math.log(v) - r[0]) / (r[1] - r[0]) * RAMP_STEPS)) : RAMP_STEPS - 1;
+}
+function exitKind(p) {
+  if (p.killed) return 'killed';
+  if (p.failed) return 'nonzero';
+  return p.ek === 1 ? 'ok' : 'other';
+}
+/* The fill of a process's image named segName. */
+function laneColor(p, segName) {
+  if (colourBy === 'cpu') { const v = cpuOfP(p); return v < 0 ? NO_FIGURE : RAMPS.cpu[rampStep('cpu', cpuOfP, v)]; }
+  if (colourBy === 'rss') { const v = rssOfP(p); return v < 0 ? NO_FIGURE : RAMPS.rss[rampStep('rss', rssOfP, v)]; }
+  if (colourBy === 'exit') return EXIT_INK[exitKind(p)];
+  return color(segName);
+}
+/* The ink of a non-zero exit or a kill on the lanes: red for what is to
+ * look at (killed, a failure on the critical path, any non-zero exit of a
+ * run that failed), amber for the rest (a probe's exit 1 in a build that
+ * succeeded). */
+function exitInk(p) {
+  if (p.killed || p.hostLost || cpFailure(p) || (runStatus().v !== 0 && runStatus().v !== null)) return '#d23b3b';
+  return '#c97a00';
+}
+/* The legend of a ramp: its ends and a middle step, as figures. */
+function colourLegend() {
+  if (colourBy === 'exit') return [['exit 0', EXIT_INK.ok], ['non-zero exit', EXIT_INK.nonzero], ['killed', EXIT_INK.killed], ['other', EXIT_INK.other]];
+  const key = colourBy, get = key === 'cpu' ? cpuOfP : rssOfP, fmt = key === 'cpu' ? fmtDur : fmtKiB, r = rangeOf(key, get);
+  if (!r) return [['no figures in this trace', NO_FIGURE]];
+  const at = (k) => fmt(Math.exp(r[0] + (r[1] - r[0]) * k / RAMP_STEPS));
+  return [[(key === 'cpu' ? 'CPU ' : 'peak memory ') + at(0), RAMPS[key][0]], [at(RAMP_STEPS / 2), RAMPS[key][RAMP_STEPS / 2]],
+    [at(RAMP_STEPS), RAMPS[key][RAMP_STEPS - 1]], ['no figures', NO_FIGURE]];
+}
+function setColourBy(mode) {
+  colourBy = mode;
+  $('tl-colour').value = mode;
+  legend(); tl.changed();
+}
+
+/* ---- critical path on the lanes -------------------------------------- */
+/* Each step a thick line along the bottom of its process's row (the row
+ * of its fold when folded), consecutive steps joined where the path goes
+ * from one process to the next: the path reads as one line through the
+ * lanes, in the tree view as in the packed one. */
+let cpShown = true;
+const CP_INK = '#6a2cc9';
+function drawCritPath(ctx, v, w) {
+  if (!CP || !cpShown) return;
+  const yOf = (p) => AXIS + p.row * ROW - v.scrollY + ROW - 3;
+  ctx.save();
+  ctx.strokeStyle = CP_INK; ctx.lineWidth = 3; ctx.lineCap = 'butt';
+  ctx.beginPath();
+  let prev = null;
+  for (const st of CP.steps) {
+    const p = st.p;
+    if (!p || p.row < 0) { prev = null; continue; }
+    const y = yOf(p), a = Math.max(GUT, v.x(st.s)), b = Math.min(w, v.x(st.e));
+    if (prev && prev.y !== y) { const x = Math.max(GUT, Math.min(w, v.x(st.s))); ctx.moveTo(x, prev.y); ctx.lineTo(x, y); }
+    if (b >= GUT && a <= w) { ctx.moveTo(a, y); ctx.lineTo(Math.max(a + 1, b), y); }
+    prev = { y };
+  }
+  ctx.stroke();
+  ctx.restore();
 }
 
 /* ---- process detail ------------------------------------------------- */
@@ -1266,7 +1363,7 @@ for (const b of document.querySelectorAll('#tabs .tab')) {
 }
 $('fn-scope').addEventListener('change', renderTable);
 $('f-apply').addEventListener('click', () => { concPts = null; applyFilters(); });
-$('f-reset').addEventListener('click', () => { $('f-include').value = ''; $('f-exclude').value = ''; $('f-pids').value = ''; for (const b of document.querySelectorAll('#f-hosts input')) b.checked = true; concPts = null; applyFilters(); });
+$('f-reset').addEventListener('click', () => { $('f-include').value = ''; $('f-exclude').value = ''; $('f-pids').value = ''; $('f-ranks').value = ''; for (const b of document.querySelectorAll('#f-hosts input')) b.checked = true; concPts = null; applyFilters(); });
 /* The host filter: one box per host of a multi-host trace. */
 (function hostBoxes() {
   const box = $('f-hosts');
@@ -1281,7 +1378,7 @@ $('f-reset').addEventListener('click', () => { $('f-include').value = ''; $('f-e
     l.appendChild(cb); l.appendChild(document.createTextNode(name)); box.appendChild(l);
   }
 })();
-for (const id of ['f-include', 'f-exclude', 'f-pids']) $(id).addEventListener('keydown', (e) => { if (e.key === 'Enter') { concPts = null; applyFilters(); } });
+for (const id of ['f-include', 'f-exclude', 'f-pids', 'f-ranks']) $(id).addEventListener('keydown', (e) => { if (e.key === 'Enter') { concPts = null; applyFilters(); } });
 $('d-close').addEventListener('click', closeDetail);
 $('tl-fit').addEventListener('click', () => tl.fit(T0, T1));
 $('tl-expand').addEventListener('click', () => { for (const p of P) { p.collapsed = false; if (p.fold) foldOpen.add(p.i); } rebuildRows(); tl.changed(); });
@@ -1289,6 +1386,12 @@ $('tl-fold').addEventListener('click', () => { foldOpen.clear(); rebuildRows(); 
 $('tl-view').addEventListener('click', () => setView(view === 'packed' ? 'tree' : 'packed'));
 
 header();
+/* The rank filter beside the hosts' (a trace with ranks only); the
+ * colouring and the critical path's line on the lanes. */
+$('f-ranks-l').hidden = !HAS_RANKS;
+$('tl-cp-l').hidden = !CP;
+$('tl-colour').addEventListener('change', () => setColourBy($('tl-colour').value));
+$('tl-cp').addEventListener('change', () => { cpShown = $('tl-cp').checked; legend(); tl.changed(); });
 legend();
 for (const p of P) p.visible = true;
 const f = M.filter;

@@ -885,6 +885,70 @@ const tests = {
     } finally { await o2.browser.close(); }
   },
 
+  // The lanes of the build trace: coloured by program, CPU time, peak
+  // memory or exit (read back as pixels), the critical path drawn along
+  // its steps' rows (and gone when unticked), and the rank filter.
+  async lanes() {
+    const o = await openPage(buildReport(0));
+    // The colour of the timeline at time t (s from the start) on pid's
+    // row, dy pixels below the row's top.
+    const px = (pid, t, dy) => o.page.evaluate(([pid, t, dy]) => {
+      const R = window.forktraceReport, v = R.timeline, p = R.procs.find((q) => q.pid === pid);
+      v.pending = false; v.draw();
+      const c = document.getElementById('timeline'), r = devicePixelRatio;
+      const x = v.x(t * 1e9), y = 24 + p.row * 20 - v.scrollY + dy;
+      const d = c.getContext('2d').getImageData(Math.round(x * r), Math.round(y * r), 1, 1).data;
+      return '#' + [d[0], d[1], d[2]].map((k) => k.toString(16).padStart(2, '0')).join('');
+    }, [pid, t, dy]);
+    const mode = async (m) => { await o.page.selectOption('#tl-colour', m); await o.page.waitForTimeout(50); };
+    try {
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+      await o.page.uncheck('#tl-cp');
+      // By CPU: the largest (cc1 110, 3.9 s) darkest, a probe (60 ms) light.
+      await mode('cpu');
+      check(await px(110, 4, 8) === '#123a6c', 'cc1 110 by CPU: ' + await px(110, 4, 8));
+      const probe = await px(102, 0.15, 8);
+      check(['#e3edf9', '#c4d9f1'].includes(probe), 'a probe by CPU: ' + probe);
+      await mode('rss');
+      // (a log scale from 2 MiB to 1.5 GiB: a probe's 30 MiB in step 3)
+      check(await px(110, 4, 8) === '#552458' && await px(102, 0.15, 8) === '#c98dc0', 'by peak memory: ' + await px(110, 4, 8) + ' ' + await px(102, 0.15, 8));
+      await mode('exit');
+      check(await px(102, 0.15, 8) === '#f0b65a' && await px(113, 2.5, 8) === '#d23b3b' && await px(110, 4, 8) === '#8cc9a0',
+        'by exit: ' + [await px(102, 0.15, 8), await px(113, 2.5, 8), await px(110, 4, 8)].join(' '));
+      const legendText = await o.page.textContent('#legend');
+      check(legendText.includes('non-zero exit') && legendText.includes('killed'), 'legend by exit: ' + legendText);
+      await mode('program');
+      check(await px(110, 4, 8) === await px(111, 3, 8) && await px(110, 4, 8) !== await px(112, 8, 8), 'by program: the two cc1 differ or equal ld');
+      // The critical path: along the bottom of ld's row and cc1 110's, not
+      // along cc1 111 (the shorter compile).
+      check(await px(112, 8, 17) !== '#6a2cc9', 'the path is drawn while unticked');
+      await o.page.check('#tl-cp');
+      await o.page.waitForTimeout(50);
+      check(await px(112, 8, 17) === '#6a2cc9' && await px(110, 4, 17) === '#6a2cc9', 'the critical path on ld / cc1 110: ' + await px(112, 8, 17) + ' ' + await px(110, 4, 17));
+      check(await px(111, 3, 17) !== '#6a2cc9', 'the critical path on cc1 111');
+      check((await o.page.textContent('#legend')).includes('critical path'), 'no critical path in the legend');
+      await (await o.page.$('#timeline')).screenshot({ path: path.join(TMP, 'timeline.png') });
+      // The rank filter: rank 1 alone, then a bad range.
+      check(await o.page.isVisible('#f-ranks'), 'no rank filter on a trace with ranks');
+      await o.page.fill('#f-ranks', '1');
+      await o.page.click('#f-apply');
+      const left = await o.page.evaluate(() => window.forktraceReport.rows().map((p) => p.pid));
+      check(JSON.stringify(left) === '[121]', 'rank 1 shows ' + left.join(','));
+      check((await o.page.textContent('#f-status')).includes('showing 1 of 13'), 'status: ' + await o.page.textContent('#f-status'));
+      await o.page.fill('#f-ranks', '0-');
+      await o.page.click('#f-apply');
+      check((await o.page.evaluate(() => window.forktraceReport.rows().map((p) => p.pid).sort().join(','))) === '120,121', 'ranks 0-');
+      await o.page.fill('#f-ranks', 'x');
+      await o.page.click('#f-apply');
+      check(await o.page.$eval('#f-ranks', (e) => e.classList.contains('invalid')), 'a bad rank range is not flagged');
+      check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
+    } finally { await o.browser.close(); }
+    // No ranks, no rank filter.
+    const { html } = runForktrace();
+    const o2 = await openPage(html);
+    try { check(!(await o2.page.isVisible('#f-ranks')), 'a rank filter on a trace without ranks'); } finally { await o2.browser.close(); }
+  },
+
   // Opening a big report (FT_REPORT_HTML, from bench_report) and panning
   // and zooming it: prints the numbers docs/BENCHMARKS.md quotes.
   async bench() {
