@@ -537,7 +537,8 @@ static int info_merge(const merge_source *src, info_report *rep)
 	free(s.tmp);
 	free(s.pad);
 	htab_free(&s.pids);
-	qsort(rep->procs, rep->nprocs, sizeof(*rep->procs), cmp_pid);
+	if (rep->nprocs > 1)
+		qsort(rep->procs, rep->nprocs, sizeof(*rep->procs), cmp_pid);
 	if (err == 0 && s.err < 0)
 		err = s.err;
 	if (err == 0 && res.ninputs > 0) {
