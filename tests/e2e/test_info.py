@@ -366,13 +366,14 @@ def run_measured(argv, cwd):
 
 @test
 def scale(t):
-    """40,000 processes: the summary stays one screen, is made in about the
-    time a combine of the file takes (reading it is the work), with memory
-    per process only; --tree lists every process in about that time too
-    (children found by one sort, not a scan per process: that took 6 s of
-    CPU). pids come in no order, as in a combine or after the pid counter
-    wrapped."""
-    n = 40_000
+    """40,000 processes (10,000 in a sanitizer build, unmeasured): the
+    summary stays one screen, is made in about the time a combine of the
+    file takes (reading it is the work), with memory per process only;
+    --tree lists every process in about that time too (children found by
+    one sort, not a scan per process: that took 6 s of CPU). pids come in
+    no order, as in a combine or after the pid counter wrapped."""
+    timed = os.environ.get("FT_INFO_TIMED") == "1"
+    n = 40_000 if timed else 10_000
     nonzero = write_big(t.path("big.json"), n)
     ft = forktrace_bin()
     _, t_combine, _ = run_measured([ft, "combine", "big.json", "-o", "copy.json"], t.dir)
@@ -385,16 +386,16 @@ def scale(t):
           f"{t_combine:.2f} s, info's peak RSS {rss / 1024:.0f} MiB")
     # Reading is most of the work: the summary's own (a pass over the
     # processes, sorts) costs about as much again.
-    check(t_info <= 3 * t_combine + 0.3,
+    check(not timed or t_info <= 3 * t_combine + 0.3,
           f"info took {t_info:.2f} s of CPU, a combine of the file {t_combine:.2f} s")
     # Memory per process, not per event or byte: ~1 KiB each (its record,
     # names) over a fixed base.
-    check(rss < 60 * 1024 + n * 2, f"info's peak RSS {rss} KiB for {n} processes")
+    check(not timed or rss < 60 * 1024 + n * 2, f"info's peak RSS {rss} KiB for {n} processes")
     tree, t_tree, _ = run_measured([ft, "info", "--tree", "big.json"], t.dir)
     rows = [l for l in lines_of(tree) if l.startswith("  ") and "events" in l and
             "[exit" in l]
     check(len(rows) == n, f"--tree lists {len(rows)} processes of {n}")
-    check(t_tree <= 3 * t_combine + 0.5,
+    check(not timed or t_tree <= 3 * t_combine + 0.5,
           f"info --tree took {t_tree:.2f} s of CPU, a combine of the file {t_combine:.2f} s")
 
 
