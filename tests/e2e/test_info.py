@@ -17,7 +17,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ftcheck import Skip, check, forktrace_bin, main, test  # noqa: E402
+from ftcheck import Skip, check, forktrace_bin, main, prog, test  # noqa: E402
 from test_combine import data  # noqa: E402
 
 S = 1_000_000_000
@@ -262,12 +262,10 @@ def summary(t):
     check(gz.rc == 0 and lines_of(gz.out)[1:] == lines_of(out)[1:] and
           "(gzip)" in lines_of(gz.out)[0], f"gzip:\n{gz.out}\nplain:\n{out}")
     h5 = t.forktrace(["combine", "b.json", "-o", "b.h5"])
-    if h5.rc == 0:
-        h5 = t.forktrace(["info", "b.h5"])
-        check(h5.rc == 0 and "HDF5" in lines_of(h5.out)[0] and
-              line(h5.out, "non-zero:") == line(out, "non-zero:") and
-              line(h5.out, "peak memory:") == line(out, "peak memory:"),
-              f"HDF5:\n{h5.out}\nJSON:\n{out}")
+    check(h5.rc == 0, f"combine to HDF5:\n  {h5.describe()}")
+    h5 = t.forktrace(["info", "b.h5"])
+    check(h5.rc == 0 and "HDF5" in lines_of(h5.out)[0] and
+          lines_of(h5.out)[1:] == lines_of(out)[1:], f"HDF5:\n{h5.out}\nJSON:\n{out}")
 
 
 @test
@@ -483,6 +481,30 @@ def real_build(t):
         check([l.split()[-1] for l in path[a + 1:b]] ==
               [f"{st['pid']})" for st in cp["steps"]], "\n".join(path))
         check(len(path) - b - 1 == len({st["pid"] for st in cp["steps"]}), "\n".join(path))
+
+
+@test
+def mpirun_ranks(t):
+    """mpirun -np 2: the ranks info reports are the trace's (count, range,
+    the launcher named in the records)."""
+    hello = prog("mpi_hello")
+    mpirun = os.environ.get("FT_MPIRUN")
+    if not mpirun:
+        raise Skip("FT_MPIRUN is not set")
+    cmd = [mpirun, "-np", "2", "--oversubscribe"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    run = t.run(cmd + [hello], expect_rc=0)
+    ranked = [p.rec for p in run.trace.all() if p.rec.get("rank") is not None]
+    check(sorted(r["rank"] for r in ranked) == [0, 1], f"ranks:\n{run.trace.dump()}")
+    j = json.loads(t.forktrace(["info", "--json", "trace.json"]).out)
+    launcher = ranked[0].get("launcher")
+    check(j["ranks"] == {"processes": 2, "min": 0, "max": 1, "launcher": launcher} or
+          (j["ranks"]["launcher"] == ranked[1].get("launcher") and
+           j["ranks"]["processes"] == 2), f"{j['ranks']}")
+    out = t.forktrace(["info", "trace.json"]).out
+    want = ", 2 with a rank (0-1" + (f", {launcher})" if launcher else ")")
+    check(line(out, "run:").endswith(want), f"expected {want!r}:\n{out}")
 
 
 @test
