@@ -658,8 +658,9 @@ function drawTimeline(v) {
     }
   }
   for (const b of BARS) b.flush(ctx);
-  for (const d of deco) d();
+  /* Under the outlines of the found and selected processes and the exits. */
   drawCritPath(ctx, v, w);
+  for (const d of deco) d();
   /* Fork arrows of the hovered (or selected) process: from its parent, to its children. */
   const fp = hoverP || selected;
   if (fp && fp.shown) {
