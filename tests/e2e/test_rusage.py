@@ -100,6 +100,17 @@ def test_rusage_waitpid(t):
 
 
 @test
+def test_rusage_waitid(t):
+    """A child its traced parent reaps with waitid, which gives no rusage:
+    the child's own EXIT ("exit"), within 10% as well."""
+    res = t.run([prog("burn"), "waitid", "200", "50"], expect_rc=0)
+    tr = res.trace
+    kids = tr.children(tr.root())
+    ft.assert_count(kids, 1, "children of burn waitid", tr)
+    check_burn(kids[0], tr, res, "exit", 200, 50)
+
+
+@test
 def test_rusage_killed(t):
     """A child killed by SIGKILL sends no EXIT: its parent's wait4 figure,
     whole ("wait+descendants")."""

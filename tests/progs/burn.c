@@ -7,6 +7,8 @@
  * and reaps it with waitpid.
  * burn orphan MS MIB: forks a child that execs burn MS MIB and exits at
  * once, leaving the child to the subreaper.
+ * burn waitid MS MIB: as waitpid, but reaps the child with waitid, which
+ * gives its caller no rusage.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -50,7 +52,8 @@ static int burn(long ms, long mib, int kill_self)
 
 int main(int argc, char **argv)
 {
-	if (argc >= 4 && (strcmp(argv[1], "waitpid") == 0 || strcmp(argv[1], "orphan") == 0)) {
+	if (argc >= 4 && (strcmp(argv[1], "waitpid") == 0 || strcmp(argv[1], "orphan") == 0 ||
+			  strcmp(argv[1], "waitid") == 0)) {
 		char *args[] = {"burn", argv[2], argv[3], argc > 4 ? argv[4] : NULL, NULL};
 		int status;
 		pid_t pid = fork();
@@ -63,6 +66,12 @@ int main(int argc, char **argv)
 		}
 		if (argv[1][0] == 'o')
 			return 0;
+		if (strcmp(argv[1], "waitid") == 0) {
+			siginfo_t si;
+
+			return waitid(P_PID, (id_t)pid, &si, WEXITED) == 0 && si.si_pid == pid ? 0
+											       : 4;
+		}
 		if (waitpid(pid, &status, 0) != pid)
 			return 4;
 		return 0;

@@ -114,8 +114,8 @@ static void check_case(const tcase *tc)
 		seg.argc++;
 	n = model_image_name(&seg);
 	CHECK_MSG(check_str_same(n.name, tc->name) && check_str_same(n.interp, tc->interp),
-		  "[%s]: got %s (%s), expected %s (%s)", line, n.name,
-		  n.interp ? n.interp : "-", tc->name, tc->interp ? tc->interp : "-");
+		  "[%s]: got %s (%s), expected %s (%s)", line, n.name, n.interp ? n.interp : "-",
+		  tc->name, tc->interp ? tc->interp : "-");
 }
 
 int main(void)
