@@ -37,14 +37,14 @@ static const struct {
 	const char *name;
 	enum interp_kind kind;
 } interps[] = {
-	{"sh", INTERP_SHELL},     {"bash", INTERP_SHELL},     {"dash", INTERP_SHELL},
-	{"zsh", INTERP_SHELL},    {"ksh", INTERP_SHELL},      {"mksh", INTERP_SHELL},
-	{"ash", INTERP_SHELL},    {"yash", INTERP_SHELL},     {"perl", INTERP_PERL},
-	{"python", INTERP_PYTHON}, {"pypy", INTERP_PYTHON},   {"ruby", INTERP_RUBY},
-	{"node", INTERP_NODE},    {"nodejs", INTERP_NODE},    {"tclsh", INTERP_TCL},
-	{"wish", INTERP_TCL},     {"lua", INTERP_LUA},        {"luajit", INTERP_LUA},
-	{"php", INTERP_PHP},      {"Rscript", INTERP_RSCRIPT}, {"awk", INTERP_AWK},
-	{"gawk", INTERP_AWK},     {"mawk", INTERP_AWK},       {"nawk", INTERP_AWK},
+	{"sh", INTERP_SHELL},        {"bash", INTERP_SHELL},      {"dash", INTERP_SHELL},
+	{"zsh", INTERP_SHELL},       {"ksh", INTERP_SHELL},       {"mksh", INTERP_SHELL},
+	{"ash", INTERP_SHELL},       {"yash", INTERP_SHELL},      {"perl", INTERP_PERL},
+	{"python", INTERP_PYTHON},   {"pypy", INTERP_PYTHON},     {"ruby", INTERP_RUBY},
+	{"node", INTERP_NODE},       {"nodejs", INTERP_NODE},     {"tclsh", INTERP_TCL},
+	{"wish", INTERP_TCL},        {"lua", INTERP_LUA},         {"luajit", INTERP_LUA},
+	{"php", INTERP_PHP},         {"Rscript", INTERP_RSCRIPT}, {"awk", INTERP_AWK},
+	{"gawk", INTERP_AWK},        {"mawk", INTERP_AWK},        {"nawk", INTERP_AWK},
 	{"busybox", INTERP_BUSYBOX}, {"env", INTERP_ENV},
 };
 
@@ -315,9 +315,14 @@ static bool skip_env(scan *s)
 static enum run_what scan_interp(scan *s, enum interp_kind kind)
 {
 	static const char *const node_code[] = {"--eval", "--print", NULL};
-	static const char *const node_value[] = {
-		"--require", "--loader", "--experimental-loader", "--import", "--input-type",
-		"--conditions", "--title", NULL};
+	static const char *const node_value[] = {"--require",
+						 "--loader",
+						 "--experimental-loader",
+						 "--import",
+						 "--input-type",
+						 "--conditions",
+						 "--title",
+						 NULL};
 	static const char *const rscript_code[] = {NULL};
 
 	switch (kind) {
