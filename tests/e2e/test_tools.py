@@ -159,6 +159,18 @@ def test_mpirun(t):
         ft.assert_instrumented(r, True, tr)
         check(r.exe == hello or os.path.realpath(r.exe or "") == os.path.realpath(hello),
               f"exe of a rank: {r.exe!r}")
+    # Each process has the rank the program was given (it wrote its pid
+    # to mpi_hello.rank<N>), labelled with it, and its launcher.
+    given = {}
+    for n in range(4):
+        with open(os.path.join(res.cwd, f"mpi_hello.rank{n}")) as f:
+            given[int(f.read())] = n
+    for r in ranks:
+        check(r.rank == given.get(r.pid), f"rank of {r.describe()}: the program says "
+              f"{given.get(r.pid)}")
+        check(r.launcher == "Open MPI", f"launcher of {r.describe()}")
+        labels = r.meta.get("process_labels", [{}])[0].get("labels", "")
+        check(labels.startswith(f"rank {given.get(r.pid)}, "), f"labels of a rank: {labels!r}")
 
 
 if __name__ == "__main__":
