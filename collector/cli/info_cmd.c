@@ -239,12 +239,38 @@ static int print_tree(const info_report *r)
 }
 
 /*
+ * The rest of a host's line in the summary, within 80 columns: its clock
+ * without the map's figures (--tree has them), whether its part is whole,
+ * and when it was cut, after the trace's start.
+ */
+static void print_host_brief(const info_report *r, const info_host *h, const char *state)
+{
+	int64_t t0 = r->min_ts <= r->max_ts ? r->min_ts : 0;
+
+	if (h->clock != NULL && !strcmp(h->clock, "not aligned"))
+		printf("not aligned: no head in this trace; %s",
+		       h->anchor ? "realtime anchor available" : "no realtime anchor");
+	else
+		printf("clock %s", h->clock != NULL ? say_esc(h->clock) : "?");
+	if (h->clock != NULL && !strcmp(h->clock, "measured") && h->err_ns >= 0)
+		printf(" (+/- %s)", say_duration(h->err_ns));
+	if (!strcmp(state, "lost"))
+		printf(", lost at +%s", say_duration(h->lost_ns - t0));
+	else if (!strcmp(state, "incomplete"))
+		printf(", incomplete: the head stopped waiting for it at +%s",
+		       say_duration(h->lost_ns - t0));
+	else
+		printf(", %s", say_esc(state));
+	printf("\n");
+}
+
+/*
  * The hosts of a multi-host trace, one line each: its processes, how its
  * clock was put on the trace's (offset, drift, error bound, samples),
  * and whether its part is whole (lost: when; missing: why and where its
  * part went).
  */
-static void print_hosts(const info_report *r, size_t max)
+static void print_hosts(const info_report *r, size_t max, bool brief)
 {
 	size_t shown = 0, complete = 0;
 
@@ -274,6 +300,10 @@ static void print_hosts(const info_report *r, size_t max)
 			continue;
 		}
 		printf("%" PRIu64 " process%s, ", h->processes, h->processes == 1 ? "" : "es");
+		if (brief) {
+			print_host_brief(r, h, state);
+			continue;
+		}
 		if (h->clock != NULL && !strcmp(h->clock, "not aligned"))
 			printf("not aligned: no head in this trace; %s",
 			       h->anchor ? "realtime anchor available" : "no realtime anchor");
@@ -660,7 +690,7 @@ static void print_summary(const info_report *r, const info_summary *s, const cha
 		print_path_top(r, s);
 	}
 	if (r->nhosts > 0)
-		print_hosts(r, SUMMARY_HOSTS);
+		print_hosts(r, SUMMARY_HOSTS, true);
 	print_problems(r);
 }
 
@@ -730,7 +760,7 @@ static void print_full(const info_report *r, const char *name)
 	printf("  processes:  %zu, threads: %zu\n", r->nprocs, threads);
 	print_lost(r, "  lost:       ");
 	if (r->nhosts > 0)
-		print_hosts(r, SIZE_MAX);
+		print_hosts(r, SIZE_MAX, false);
 	print_problems(r);
 	printf("  %s:\n", records ? "process tree (pid name [exit], lifetime, CPU, peak memory)"
 				  : "processes");

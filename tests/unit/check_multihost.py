@@ -231,6 +231,16 @@ def check_tools(path):
                      "8 events, 1 thread: app"):
             if line.rstrip() not in out.splitlines():
                 raise AssertionError(f"forktrace info {src}: no line {line!r} in:\n{out}")
+        # The summary: each host within 80 columns, its cut after the
+        # trace's start (2000 s), the ranks of the three apps.
+        out = forktrace("info", src)
+        for line in ("  run:         30 s, 9 processes, 3 with a rank (0-2, PMIx)",
+                     "    head (head): 4 processes, clock reference, complete",
+                     "    node2: 3 processes, clock measured (+/- 30 us), complete",
+                     "    node3: 2 processes, clock realtime anchor, lost at +15 s",
+                     "  unfinished:  2 cut short by a lost host"):
+            if line not in out.splitlines():
+                raise AssertionError(f"forktrace info {src}: no line {line!r} in:\n{out}")
 
 
 def check_ftnode(headf):
