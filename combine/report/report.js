@@ -536,8 +536,9 @@ function drawProc(ctx, v, p, y, bh, w, room, deco) {
     if (bw > 36) {
       /* The packed view's gutter names no process: the bar says its rank. */
       const label = k === 0 && p.rank >= 0 ? s.name + ' [rank ' + p.rank + ']' : s.name;
+      const ink = labelInk(p);
       deco.push(() => {
-        ctx.fillStyle = '#1d2330';
+        ctx.fillStyle = ink;
         ctx.save(); ctx.beginPath(); ctx.rect(a, y, bw, bh); ctx.clip();
         ctx.fillText(label, Math.max(a, GUT) + 4, y + bh / 2 + 0.5); ctx.restore();
       });
@@ -831,6 +832,12 @@ function laneColor(p, segName) {
   if (colourBy === 'rss') { const v = rssOfP(p); return v < 0 ? NO_FIGURE : RAMPS.rss[rampStep('rss', rssOfP, v)]; }
   if (colourBy === 'exit') return EXIT_INK[exitKind(p)];
   return color(segName);
+}
+/* The ink of a bar's label: white on the dark half of a ramp. */
+function labelInk(p) {
+  if (colourBy === 'cpu' && rampStep('cpu', cpuOfP, cpuOfP(p)) >= RAMP_STEPS / 2 + 1) return '#fff';
+  if (colourBy === 'rss' && rampStep('rss', rssOfP, rssOfP(p)) >= RAMP_STEPS / 2 + 1) return '#fff';
+  return '#1d2330';
 }
 /* The ink of a non-zero exit or a kill on the lanes: red for what is to
  * look at (killed, a failure on the critical path, any non-zero exit of a
@@ -1302,7 +1309,7 @@ function critpathTable() {
   ], data, 'critpath', (r) => { if (r.p) openFromTable(r.p); });
   const byProc = [...new Set(CP.steps.map((st) => st.p).filter(Boolean))].sort((a, b) => b.cpTime - a.cpTime);
   const head = el('div', 'hint cp-summary', 'The run waited ' + fmtDur(CP.total) + ': ' + plural(CP.steps.length, 'step') + ' over ' + plural(byProc.length, 'process', 'processes') +
-    (byProc.length ? '; most of it in ' + byProc.slice(0, 3).map((p) => p.title + ' ' + (100 * p.cpTime / CP.total).toFixed(0) + '%').join(', ') : ''));
+    (byProc.length ? '; most of it in ' + byProc.slice(0, 3).map((p) => p.title + ' (pid ' + p.pid + ') ' + (100 * p.cpTime / CP.total).toFixed(0) + '%').join(', ') : ''));
   box.insertBefore(head, box.firstChild);
 }
 

@@ -867,7 +867,7 @@ const tests = {
       check(JSON.stringify(cp.slice(11).map((r) => r.slice(1, 6))) === JSON.stringify([['cc1', '110', '+2.00 s', '4.00 s', '40.0%'], ['ld', '112', '+6.00 s', '3.50 s', '35.0%'], ['make', '100', '+9.50 s', '500 ms', '5.0%']]),
         'the last steps: ' + JSON.stringify(cp.slice(11)));
       const sum = await o.page.textContent('#table .cp-summary');
-      check(sum === 'The run waited 10.0 s: 14 steps over 9 processes; most of it in cc1 40%, ld 35%, configure (sh) 15%', 'summary: ' + sum);
+      check(sum === 'The run waited 10.0 s: 14 steps over 9 processes; most of it in cc1 (pid 110) 40%, ld (pid 112) 35%, configure (sh) (pid 101) 15%', 'summary: ' + sum);
       // A probe's exit 1 on the path of a run that succeeded is no failure.
       check(!(await cls('#table'))[1][6].includes('bad'), 'the probe on the path is red in a run that succeeded');
       await o.page.screenshot({ path: path.join(TMP, 'tables.png'), fullPage: true });
