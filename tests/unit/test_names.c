@@ -12,7 +12,7 @@
 #include "check.h"
 #include "model.h"
 
-#define MAXARGS 8
+#define MAXARGS 10
 
 typedef struct tcase {
 	const char *argv[MAXARGS]; /* NULL-terminated */
