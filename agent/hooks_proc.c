@@ -241,40 +241,77 @@ AGENT_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
 	return ret;
 }
 
-/* waitid reports a siginfo: convert exits and deaths to the raw status
+/* The raw wait status of a waitid exit or death; -1 for other events. */
+static int agent_siginfo_status(const siginfo_t *si)
+{
+	switch (si->si_code) {
+	case CLD_EXITED:
+		return (si->si_status & 0xff) << 8;
+	case CLD_KILLED:
+		return si->si_status & 0x7f;
+	case CLD_DUMPED:
+		return (si->si_status & 0x7f) | 0x80;
+	default:
+		return -1;
+	}
+}
+
+/*
+ * waitid reports a siginfo: convert exits and deaths to the raw status
  * waitpid would have given. WNOWAIT leaves the child unreaped: skip.
- * No rusage: the kernel gives one only through the system call's fifth
- * argument, which libc's waitid does not pass, and the raw call would not
- * be the cancellation point the caller's waitid is. The child's own EXIT
- * tells what it used. */
+ * libc's waitid gives no rusage (the kernel gives one only through the
+ * system call's fifth argument), and the raw call with one would not be
+ * the cancellation point the caller's waitid is. So a waitid for exits
+ * only first looks with the caller's own waitid and WNOWAIT (the
+ * cancellation point, blocking as the caller's would), then reaps the
+ * zombie it found with wait4 and WNOHANG, which does not block: WAIT
+ * tells what the child used, as a waitpid's does (a fork child that never
+ * spoke sends no EXIT: this is its only figure). If another thread reaped
+ * that child in between, the look starts again, as the caller's waitid
+ * would have gone on to another child. A waitid that also asks for stops
+ * or continues is passed through (looking would not consume such an
+ * event), as is one under a seccomp filter (which may forbid wait4) or
+ * one whose wait4 fails otherwise: its children have their own EXIT's
+ * figure. Signal-safe.
+ */
 AGENT_EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
 {
 	agent_waitid_fn f = AGENT_REAL(waitid);
 	siginfo_t local;
 	siginfo_t *si = info ? info : &local;
-	int ret, status;
+	struct rusage ru;
+	int ret, status, raw;
+	long reaped;
 
 	if (agent_wait_bypass())
 		return f(idtype, id, info, options);
 	if (!info)
 		memset(&local, 0, sizeof(local));
-	ret = f(idtype, id, si, options);
-	if (ret != 0 || si->si_pid == 0 || (options & WNOWAIT))
-		return ret;
-	switch (si->si_code) {
-	case CLD_EXITED:
-		status = (si->si_status & 0xff) << 8;
-		break;
-	case CLD_KILLED:
-		status = si->si_status & 0x7f;
-		break;
-	case CLD_DUMPED:
-		status = (si->si_status & 0x7f) | 0x80;
-		break;
-	default:
+	if ((options & (WNOWAIT | WSTOPPED | WCONTINUED)) ||
+	    __atomic_load_n(&agent_g.seccomp, __ATOMIC_RELAXED)) {
+pass_through:
+		ret = f(idtype, id, si, options);
+		if (ret != 0 || si->si_pid == 0 || (options & WNOWAIT))
+			return ret;
+		status = agent_siginfo_status(si);
+		if (status >= 0)
+			agent_emit_wait(si->si_pid, status, NULL);
 		return ret;
 	}
-	agent_emit_wait(si->si_pid, status, NULL);
+	for (;;) {
+		ret = f(idtype, id, si, options | WNOWAIT);
+		if (ret != 0 || si->si_pid == 0)
+			return ret;
+		reaped = agent_syscall(SYS_wait4, si->si_pid, &raw,
+				       WNOHANG | __WALL | (options & __WNOTHREAD), &ru);
+		if (reaped == si->si_pid)
+			break;
+		if (reaped != 0 && reaped != -ECHILD)
+			goto pass_through;
+	}
+	status = agent_siginfo_status(si);
+	if (status >= 0)
+		agent_emit_wait(si->si_pid, status, &ru);
 	return ret;
 }
 

@@ -122,7 +122,8 @@ enum ft_msg_type {
 	/* A wait-family call reaped (or saw stop/continue of) a child.
 	 * Keys: TS, TID, CHILD, STATUS (raw wait status as waitpid reports
 	 * it; waitid's siginfo is converted to the same encoding), RUSAGE
-	 * (the child's, as wait4 reports it; absent from waitid's). */
+	 * (the child's, as wait4 reports it; absent from a waitid that also
+	 * asks for stops or continues). */
 	FT_MSG_WAIT = 6,
 	/* A thread started / ended. Keys: TS, TID, NAME (optional). */
 	FT_MSG_THREAD_START = 7,

@@ -101,13 +101,27 @@ def test_rusage_waitpid(t):
 
 @test
 def test_rusage_waitid(t):
-    """A child its traced parent reaps with waitid, which gives no rusage:
-    the child's own EXIT ("exit"), within 10% as well."""
+    """A child its traced parent reaps with waitid: libc's waitid gives no
+    rusage, the agent's reaps the child it found through wait4 ("wait"),
+    within 10% as well."""
     res = t.run([prog("burn"), "waitid", "200", "50"], expect_rc=0)
     tr = res.trace
     kids = tr.children(tr.root())
     ft.assert_count(kids, 1, "children of burn waitid", tr)
-    check_burn(kids[0], tr, res, "exit", 200, 50)
+    check_burn(kids[0], tr, res, "wait", 200, 50)
+
+
+@test
+def test_rusage_waitid_fork(t):
+    """A fork child that never speaks (no exec: it sends no EXIT) reaped
+    with waitid: the agent's waitid reaps it through wait4, so WAIT holds
+    its figure ("wait+descendants"), within 10%."""
+    res = t.run([prog("burn"), "waitid-fork", "200", "50"], expect_rc=0)
+    tr = res.trace
+    kids = tr.children(tr.root())
+    ft.assert_count(kids, 1, "children of burn waitid-fork", tr)
+    ft.assert_exit(kids[0], code=0, trace=tr)
+    check_burn(kids[0], tr, res, "wait+descendants", 200, 50)
 
 
 @test

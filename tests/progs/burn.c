@@ -9,6 +9,9 @@
  * once, leaving the child to the subreaper.
  * burn waitid MS MIB: as waitpid, but reaps the child with waitid, which
  * gives its caller no rusage.
+ * burn waitid-fork MS MIB: forks a child that burns MS MIB itself (no exec:
+ * it never speaks to the agent, so it sends no EXIT) and reaps it with
+ * waitid.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -52,6 +55,19 @@ static int burn(long ms, long mib, int kill_self)
 
 int main(int argc, char **argv)
 {
+	if (argc >= 4 && strcmp(argv[1], "waitid-fork") == 0) {
+		siginfo_t si;
+		pid_t pid = fork();
+
+		if (pid < 0)
+			return 3;
+		if (pid == 0)
+			exit(burn(atol(argv[2]), atol(argv[3]), 0));
+		return waitid(P_PID, (id_t)pid, &si, WEXITED) == 0 && si.si_pid == pid &&
+				       si.si_code == CLD_EXITED && si.si_status == 0
+			       ? 0
+			       : 4;
+	}
 	if (argc >= 4 && (strcmp(argv[1], "waitpid") == 0 || strcmp(argv[1], "orphan") == 0 ||
 			  strcmp(argv[1], "waitid") == 0)) {
 		char *args[] = {"burn", argv[2], argv[3], argc > 4 ? argv[4] : NULL, NULL};
