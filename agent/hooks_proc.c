@@ -323,8 +323,11 @@ static void agent_emit_exit(int code)
 	agent_ev_flush_self();
 	if (agent_bypass() || __atomic_exchange_n(&agent_g.exit_sent, 1, __ATOMIC_RELAXED))
 		return;
-	/* A fork child that never spoke: its parent's WAIT tells its end. */
-	if (agent_silent_fork_child())
+	/* A fork child that never spoke: its parent's WAIT tells its end,
+	 * unless its parent has the kernel reap it (SIGCHLD ignored or
+	 * SA_NOCLDWAIT at fork): then nobody would, and it speaks as an
+	 * image that exec'd does. */
+	if (agent_silent_fork_child() && !agent_exit_unwaited())
 		return;
 	/* What the process used, and what the descendants it reaped used:
 	 * its reaper's figure less the second is its own (docs/INSIGHT.md,

@@ -714,6 +714,11 @@ void agent_remote_release(struct agent_remote *r);
 void agent_signals_install(void);
 /* Gives the signals where our handler is back to their default action. */
 void agent_signals_uninstall(void);
+/* Will nobody wait for this process? Its SIGCHLD disposition, inherited
+ * from its parent at fork, is SIG_IGN or has SA_NOCLDWAIT: the kernel
+ * reaps its children, and so (unless the parent changed it since) its own
+ * end too. One rt_sigaction. Signal-safe. Preserves errno. */
+bool agent_exit_unwaited(void);
 /* libseccomp's (its scmp_filter_ctx is a void *), hooked in hooks_thread.c. */
 int seccomp_load(void *ctx);
 /* Registers the on_exit handler that sends EXIT when main returns or

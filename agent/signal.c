@@ -133,6 +133,22 @@ static void agent_fatal_swap_out(int sig)
 }
 #endif
 
+bool agent_exit_unwaited(void)
+{
+	/* The kernel's struct sigaction begins with the handler and its
+	 * flags on every architecture the agent builds for; the rest is room
+	 * for a restorer and the mask. */
+	struct {
+		uintptr_t handler;
+		unsigned long flags;
+		uintptr_t rest[4];
+	} cur;
+
+	if (agent_syscall(SYS_rt_sigaction, SIGCHLD, NULL, &cur, sizeof(uint64_t)) != 0)
+		return false;
+	return cur.handler == (uintptr_t)SIG_IGN || (cur.flags & SA_NOCLDWAIT);
+}
+
 void agent_signals_uninstall(void)
 {
 	for (size_t i = 0; i < sizeof(agent_fatal_signals) / sizeof(agent_fatal_signals[0]); i++)

@@ -156,5 +156,33 @@ def test_rusage_static(t):
     check(ru["user_ns"] + ru["sys_ns"] < 500_000_000, f"CPU of a static program: {ru}")
 
 
+def check_unwaited(t, mode):
+    """A fork child that never execs, of a parent that has the kernel reap
+    its children (mode "ignored": SIGCHLD SIG_IGN; "nocldwait":
+    SA_NOCLDWAIT): nobody waits for it, so its agent sends EXIT at its
+    end. The trace has its whole life, its exit code and its own figure
+    ("exit") within 10%."""
+    res = t.run([prog("burn"), mode, "200", "20"], expect_rc=0)
+    tr = res.trace
+    kids = tr.children(tr.root())
+    ft.assert_count(kids, 1, f"children of burn {mode}", tr)
+    kid = kids[0]
+    ft.assert_exit(kid, code=3, trace=tr)
+    life_ms = (kid.rec["end_ns"] - kid.rec["start_ns"]) / 1e6
+    check(life_ms >= 200, f"burn {mode}'s child lived {life_ms:.1f} ms in the trace, "
+          f"burned 200 ms of CPU: {kid.describe()}")
+    check_burn(kid, tr, res, "exit", 200, 20)
+
+
+@test
+def test_rusage_sigchld_ignored(t):
+    check_unwaited(t, "ignored")
+
+
+@test
+def test_rusage_nocldwait(t):
+    check_unwaited(t, "nocldwait")
+
+
 if __name__ == "__main__":
     ft.main()

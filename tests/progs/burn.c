@@ -12,7 +12,13 @@
  * burn waitid-fork MS MIB: forks a child that burns MS MIB itself (no exec:
  * it never speaks to the agent, so it sends no EXIT) and reaps it with
  * waitid.
+ * burn ignored MS MIB, burn nocldwait MS MIB: ignores SIGCHLD (SIG_IGN;
+ * SA_NOCLDWAIT with the default action), then forks a child that burns MS
+ * MIB itself (no exec) and exits 3 (exit; _exit under nocldwait): the
+ * kernel reaps it, nobody waits for it. The parent's waitpid returns
+ * ECHILD once the child is gone.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +61,29 @@ static int burn(long ms, long mib, int kill_self)
 
 int main(int argc, char **argv)
 {
+	if (argc >= 4 && (strcmp(argv[1], "ignored") == 0 || strcmp(argv[1], "nocldwait") == 0)) {
+		struct sigaction sa;
+		int nocldwait = argv[1][0] == 'n';
+		int status;
+		pid_t pid;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = nocldwait ? SIG_DFL : SIG_IGN;
+		sa.sa_flags = nocldwait ? SA_NOCLDWAIT : 0;
+		if (sigaction(SIGCHLD, &sa, NULL) != 0)
+			return 5;
+		pid = fork();
+		if (pid < 0)
+			return 3;
+		if (pid == 0) {
+			int rc = burn(atol(argv[2]), atol(argv[3]), 0);
+
+			if (nocldwait)
+				_exit(rc ? rc : 3);
+			exit(rc ? rc : 3);
+		}
+		return waitpid(pid, &status, 0) < 0 && errno == ECHILD ? 0 : 4;
+	}
 	if (argc >= 4 && strcmp(argv[1], "waitid-fork") == 0) {
 		siginfo_t si;
 		pid_t pid = fork();
