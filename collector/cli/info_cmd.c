@@ -459,6 +459,14 @@ static bool wrap_add(wrap *w, const char *item, bool first)
 	return true;
 }
 
+/* A process in a line of its own is named as the critical path names it
+ * (process_name: a script with its interpreter, "k.sh (sh)"); the
+ * per-program lists group by the program's name. */
+static const char *proc_name(const info_process *p)
+{
+	return p->name != NULL ? p->name : p->prog;
+}
+
 static void print_exits(const info_summary *s)
 {
 	uint64_t rest = s->nonzero;
@@ -499,7 +507,7 @@ static void print_exits(const info_summary *s)
 			const info_process *p = s->killed_procs[i];
 
 			printf("%s%s (pid %" PRId64 ", ", i > 0 ? ", " : "",
-			       cut(p->prog != NULL ? p->prog : p->name, NAME_COLS), p->pid);
+			       cut(proc_name(p), NAME_COLS), p->pid);
 			if (p->exit_signame[0] != '\0')
 				printf("%s)", say_esc(p->exit_signame));
 			else
@@ -574,7 +582,7 @@ static void print_memory(const info_summary *s)
 		const info_process *p = s->by_rss[i];
 
 		snprintf(item, sizeof(item), "%s %s (pid %" PRId64 ")", say_size_kib(p->maxrss_kb),
-			 cut(p->prog != NULL ? p->prog : p->name, NAME_COLS), p->pid);
+			 cut(proc_name(p), NAME_COLS), p->pid);
 		if (!wrap_add(&w, item, i == 0))
 			break;
 	}

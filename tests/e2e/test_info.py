@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -406,7 +407,14 @@ compile1:
 compile2:
 \t@sleep 0.1; sleep 0.1
 killed:
-\t@sh -c 'sleep 5 & p=$$!; kill -9 $$p; wait $$p; true'
+\t@./k.sh || true
+"""
+
+# A script that kills itself: a line of its own names it with its
+# interpreter, as the critical path does.
+KILLED_SCRIPT = """\
+#!/bin/sh
+kill -9 $$
 """
 
 # A configure script: three probes that exit 1 by design.
@@ -432,6 +440,9 @@ def real_build(t):
     with open(t.path("configure"), "w") as f:
         f.write(CONFIGURE)
     os.chmod(t.path("configure"), 0o755)
+    with open(t.path("k.sh"), "w") as f:
+        f.write(KILLED_SCRIPT)
+    os.chmod(t.path("k.sh"), 0o755)
     run = t.run(["make", "-j2"], expect_rc=0)
     recs = {p.tpid: p.rec for p in run.trace.all()}
     nonzero = [r for r in recs.values() if r["exit"].get("kind") == "code" and
@@ -450,8 +461,15 @@ def real_build(t):
     # probes are said to be configure's.
     if any(r.get("interpreter") for r in recs.values()):
         check(line(out, "non-zero:").endswith(": 3 sh (under configure)"), out)
-    check(line(out, "killed:").startswith("1 by a signal: ") and
-          line(out, "killed:").endswith(f"(pid {killed[0]}, SIGKILL)"), out)
+    # A process in a line of its own is named as process_name names it.
+    def named(r):
+        return f"{r['name']} ({r['interpreter']})" if r.get("interpreter") else r["name"]
+    check(line(out, "killed:") ==
+          f"1 by a signal: {named(recs[killed[0]])} (pid {killed[0]}, SIGKILL)", out)
+    check(named(recs[killed[0]]) == "k.sh (sh)", f"the build:\n{run.trace.dump()}")
+    for _, name, tp in re.findall(r"(\S+ \S+) (.+?) \(pid (\d+)\)(?:, |$)",
+                                  line(out, "peak memory:")):
+        check(name == named(recs[int(tp)]), out)
     j = json.loads(t.forktrace(["info", "--json", "trace.json"]).out)
     check(j["processes"] == len(recs) and j["records"] == len(recs), f"{j}")
     check(j["exits"]["nonzero"] == len(nonzero) and
