@@ -1122,7 +1122,7 @@ function counters() {
 
 /* ---- tables --------------------------------------------------------- */
 let curTab = 'programs';
-const sortState = { programs: [HAS_RU ? 'cpu' : 'count', -1], processes: ['start', 1], critpath: ['n', 1], functions: ['total', -1] };
+const sortState = { programs: [HAS_RU ? 'cpu' : 'count', -1], processes: ['start', 1], critpath: ['n', 1], critpathProcs: ['time', -1], functions: ['total', -1] };
 const LIMIT = 300;
 let showAll = false;
 function table(cols, data, key, onRow) {
@@ -1291,25 +1291,51 @@ function renderTop() {
 }
 
 /* ---- critical path table -------------------------------------------- */
-/* Its steps in time order: each a process's own time on the path, its
- * share of the path's duration. */
+/* By process (the default): each process on the path with its own time on
+ * it, its share of the path's duration and its steps, most first; a real
+ * build's path has hundreds of steps, a few processes hold most of it.
+ * The steps in time order are one click away. */
+let cpView = 'procs';
 function critpathTable() {
   const box = $('table');
   if (!CP) {
     box.replaceChildren(el('div', 'hint', 'No critical path in this trace (it needs the process tree of a forktrace trace).'));
     return;
   }
-  const data = CP.steps.map((st) => ({ st, p: st.p, n: st.n, name: st.p ? st.p.title : st.name, pid: st.pid, start: st.s, dur: st.d, share: st.share,
-    exit: st.p ? exitText(st.p) : '' }));
-  table([
-    { k: 'n', h: 'Step', num: true }, { k: 'name', h: 'Program', sw: true, swc: (r) => color(r.p ? r.p.name : r.name) }, { k: 'pid', h: 'PID', num: true },
-    { k: 'start', h: 'Start', num: true, f: fmtStart }, { k: 'dur', h: 'Own time', num: true, f: fmtDur },
-    { k: 'share', h: 'Share', num: true, f: (v) => (100 * v).toFixed(1) + '%', bar: (r) => r.share },
-    { k: 'exit', h: 'Exit', cls: (r) => r.p ? exitCls(r.p) : '' }
-  ], data, 'critpath', (r) => { if (r.p) openFromTable(r.p); });
-  const byProc = [...new Set(CP.steps.map((st) => st.p).filter(Boolean))].sort((a, b) => b.cpTime - a.cpTime);
+  const groups = new Map();
+  for (const st of CP.steps) {
+    const k = st.p ? st.p : st.pid + ' ' + st.name;
+    let g = groups.get(k);
+    if (!g) groups.set(k, (g = { p: st.p, name: st.p ? st.p.title : st.name, pid: st.pid, time: 0, steps: 0, first: st.n }));
+    g.time += st.d; g.steps++;
+  }
+  const byProc = [...groups.values()].sort((a, b) => (b.time - a.time) || (a.first - b.first));
+  if (cpView === 'procs') {
+    const data = byProc.map((g) => ({ ...g, share: g.time / CP.total, exit: g.p ? exitText(g.p) : '' }));
+    table([
+      { k: 'name', h: 'Program', sw: true, swc: (r) => color(r.p ? r.p.name : r.name) }, { k: 'pid', h: 'PID', num: true },
+      { k: 'time', h: 'Own time on the path', num: true, f: fmtDur },
+      { k: 'share', h: 'Share', num: true, f: (v) => (100 * v).toFixed(1) + '%', bar: (r) => r.share },
+      { k: 'steps', h: 'Steps', num: true, f: fmtInt },
+      { k: 'exit', h: 'Exit', cls: (r) => r.p ? exitCls(r.p) : '' }
+    ], data, 'critpathProcs', (r) => { if (r.p) openFromTable(r.p); });
+  } else {
+    const data = CP.steps.map((st) => ({ st, p: st.p, n: st.n, name: st.p ? st.p.title : st.name, pid: st.pid, start: st.s, dur: st.d, share: st.share,
+      exit: st.p ? exitText(st.p) : '' }));
+    table([
+      { k: 'n', h: 'Step', num: true }, { k: 'name', h: 'Program', sw: true, swc: (r) => color(r.p ? r.p.name : r.name) }, { k: 'pid', h: 'PID', num: true },
+      { k: 'start', h: 'Start', num: true, f: fmtStart }, { k: 'dur', h: 'Own time', num: true, f: fmtDur },
+      { k: 'share', h: 'Share', num: true, f: (v) => (100 * v).toFixed(1) + '%', bar: (r) => r.share },
+      { k: 'exit', h: 'Exit', cls: (r) => r.p ? exitCls(r.p) : '' }
+    ], data, 'critpath', (r) => { if (r.p) openFromTable(r.p); });
+  }
   const head = el('div', 'hint cp-summary', 'The run waited ' + fmtDur(CP.total) + ': ' + plural(CP.steps.length, 'step') + ' over ' + plural(byProc.length, 'process', 'processes') +
-    (byProc.length ? '; most of it in ' + byProc.slice(0, 3).map((p) => p.title + ' (pid ' + p.pid + ') ' + (100 * p.cpTime / CP.total).toFixed(0) + '%').join(', ') : ''));
+    (byProc.length ? '; most of it in ' + byProc.slice(0, 3).map((g) => g.name + ' (pid ' + g.pid + ') ' + (100 * g.time / CP.total).toFixed(0) + '%').join(', ') : ''));
+  const other = cpView === 'procs' ? 'steps' : 'procs';
+  const sw = el('button', 'ghost cp-view', other === 'steps' ? 'Show the ' + plural(CP.steps.length, 'step') + ' in time order' : 'Show by process');
+  sw.dataset.view = other;
+  sw.addEventListener('click', () => { cpView = other; showAll = false; renderTable(); });
+  box.insertBefore(sw, box.firstChild);
   box.insertBefore(head, box.firstChild);
 }
 

@@ -860,6 +860,16 @@ const tests = {
       // The critical path (the merge's, docs/TRACE_FORMAT.md): configure
       // and its probes, the first compile, the link, make's own end.
       await o.page.click('#tabs .tab[data-tab="critpath"]');
+      // By process first: each process's own time on the path, its share
+      // and its steps, most first; the 14 steps are one click away.
+      const cpp = await rows('#table');
+      check(JSON.stringify(cpp.slice(0, 3).map((r) => r.slice(0, 5))) === JSON.stringify([['cc1', '110', '4.00 s', '40.0%', '1'], ['ld', '112', '3.50 s', '35.0%', '1'],
+        ['configure (sh)', '101', '1.50 s', '15.0%', '6']]), 'the critical path by process: ' + JSON.stringify(cpp));
+      check(cpp.length === 9 && cpp.reduce((n, r) => n + Number(r[4]), 0) === 14, 'processes on the path and their steps: ' + JSON.stringify(cpp));
+      const shares = cpp.map((r) => parseFloat(r[3]));
+      check(shares.every((v, k) => k === 0 || v <= shares[k - 1]) && Math.abs(shares.reduce((a, b) => a + b, 0) - 100) < 0.5, 'shares by process: ' + shares);
+      check(await o.page.textContent('#table .cp-view') === 'Show the 14 steps in time order', 'the switch to the steps: ' + await o.page.textContent('#table .cp-view'));
+      await o.page.click('#table .cp-view');
       const cp = await rows('#table');
       check(cp.length === 14, 'critical path steps: ' + JSON.stringify(cp));
       check(JSON.stringify(cp[0]) === JSON.stringify(['1', 'configure (sh)', '101', '+0 s', '100 ms', '1.0%', 'exit 0']), 'step 1: ' + JSON.stringify(cp[0]));
@@ -870,6 +880,8 @@ const tests = {
       check(sum === 'The run waited 10.0 s: 14 steps over 9 processes; most of it in cc1 (pid 110) 40%, ld (pid 112) 35%, configure (sh) (pid 101) 15%', 'summary: ' + sum);
       // A probe's exit 1 on the path of a run that succeeded is no failure.
       check(!(await cls('#table'))[1][6].includes('bad'), 'the probe on the path is red in a run that succeeded');
+      await o.page.click('#table .cp-view');
+      check((await rows('#table'))[0][0] === 'cc1' && await o.page.textContent('#table .cp-view') === 'Show the 14 steps in time order', 'back by process: ' + JSON.stringify((await rows('#table'))[0]));
       await o.page.screenshot({ path: path.join(TMP, 'tables.png'), fullPage: true });
       check(o.problems.length === 0, 'console errors: ' + o.problems.join('; '));
     } finally { await o.browser.close(); }
