@@ -147,6 +147,10 @@ typedef struct hw_open {
 	int64_t s, e;
 	int64_t child; /* time of direct children seen so far */
 	int64_t sub;   /* what a parent subtracts for it */
+	/* The latest end of this interval and those below it on the stack,
+	 * or more (an entry dropped from the bottom may still count): no
+	 * interval from here down can contain one that ends later. */
+	int64_t max_e;
 	uint32_t name;
 	bool done; /* its self time was recorded already */
 } hw_open;
@@ -729,10 +733,16 @@ static void interval(html_sink *h, hw_proc *p, hw_thread *t, int64_t s, int64_t 
 		n.child += top->sub;
 		t->nx--;
 	}
-	/* Pre-order: the nearest interval below that contains it. */
+	/* Pre-order: the nearest interval below that contains it. In a
+	 * post-order thread the stack holds finished siblings that all ended
+	 * earlier: max_e ends the search at once instead of at the bottom. */
 	for (k = t->nx; k > 0; k--) {
 		hw_open *c = &t->xs[k - 1];
 
+		if (c->max_e < e) {
+			k = 0;
+			break;
+		}
 		if (c->s <= s && c->e >= e)
 			break;
 	}
@@ -755,6 +765,7 @@ static void interval(html_sink *h, hw_proc *p, hw_thread *t, int64_t s, int64_t 
 		if (a->e <= b->s) {
 			open_done(h, pi, b);
 			a->e = b->e;
+			a->max_e = b->max_e;
 			a->sub += b->sub;
 			memmove(&t->xs[1], &t->xs[2], (t->nx - 2) * sizeof(*t->xs));
 		} else {
@@ -762,6 +773,7 @@ static void interval(html_sink *h, hw_proc *p, hw_thread *t, int64_t s, int64_t 
 		}
 		t->nx--;
 	}
+	n.max_e = t->nx > 0 && t->xs[t->nx - 1].max_e > e ? t->xs[t->nx - 1].max_e : e;
 	t->xs[t->nx++] = n;
 }
 
