@@ -1110,6 +1110,7 @@ done:
 void jsonr_find_keys(strview obj, const char *const *keys, size_t nkeys, strview *out)
 {
 	const char *p = obj.p, *end, *q;
+	size_t missing = nkeys;
 	jsonr_obj o;
 	unsigned flags;
 	int st, impl = impl_get() == IMPL_GENERIC ? IMPL_GENERIC : IMPL_SCALAR;
@@ -1120,7 +1121,9 @@ void jsonr_find_keys(strview obj, const char *const *keys, size_t nkeys, strview
 		return;
 	end = obj.p + obj.n;
 	p++;
-	for (;;) {
+	/* Until every key is found: the rest of the object cannot change
+	 * what a key's first occurrence gave. */
+	while (missing > 0) {
 		size_t which = nkeys;
 
 		SKIP_WS(p);
@@ -1144,8 +1147,10 @@ void jsonr_find_keys(strview obj, const char *const *keys, size_t nkeys, strview
 		SKIP_WS(p);
 		if (jsonr_value(p, end, &q, &o, false) != JSONR_OK)
 			break;
-		if (which < nkeys)
+		if (which < nkeys) {
 			out[which] = (strview){p, (size_t)(q - p)};
+			missing--;
+		}
 		p = q;
 		SKIP_WS(p);
 		if (p >= end || *p != ',')
@@ -1156,43 +1161,10 @@ void jsonr_find_keys(strview obj, const char *const *keys, size_t nkeys, strview
 
 strview jsonr_find_key(strview obj, const char *key)
 {
-	const char *p = obj.p, *end, *q;
-	size_t klen = strlen(key);
-	jsonr_obj o;
-	unsigned flags;
-	int st, impl = impl_get() == IMPL_GENERIC ? IMPL_GENERIC : IMPL_SCALAR;
+	strview v;
 
-	if (p == NULL || obj.n < 2 || *p != '{')
-		return (strview){NULL, 0};
-	end = obj.p + obj.n;
-	p++;
-	for (;;) {
-		SKIP_WS(p);
-		if (p >= end || *p != '"')
-			break;
-		flags = 0;
-		q = str_scan(p + 1, end, &flags, &st, &o.err_at, impl);
-		if (q == NULL)
-			break;
-		bool match = !(flags & SF_ESC) && (size_t)(q - p - 1) == klen &&
-			     !memcmp(p + 1, key, klen);
-		p = q + 1;
-		SKIP_WS(p);
-		if (*p != ':')
-			break;
-		p++;
-		SKIP_WS(p);
-		if (jsonr_value(p, end, &q, &o, false) != JSONR_OK)
-			break;
-		if (match)
-			return (strview){p, (size_t)(q - p)};
-		p = q;
-		SKIP_WS(p);
-		if (p >= end || *p != ',')
-			break;
-		p++;
-	}
-	return (strview){NULL, 0};
+	jsonr_find_keys(obj, &key, 1, &v);
+	return v;
 }
 
 size_t jsonr_sanitize(char *out, strview src)
