@@ -8,6 +8,10 @@
  *                          calls; one thread runs the unit 4 times, or
  *                          each of 4 threads runs it once (the same total
  *                          work, split).
+ *   calls fib 1 UNITS      one thread runs the unit UNITS times (1 to 64):
+ *                          a smaller or larger trace of the same shape, for
+ *                          quick checks of the writers
+ *                          (scripts/bench/output.py --units).
  *   calls region N         N ft_region_begin/ft_region_end pairs in a loop.
  *
  * Built with -finstrument-functions (or -pg); only fib and small are
@@ -17,13 +21,13 @@
  * start-up and its writing of the trace after the program ends are not
  * counted:
  *
- *   calls=22700000 threads=1 ns=412345678 cpu_ns=410000000 parent_cpu_ns=300000000
+ *   calls=22700000 threads=1 ns=412345678 cpu_ns=410000000 parent_cpu_ns=300000000 maxrss_kb=5120
  *
  * cpu_ns is the process's CPU time (user + system, all threads) over the
  * same span: well below ns * threads means the workload waited (for a
  * tracer that could not keep up, or for a CPU). parent_cpu_ns is the
  * parent's over the same span: the tracer's, when the tracer started the
- * program.
+ * program. maxrss_kb is the program's peak RSS at its end.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -46,6 +50,7 @@
 #define LOOP_CALLS 1318383ull
 #define UNIT_CALLS (FIB_CALLS + LOOP_CALLS) /* 5,675,000 */
 #define UNITS 4
+#define MAX_UNITS 64
 
 CALLED unsigned long fib(unsigned n)
 {
@@ -100,6 +105,17 @@ NOINST static unsigned long long cpu_ns(void)
 		       1000ull;
 }
 
+/* The process's peak resident set so far (KiB): its share of a tracer's
+ * peak RSS as wait4 reports it (the larger of the tracer's and its
+ * waited-for children's). */
+NOINST static long maxrss_kb(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
 /* CPU time of the parent process (all its threads), from /proc (clock
  * ticks: 10 ms). Under a tracer that starts the program itself (forktrace
  * run, uftrace record) the parent is the tracer, which takes the data
@@ -139,19 +155,24 @@ NOINST int main(int argc, char **argv)
 {
 	unsigned long long t0, t1, c0, c1, p0, p1;
 
-	if (argc == 3 && strcmp(argv[1], "fib") == 0) {
+	if ((argc == 3 || argc == 4) && strcmp(argv[1], "fib") == 0) {
 		int threads = atoi(argv[2]);
+		int units = argc == 4 ? atoi(argv[3]) : UNITS;
 		pthread_t tids[UNITS];
 
 		if (threads != 1 && threads != UNITS) {
 			fprintf(stderr, "calls: THREADS is 1 or %d\n", UNITS);
 			return 2;
 		}
+		if (units < 1 || units > MAX_UNITS || (threads != 1 && units != UNITS)) {
+			fprintf(stderr, "calls: UNITS is 1 to %d, with THREADS 1\n", MAX_UNITS);
+			return 2;
+		}
 		p0 = parent_cpu_ns();
 		c0 = cpu_ns();
 		t0 = now_ns();
 		if (threads == 1) {
-			for (int i = 0; i < UNITS; i++)
+			for (int i = 0; i < units; i++)
 				unit(NULL);
 		} else {
 			for (int i = 0; i < UNITS; i++)
@@ -165,8 +186,9 @@ NOINST int main(int argc, char **argv)
 		t1 = now_ns();
 		c1 = cpu_ns();
 		p1 = parent_cpu_ns();
-		printf("calls=%llu threads=%d ns=%llu cpu_ns=%llu parent_cpu_ns=%llu\n",
-		       UNITS * UNIT_CALLS, threads, t1 - t0, c1 - c0, p1 - p0);
+		printf("calls=%llu threads=%d ns=%llu cpu_ns=%llu parent_cpu_ns=%llu maxrss_kb=%ld\n",
+		       (unsigned long long)units * UNIT_CALLS, threads, t1 - t0, c1 - c0, p1 - p0,
+		       maxrss_kb());
 		return 0;
 	}
 	if (argc == 3 && strcmp(argv[1], "region") == 0) {
@@ -179,10 +201,10 @@ NOINST int main(int argc, char **argv)
 		t1 = now_ns();
 		c1 = cpu_ns();
 		p1 = parent_cpu_ns();
-		printf("regions=%lu ns=%llu cpu_ns=%llu parent_cpu_ns=%llu\n", n, t1 - t0, c1 - c0,
-		       p1 - p0);
+		printf("regions=%lu ns=%llu cpu_ns=%llu parent_cpu_ns=%llu maxrss_kb=%ld\n", n,
+		       t1 - t0, c1 - c0, p1 - p0, maxrss_kb());
 		return 0;
 	}
-	fprintf(stderr, "usage: calls fib 1|4 | calls region N\n");
+	fprintf(stderr, "usage: calls fib 1|4 | calls fib 1 UNITS | calls region N\n");
 	return 2;
 }
