@@ -10,6 +10,7 @@ import { createRequire } from 'module';
 import { execFileSync, spawnSync } from 'child_process';
 import fs from 'fs';
 import path from 'path';
+import zlib from 'zlib';
 import { fileURLToPath } from 'url';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -329,6 +330,59 @@ const tests = {
       const lanes = await o.page.evaluate(() => window.forktraceReport.rows().length);
       check(lanes === f.processes, `${lanes} lanes for ${f.processes} processes`);
     } finally { await o.browser.close(); }
+  },
+
+  // A gzip trace: `forktrace run -o trace.json.gz --report` and `forktrace
+  // report trace.json.gz` of a tree with a function-heavy program
+  // (ev_funcs: 100,001 function slices, some 10 MB of JSON compressed in
+  // many blocks) both load with no console errors and no requests, say
+  // what node's zlib reads in the trace (processes, events, threads, exit
+  // status, non-zero exits) and draw the timeline (screenshots kept: look
+  // at them).
+  async gzip() {
+    const bin = process.env.FT_BIN, progs = process.env.FT_PROGS;
+    check(bin && fs.existsSync(bin), `FT_BIN=${bin} is not the forktrace executable`);
+    check(progs && fs.existsSync(path.join(progs, 'ev_funcs')), `FT_PROGS=${progs} has no ev_funcs`);
+    const script = `ls / >/dev/null; (sleep 0.05; exit 4); ${path.join(progs, 'ev_funcs')} calls 20000 >/dev/null; sleep 0.02 & wait`;
+    let r = spawnSync(bin, ['run', '-q', '-o', 'trace.json.gz', '--report', 'run.html', '--', 'sh', '-c', script],
+      { cwd: TMP, encoding: 'utf8', timeout: 60000 });
+    check(r.status === 0, `forktrace run exited ${r.status}; stderr: ${r.stderr}`);
+    const raw = fs.readFileSync(path.join(TMP, 'trace.json.gz'));
+    check(raw[0] === 0x1f && raw[1] === 0x8b, 'trace.json.gz is not gzip');
+    const text = zlib.gunzipSync(raw).toString('utf8');
+    check(text.length > 4e6, `the trace is ${text.length} bytes of JSON: too small to span the writer's blocks`);
+    const f = traceFacts(JSON.parse(text));
+    check(f.failed === 1 && f.processes >= 5, `trace facts: ${f.processes} processes, ${f.failed} failed`);
+    r = spawnSync(bin, ['report', '-q', 'trace.json.gz', '-o', 'report.html'], { cwd: TMP, encoding: 'utf8', timeout: 60000 });
+    check(r.status === 0, `forktrace report exited ${r.status}; stderr: ${r.stderr}`);
+    for (const html of ['run.html', 'report.html']) {
+      const o = await openPage(path.join(TMP, html));
+      try {
+        check(o.problems.length === 0, `${html}: console errors: ` + o.problems.join('; '));
+        const others = o.requests.filter((u) => u !== o.url);
+        check(others.length === 0, `${html}: network requests besides the page: ` + others.join(', '));
+        const num = (s) => Number(String(s).replace(/[^0-9]/g, ''));
+        check(num(await card(o.page, 'processes')) === f.processes, `${html}: processes card ${await card(o.page, 'processes')} != ${f.processes}`);
+        check(num(await card(o.page, 'events')) === f.events, `${html}: events card ${await card(o.page, 'events')} != ${f.events} events in the trace`);
+        check(num(await card(o.page, 'threads')) === f.threads, `${html}: threads card ${await card(o.page, 'threads')} != ${f.threads}`);
+        check(num(await card(o.page, 'exit_status')) === f.exit, `${html}: exit status card != ${f.exit}`);
+        check(num(await card(o.page, 'non-zero_exits')) === f.failed, `${html}: non-zero exits card != ${f.failed}`);
+        const lanes = await o.page.evaluate(() => window.forktraceReport.rows().length);
+        check(lanes === f.processes, `${html}: ${lanes} lanes for ${f.processes} processes`);
+        const png = html.replace('.html', '');
+        await o.page.screenshot({ path: path.join(TMP, png + '.png'), fullPage: true });
+        await (await o.page.$('#timeline')).screenshot({ path: path.join(TMP, png + '-timeline.png') });
+        const ink = await o.page.evaluate(() => {
+          const c = document.getElementById('timeline'), g = c.getContext('2d'), r = devicePixelRatio;
+          const x0 = Math.round(232 * r), y0 = Math.round(26 * r);
+          const d = g.getImageData(x0, y0, c.width - x0, c.height - y0).data;
+          let n = 0; for (let k = 0; k < d.length; k += 4) if (d[k] < 235 || d[k + 1] < 235 || d[k + 2] < 235) n++;
+          return { n, total: d.length / 4 };
+        });
+        console.log(`${html}: ${f.events} events, ${f.processes} processes; timeline ${ink.n} of ${ink.total} plot pixels inked; screenshots in ${TMP}`);
+        check(ink.n > ink.total * 0.01, `${html}: the timeline looks blank: ${ink.n} of ${ink.total} pixels inked`);
+      } finally { await o.browser.close(); }
+    }
   },
 
   // Clicking a process lane opens its details and its threads.
