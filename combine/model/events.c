@@ -695,14 +695,6 @@ static void write_loss(events_ctx *c, const model_process *p)
 	emit(c, &ev);
 }
 
-static int emit_record(void *arg, const jsonw_event *ev)
-{
-	events_ctx *c = arg;
-
-	emit(c, ev);
-	return c->err;
-}
-
 /* The functions, regions, instants and counters each thread recorded. */
 static void write_records(events_ctx *c, const model_process *p)
 {
@@ -715,8 +707,8 @@ static void write_records(events_ctx *c, const model_process *p)
 
 		if (th->chunks == NULL)
 			continue;
-		err = rec_write_thread(c->rec, p, th, p->out_pid, out_tid(p, th->tid), end,
-				       emit_record, c);
+		err = rec_write_thread(c->rec, p, th, p->out_pid, out_tid(p, th->tid), end, c->sink,
+				       c->o->clock);
 		if (err < 0 && c->err == 0)
 			c->err = err;
 	}

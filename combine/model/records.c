@@ -50,6 +50,19 @@ typedef struct rec_clock {
 	 * conversions land in it and skip the search. */
 	size_t hint;
 	double hint_slope;
+	/* The same interval as the fast path reads it: tsc - hint_tsc <
+	 * hint_len is in it (hint_len 0: no interval), ns at its start. */
+	uint64_t hint_tsc, hint_len;
+	int64_t hint_ns;
+	/* Both ends of the interval are within half the limit: a time in it
+	 * is its start plus delta, which no clamp of ns_add changes. */
+	bool hint_safe;
+	/* Past the last pair (a process that outlived the last one): its
+	 * ns and the overall slope; tail_n 0 when there is no pair. */
+	uint64_t tail_tsc;
+	int64_t tail_ns;
+	size_t tail_n;
+	bool tail_safe; /* tail_ns within half the limit */
 } rec_clock;
 
 /* What an address of an image is called, and whether it is written. */
@@ -57,8 +70,19 @@ typedef struct rec_name {
 	uint64_t addr;
 	uint32_t seg;
 	bool keep;
-	const char *name;
+	strview name;
 } rec_name;
+
+/* Entries of the direct-mapped cache in front of names_by_addr: a
+ * program's calls come from a few hot functions, and a slot compare is
+ * cheaper than the table's probe. */
+#define REC_NAME_CACHE_BITS 8
+
+typedef struct rec_name_slot {
+	uint64_t addr;
+	uint32_t seg;
+	uint32_t index; /* in names, + 1; 0: empty */
+} rec_name_slot;
 
 struct rec_ctx {
 	const model_trace *t;
@@ -71,6 +95,7 @@ struct rec_ctx {
 	rec_name *names;
 	size_t nnames, names_cap;
 	htab names_by_addr; /* name_key -> index + 1 in names */
+	rec_name_slot name_cache[1 << REC_NAME_CACHE_BITS];
 	/* Names made up for addresses without a symbol, freed with ctx. */
 	char **made;
 	size_t nmade, made_cap;
@@ -89,19 +114,42 @@ static int clock_cmp(const void *a, const void *b)
  * clock pairs a program sent. */
 #define REC_NS_LIMIT ((int64_t)1 << 61)
 
-static int64_t ns_clamp(int64_t ns)
+static inline int64_t ns_clamp(int64_t ns)
 {
 	return ns < -REC_NS_LIMIT ? -REC_NS_LIMIT : ns > REC_NS_LIMIT ? REC_NS_LIMIT : ns;
 }
 
 /* base (within the limit) plus delta ns, clamped to the limit. */
-static int64_t ns_add(int64_t base, double delta)
+static inline int64_t ns_add(int64_t base, double delta)
 {
 	if (!(delta > -2.0 * REC_NS_LIMIT)) /* NaN too */
 		delta = -2.0 * REC_NS_LIMIT;
 	else if (delta > 2.0 * REC_NS_LIMIT)
 		delta = 2.0 * REC_NS_LIMIT;
 	return ns_clamp(base + (int64_t)delta);
+}
+
+/* Is ns within half the limit? Then adding a delta of less than half
+ * (a time between two pairs, or less than that past the last) never
+ * reaches it. */
+static bool ns_half(int64_t ns)
+{
+	return ns >= -REC_NS_LIMIT / 2 && ns <= REC_NS_LIMIT / 2;
+}
+
+/* The interval [tsc[i], tsc[i + 1]) and its slope become the hint: the
+ * next conversions most likely land in it. */
+static void clock_hint_set(rec_clock *c, size_t i, double slope)
+{
+	c->hint = i;
+	c->hint_slope = slope;
+	c->hint_len = 0;
+	if (i + 1 < c->n) {
+		c->hint_tsc = c->tsc[i];
+		c->hint_len = c->tsc[i + 1] - c->tsc[i];
+		c->hint_ns = c->ns[i];
+		c->hint_safe = ns_half(c->ns[i]) && ns_half(c->ns[i + 1]);
+	}
 }
 
 static int clock_build(rec_clock *c, const model_trace *t)
@@ -146,17 +194,23 @@ static int clock_build(rec_clock *c, const model_trace *t)
 	/* Both clocks increase strictly from pair to pair now. */
 	if (n >= 2)
 		c->slope = (double)(c->ns[n - 1] - c->ns[0]) / (double)(c->tsc[n - 1] - c->tsc[0]);
+	clock_hint_set(c, 0, 0.0);
+	c->tail_n = n;
+	if (n > 0) {
+		c->tail_tsc = c->tsc[n - 1];
+		c->tail_ns = c->ns[n - 1];
+		c->tail_safe = ns_half(c->tail_ns);
+	}
 	return 0;
 }
 
-/* CLOCK_MONOTONIC ns of a tick count. */
-static int64_t clock_ns(rec_clock *c, uint64_t tsc)
+/* CLOCK_MONOTONIC ns of a tick count outside the hint's interval: the
+ * ends' slopes, or the interval that holds it (then the hint). */
+static int64_t clock_ns_search(rec_clock *c, uint64_t tsc)
 {
 	size_t lo = 0, hi;
 	double slope;
 
-	if (c->hint + 1 < c->n && tsc >= c->tsc[c->hint] && tsc < c->tsc[c->hint + 1])
-		return ns_add(c->ns[c->hint], (double)(tsc - c->tsc[c->hint]) * c->hint_slope);
 	if (c->n == 0)
 		return ns_clamp(tsc > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)tsc);
 	if (tsc <= c->tsc[0])
@@ -173,9 +227,37 @@ static int64_t clock_ns(rec_clock *c, uint64_t tsc)
 			hi = mid;
 	}
 	slope = (double)(c->ns[hi] - c->ns[lo]) / (double)(c->tsc[hi] - c->tsc[lo]);
-	c->hint = lo;
-	c->hint_slope = slope;
+	clock_hint_set(c, lo, slope);
 	return ns_add(c->ns[lo], (double)(tsc - c->tsc[lo]) * slope);
+}
+
+/*
+ * CLOCK_MONOTONIC ns of a tick count. Inline, with the hint's interval
+ * (and the time after the last pair) as one compare and a multiply-add:
+ * every function record is converted. The
+ * hint holds slope 0.0 until the first search (as it always did: the
+ * results stay those of every earlier trace), so a tick count in the
+ * first interval before any search converts to its start.
+ */
+static inline int64_t clock_ns(rec_clock *c, uint64_t tsc)
+{
+	double delta;
+
+	if (tsc - c->hint_tsc < c->hint_len) {
+		/* Less than the interval's span (both clocks increase from
+		 * pair to pair), rounding aside. */
+		delta = (double)(tsc - c->hint_tsc) * c->hint_slope;
+		return c->hint_safe ? c->hint_ns + (int64_t)delta : ns_add(c->hint_ns, delta);
+	}
+	/* What clock_ns_search does past the last pair, which leaves the
+	 * hint as it is. */
+	if (tsc >= c->tail_tsc && c->tail_n > 0) {
+		delta = (double)(tsc - c->tail_tsc) * c->slope;
+		if (c->tail_safe && delta < (double)(REC_NS_LIMIT / 2))
+			return c->tail_ns + (int64_t)delta;
+		return ns_add(c->tail_ns, delta);
+	}
+	return clock_ns_search(c, tsc);
 }
 
 static void regexes_free(regex_t *r, size_t n)
@@ -317,38 +399,67 @@ static uint64_t name_key(uint64_t addr, uint32_t seg)
 {
 	return addr ^ ((uint64_t)seg << 48);
 }
-/* The name of an address, looked up once per process. */
-static const rec_name *name_of(rec_ctx *rc, const model_process *p, uint32_t seg, uint64_t addr)
+/* The slot of an address in the name cache. */
+static rec_name_slot *name_slot(rec_ctx *rc, uint64_t addr)
+{
+	return &rc->name_cache[(addr * 0x9e3779b97f4a7c15ull) >> (64 - REC_NAME_CACHE_BITS)];
+}
+
+/* The name of an address looked up in the process's table, made there
+ * when it is new. */
+static const rec_name *name_lookup(rec_ctx *rc, const model_process *p, uint32_t seg, uint64_t addr)
 {
 	static rec_name fallback;
 	uint64_t key = name_key(addr, seg);
+	rec_name_slot *slot = name_slot(rc, addr);
+	const char *name;
 	size_t pos;
 	uint64_t v;
 	rec_name *n;
 
-	if (rc->cache_proc != p) {
-		htab_clear(&rc->names_by_addr);
-		rc->nnames = 0;
-		rc->cache_proc = p;
-	}
 	pos = htab_start(&rc->names_by_addr, key);
 	while ((v = htab_next(&rc->names_by_addr, key, &pos)) != 0) {
 		n = &rc->names[v - 1];
-		if (n->addr == addr && n->seg == seg)
+		if (n->addr == addr && n->seg == seg) {
+			*slot = (rec_name_slot){.addr = addr, .seg = seg, .index = (uint32_t)v};
 			return n;
+		}
 	}
-	if (vec_grow(&rc->names, &rc->names_cap, rc->nnames + 1, sizeof(*rc->names), 512) < 0 ||
+	if (rc->nnames >= UINT32_MAX - 1 ||
+	    vec_grow(&rc->names, &rc->names_cap, rc->nnames + 1, sizeof(*rc->names), 512) < 0 ||
 	    htab_add(&rc->names_by_addr, key, rc->nnames + 1) < 0) {
-		fallback.name = symbolize(rc, p, seg, addr);
-		fallback.keep = name_kept(rc, fallback.name);
+		name = symbolize(rc, p, seg, addr);
+		fallback.name = strview_c(name);
+		fallback.keep = name_kept(rc, name);
 		return &fallback;
 	}
 	n = &rc->names[rc->nnames++];
 	n->addr = addr;
 	n->seg = seg;
-	n->name = symbolize(rc, p, seg, addr);
-	n->keep = name_kept(rc, n->name);
+	name = symbolize(rc, p, seg, addr);
+	n->name = strview_c(name);
+	n->keep = name_kept(rc, name);
+	*slot = (rec_name_slot){.addr = addr, .seg = seg, .index = (uint32_t)rc->nnames};
 	return n;
+}
+
+/* The name of an address, looked up once per process: in the cache,
+ * else in the table. */
+static inline const rec_name *name_of(rec_ctx *rc, const model_process *p, uint32_t seg,
+				      uint64_t addr)
+{
+	const rec_name_slot *slot;
+
+	if (rc->cache_proc != p) {
+		htab_clear(&rc->names_by_addr);
+		memset(rc->name_cache, 0, sizeof(rc->name_cache));
+		rc->nnames = 0;
+		rc->cache_proc = p;
+	}
+	slot = name_slot(rc, addr);
+	if (slot->index != 0 && slot->addr == addr && slot->seg == seg)
+		return &rc->names[slot->index - 1];
+	return name_lookup(rc, p, seg, addr);
 }
 
 /* ---- record parsing -------------------------------------------------- */
@@ -365,21 +476,46 @@ static bool cur_array(rec_cur *c, unsigned *n)
 	return true;
 }
 
-static bool cur_uint(rec_cur *c, uint64_t *v)
+/*
+ * An unsigned integer at p, which has at least 9 readable bytes (the
+ * longest one): its value in *v and the byte after it, or NULL when p
+ * holds no unsigned integer.
+ */
+static inline const unsigned char *uint_at(const unsigned char *p, uint64_t *v)
 {
-	size_t len;
-	unsigned b;
-
-	if (c->p >= c->end)
-		return false;
-	b = *c->p;
-	if (b <= 0x7f) {
-		*v = b;
-		c->p++;
-		return true;
+	if (*p <= 0x7f) {
+		*v = *p;
+		return p + 1;
 	}
+	switch (*p) {
+	case 0xcc:
+		*v = p[1];
+		return p + 2;
+	case 0xcd:
+		*v = (uint64_t)p[1] << 8 | p[2];
+		return p + 3;
+	case 0xce:
+		*v = (uint64_t)p[1] << 24 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 8 | p[4];
+		return p + 5;
+	case 0xcf:
+		*v = (uint64_t)p[1] << 56 | (uint64_t)p[2] << 48 | (uint64_t)p[3] << 40 |
+		     (uint64_t)p[4] << 32 | (uint64_t)p[5] << 24 | (uint64_t)p[6] << 16 |
+		     (uint64_t)p[7] << 8 | p[8];
+		return p + 9;
+	default:
+		return NULL;
+	}
+}
+
+/* An unsigned integer longer than a fixint, within c. */
+static bool cur_uint_long(rec_cur *c, uint64_t *v)
+{
+	size_t len, left = (size_t)(c->end - c->p);
+
+	if (left == 0)
+		return false;
 	/* clang-format off */
-	switch (b) {
+	switch (*c->p) {
 	case 0xcc: len = 1; break;
 	case 0xcd: len = 2; break;
 	case 0xce: len = 4; break;
@@ -387,13 +523,23 @@ static bool cur_uint(rec_cur *c, uint64_t *v)
 	default: return false;
 	}
 	/* clang-format on */
-	if ((size_t)(c->end - c->p) < 1 + len)
+	if (left < 1 + len)
 		return false;
 	*v = 0;
 	for (size_t i = 1; i <= len; i++)
 		*v = *v << 8 | c->p[i];
 	c->p += 1 + len;
 	return true;
+}
+
+/* An unsigned integer: a fixint inline, since most are. */
+static inline bool cur_uint(rec_cur *c, uint64_t *v)
+{
+	if (c->p < c->end && *c->p <= 0x7f) {
+		*v = *c->p++;
+		return true;
+	}
+	return cur_uint_long(c, v);
 }
 
 static bool cur_str(rec_cur *c, strview *s)
@@ -478,42 +624,49 @@ typedef struct rec_stack {
 typedef struct rec_walk {
 	rec_ctx *rc;
 	const model_process *p;
-	int64_t pid, tid;
-	int (*emit)(void *arg, const jsonw_event *ev);
-	void *arg;
+	trace_sink *out;
+	const model_clock_map *clock;
+	/* The slices of functions and of regions as they go to emit: what
+	 * every one of the thread's has (ph, cat, pid, tid) filled once. */
+	sink_event slice[2];
 	/* What is open, regions [0] and functions [1] apart: they pair
 	 * separately, and an end then finds its begin on top. */
-	rec_stack open[2];
+	rec_open *open_v[2];
+	size_t open_n[2], open_cap[2];
 	uint64_t seq;
 	uint64_t last_tsc;
 	int err;
 } rec_walk;
 
-static void walk_emit(rec_walk *w, jsonw_event *ev)
+/* An event to the sink; e's pid and tid are the walk's already, its times
+ * go onto the trace's clock here (both ends of a slice, so that a drift
+ * stretches it as it stretched the clock). */
+static inline void walk_emit(rec_walk *w, sink_event *e)
 {
+	jsonw_event *ev = &e->ev;
 	int err;
 
 	if (w->err)
 		return;
-	ev->pid = w->pid;
-	ev->tid = w->tid;
-	err = w->emit(w->arg, ev);
+	if (w->clock != NULL && ev->ts_ns != JSONW_NO_TIME) {
+		int64_t ts = ev->ts_ns;
+
+		ev->ts_ns = model_clock_apply(w->clock, ts);
+		if (ev->dur_ns != JSONW_NO_TIME && ev->dur_ns > 0)
+			ev->dur_ns = model_clock_apply(w->clock, ts + ev->dur_ns) - ev->ts_ns;
+	}
+	err = w->out->event(w->out, e);
 	if (err < 0)
 		w->err = err;
 }
 
-static void walk_close(rec_walk *w, const rec_open *o, int64_t end_ns, bool unfinished)
+/* o ends at end (within +-REC_NS_LIMIT, as clock_ns's are, so that end
+ * - start fits). */
+static inline void walk_close(rec_walk *w, const rec_open *o, int64_t end, bool unfinished)
 {
 	int64_t start = clock_ns(&w->rc->clk, o->tsc);
-	int64_t end = ns_clamp(end_ns); /* so that end - start fits */
-	jsonw_event ev = {
-		.ph = 'X',
-		.ts_ns = start,
-		.dur_ns = end > start ? end - start : 0,
-	};
+	sink_event *e = &w->slice[o->func];
 
-	if (unfinished)
-		ev.args = strview_c("{\"unfinished\":true}");
 	if (o->func) {
 		const rec_name *n;
 
@@ -522,23 +675,32 @@ static void walk_close(rec_walk *w, const rec_open *o, int64_t end_ns, bool unfi
 		n = name_of(w->rc, w->p, o->seg, o->addr);
 		if (!n->keep)
 			return;
-		ev.name = strview_c(n->name);
-		ev.cat = strview_c("function");
+		e->ev.name = n->name;
 	} else {
-		ev.name = o->name;
-		ev.cat = strview_c("region");
+		e->ev.name = o->name;
 	}
-	walk_emit(w, &ev);
+	e->ev.ts_ns = start;
+	e->ev.dur_ns = end > start ? end - start : 0;
+	e->ev.args = unfinished ? strview_c("{\"unfinished\":true}") : (strview){NULL, 0};
+	walk_emit(w, e);
 }
 
-static int walk_push(rec_walk *w, const rec_open *o)
+/* A begin on the stack of its kind. */
+static inline int walk_push(rec_walk *w, bool func, uint64_t tsc, uint32_t seg, uint64_t addr,
+			    strview name)
 {
-	rec_stack *st = &w->open[o->func];
+	rec_open *o;
 
-	if (vec_grow(&st->v, &st->cap, st->n + 1, sizeof(*st->v), 256) < 0)
+	if (vec_grow(&w->open_v[func], &w->open_cap[func], w->open_n[func] + 1,
+		     sizeof(*w->open_v[func]), 256) < 0)
 		return -ENOMEM;
-	st->v[st->n] = *o;
-	st->v[st->n++].seq = w->seq++;
+	o = &w->open_v[func][w->open_n[func]++];
+	o->tsc = tsc;
+	o->addr = addr;
+	o->name = name;
+	o->seq = w->seq++;
+	o->seg = seg;
+	o->func = func;
 	return 0;
 }
 
@@ -549,28 +711,48 @@ static int walk_push(rec_walk *w, const rec_open *o)
  * An end without a begin (recorded before the agent's buffers existed) is
  * ignored.
  */
-static void walk_end(rec_walk *w, bool func, int64_t ns)
+static inline void walk_end(rec_walk *w, bool func, int64_t ns)
 {
-	rec_stack *st = &w->open[func];
-
-	if (st->n > 0)
-		walk_close(w, &st->v[--st->n], ns, false);
+	if (w->open_n[func] > 0)
+		walk_close(w, &w->open_v[func][--w->open_n[func]], ns, false);
 }
 
 /* Everything still open ends at ns, unfinished, innermost first. */
 static void walk_close_all(rec_walk *w, int64_t ns)
 {
-	rec_stack *r = &w->open[0], *f = &w->open[1];
+	ns = ns_clamp(ns);
+	while ((w->open_n[0] > 0 || w->open_n[1] > 0) && !w->err) {
+		bool func = w->open_n[0] == 0 ||
+			    (w->open_n[1] > 0 && w->open_v[1][w->open_n[1] - 1].seq >
+							 w->open_v[0][w->open_n[0] - 1].seq);
 
-	while ((r->n > 0 || f->n > 0) && !w->err) {
-		rec_stack *st = r;
-
-		if (r->n == 0 || (f->n > 0 && f->v[f->n - 1].seq > r->v[r->n - 1].seq))
-			st = f;
-
-		walk_close(w, &st->v[--st->n], ns, true);
+		walk_close(w, &w->open_v[func][--w->open_n[func]], ns, true);
 	}
 }
+
+/* An instant or counter record's event at tick count tsc. */
+static void walk_point(rec_walk *w, char ph, strview name, uint64_t tsc, strview args)
+{
+	sink_event e = {
+		.ev =
+			{
+				.ph = ph,
+				.scope = ph == 'i' ? 't' : 0,
+				.cat = ph == 'i' ? strview_c("instant") : strview_c("counter"),
+				.name = name,
+				.pid = w->slice[0].ev.pid,
+				.tid = w->slice[0].ev.tid,
+				.ts_ns = clock_ns(&w->rc->clk, tsc),
+				.dur_ns = JSONW_NO_TIME,
+				.args = args,
+			},
+	};
+
+	walk_emit(w, &e);
+}
+
+/* The longest function record: a fixarray, the type, two uint64. */
+#define REC_FUNC_MAX 20
 
 /* Walks one chunk. Returns false when a record did not parse. */
 static bool walk_chunk(rec_walk *w, const model_chunk *ch)
@@ -579,12 +761,44 @@ static bool walk_chunk(rec_walk *w, const model_chunk *ch)
 
 	while (c.p < c.end && !w->err) {
 		unsigned n;
-		uint64_t type, v, dt;
-		rec_open o;
+		uint64_t type, v, dt, addr;
 		strview name;
 		double value;
 		char args[64];
 
+		/* Function exits and entries as the agent writes them (a
+		 * fixarray of 2 or 3, the type a fixint): nearly every record
+		 * of a program built with -finstrument-functions, parsed
+		 * without a bounds check each while the longest one fits. Any
+		 * other shape of them, and the last bytes of a chunk, take the
+		 * general path below, to the same effect. */
+		if (c.end - c.p >= REC_FUNC_MAX) {
+			const unsigned char *q = c.p;
+
+			if (q[0] == 0x92 && q[1] == FT_EV_FUNC_EXIT) {
+				q = uint_at(q + 2, &dt);
+				if (q == NULL)
+					return false;
+				c.p = q;
+				w->last_tsc += dt;
+				walk_end(w, true, clock_ns(&w->rc->clk, w->last_tsc));
+				continue;
+			}
+			if (q[0] == 0x93 && q[1] == FT_EV_FUNC_ENTER) {
+				q = uint_at(q + 2, &dt);
+				if (q == NULL)
+					return false;
+				w->last_tsc += dt;
+				q = uint_at(q, &addr);
+				if (q == NULL)
+					return false;
+				c.p = q;
+				if (walk_push(w, true, w->last_tsc, ch->seg, addr,
+					      (strview){NULL, 0}) < 0)
+					w->err = -ENOMEM;
+				continue;
+			}
+		}
 		if (!cur_array(&c, &n) || n < 2 || !cur_uint(&c, &type))
 			return false;
 		if (type == FT_EV_TIME || type == FT_EV_CLOCK) {
@@ -598,54 +812,37 @@ static bool walk_chunk(rec_walk *w, const model_chunk *ch)
 		if (!cur_uint(&c, &dt))
 			return false;
 		w->last_tsc += dt;
-		memset(&o, 0, sizeof(o));
-		o.tsc = w->last_tsc;
-		o.seg = ch->seg;
 		switch (type) {
 		case FT_EV_FUNC_ENTER:
-			if (n < 3 || !cur_uint(&c, &o.addr))
+			if (n < 3 || !cur_uint(&c, &addr))
 				return false;
-			o.func = true;
-			if (walk_push(w, &o) < 0)
+			if (walk_push(w, true, w->last_tsc, ch->seg, addr, (strview){NULL, 0}) < 0)
 				w->err = -ENOMEM;
 			break;
 		case FT_EV_REGION_BEGIN:
-			if (n < 3 || !cur_str(&c, &o.name))
+			if (n < 3 || !cur_str(&c, &name))
 				return false;
-			if (walk_push(w, &o) < 0)
+			if (walk_push(w, false, w->last_tsc, ch->seg, 0, name) < 0)
 				w->err = -ENOMEM;
 			break;
 		case FT_EV_FUNC_EXIT:
 		case FT_EV_REGION_END:
-			walk_end(w, type == FT_EV_FUNC_EXIT, clock_ns(&w->rc->clk, o.tsc));
+			walk_end(w, type == FT_EV_FUNC_EXIT, clock_ns(&w->rc->clk, w->last_tsc));
 			break;
-		case FT_EV_INSTANT: {
-			jsonw_event ev = {.ph = 'i', .scope = 't', .cat = strview_c("instant")};
-
+		case FT_EV_INSTANT:
 			if (n < 3 || !cur_str(&c, &name))
 				return false;
-			ev.name = name;
-			ev.ts_ns = clock_ns(&w->rc->clk, o.tsc);
-			ev.dur_ns = JSONW_NO_TIME;
-			walk_emit(w, &ev);
+			walk_point(w, 'i', name, w->last_tsc, (strview){NULL, 0});
 			break;
-		}
-		case FT_EV_COUNTER: {
-			jsonw_event ev = {.ph = 'C', .cat = strview_c("counter")};
-
+		case FT_EV_COUNTER:
 			if (n < 4 || !cur_str(&c, &name) || !cur_number(&c, &value))
 				return false;
 			if (isfinite(value))
 				snprintf(args, sizeof(args), "{\"value\":%.17g}", value);
 			else
 				snprintf(args, sizeof(args), "{\"value\":null}");
-			ev.name = name;
-			ev.ts_ns = clock_ns(&w->rc->clk, o.tsc);
-			ev.dur_ns = JSONW_NO_TIME;
-			ev.args = strview_c(args);
-			walk_emit(w, &ev);
+			walk_point(w, 'C', name, w->last_tsc, strview_c(args));
 			break;
-		}
 		default:
 			return false; /* a newer agent's record: its size is unknown */
 		}
@@ -654,22 +851,28 @@ static bool walk_chunk(rec_walk *w, const model_chunk *ch)
 }
 
 int rec_write_thread(rec_ctx *rc, const model_process *p, const model_thread *th, int64_t pid,
-		     int64_t tid, int64_t end_ns, int (*emit)(void *arg, const jsonw_event *ev),
-		     void *arg)
+		     int64_t tid, int64_t end_ns, trace_sink *out, const model_clock_map *clock)
 {
-	rec_walk w = {.rc = rc, .p = p, .pid = pid, .tid = tid, .emit = emit, .arg = arg};
+	rec_walk w = {.rc = rc, .p = p, .out = out, .clock = clock};
 	int64_t last_ns;
 
 	if (th->chunks == NULL)
 		return 0;
+	for (int k = 0; k < 2; k++)
+		w.slice[k].ev = (jsonw_event){
+			.ph = 'X',
+			.cat = k ? strview_c("function") : strview_c("region"),
+			.pid = pid,
+			.tid = tid,
+		};
 	for (const model_chunk *ch = th->chunks; ch && !w.err; ch = ch->next) {
-		const rec_stack *st = w.open[0].n > 0 ? &w.open[0] : &w.open[1];
+		int k = w.open_n[0] > 0 ? 0 : 1;
 
 		/* An exec ended the image before: what it left open ends
 		 * with it. (All that is open was begun in one image: this
 		 * closes it whenever the image changes.) */
-		if (st->n > 0 && ch->seg != st->v[0].seg) {
-			uint32_t s = st->v[0].seg;
+		if (w.open_n[k] > 0 && ch->seg != w.open_v[k][0].seg) {
+			uint32_t s = w.open_v[k][0].seg;
 			int64_t at = s < p->nsegs && p->segs[s].end_ns >= 0 ? p->segs[s].end_ns
 				     : ch->seg < p->nsegs ? p->segs[ch->seg].start_ns
 							  : -1;
@@ -685,7 +888,7 @@ int rec_write_thread(rec_ctx *rc, const model_process *p, const model_thread *th
 	if (end_ns < last_ns)
 		end_ns = last_ns;
 	walk_close_all(&w, end_ns);
-	free(w.open[0].v);
-	free(w.open[1].v);
+	free(w.open_v[0]);
+	free(w.open_v[1]);
 	return w.err;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "jsonw.h"
+#include "sink.h"
 
 struct model_trace;
 struct model_process;
@@ -27,13 +28,14 @@ void rec_ctx_free(rec_ctx *rc); /* NULL: no-op */
 const rec_stats *rec_ctx_stats(const rec_ctx *rc);
 
 /*
- * Emits the trace events of thread th's records (p's thread; written as
- * pid/tid) through emit (ev borrowed for the call), what is left open
- * ending at end_ns. Returns 0 or the first negative return of emit, or
- * -ENOMEM.
+ * Sends the trace events of thread th's records (p's thread; written as
+ * pid/tid) to out, what is left open ending at end_ns, their times onto
+ * the trace's clock through clock (NULL: as they are). Each goes to
+ * out->event at once, without raw text and without a copy on the way.
+ * Returns 0 or the first negative return of out->event, or -ENOMEM.
  */
 int rec_write_thread(rec_ctx *rc, const struct model_process *p, const struct model_thread *th,
-		     int64_t pid, int64_t tid, int64_t end_ns,
-		     int (*emit)(void *arg, const jsonw_event *ev), void *arg);
+		     int64_t pid, int64_t tid, int64_t end_ns, trace_sink *out,
+		     const model_clock_map *clock);
 
 #endif /* FT_COMBINE_RECORDS_H */

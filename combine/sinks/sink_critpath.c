@@ -113,9 +113,10 @@ static int64_t shifted(const cp_sink *t, int64_t ns)
 }
 
 /* Notes what the critical path needs of e. Returns 0 or -ENOMEM. */
-static int note(cp_sink *t, const jsonw_event *ev)
+static inline int note(cp_sink *t, const jsonw_event *ev)
 {
-	if (ev->args.n < 2 || ev->args.p[0] != '{')
+	/* The phase first: it rules out the slices, most of the events. */
+	if ((ev->ph != 'M' && ev->ph != 'i') || ev->args.n < 2 || ev->args.p[0] != '{')
 		return 0;
 	if (ev->ph == 'M' && sv_is(ev->name, "forktrace_process")) {
 		size_t n = ev->args.n;
