@@ -1,0 +1,343 @@
+/*
+ * The decoding of in-process event records (combine/model/records.c):
+ * its fast path for function entries and exits against its general
+ * parser. The same random records (functions, regions, instants,
+ * counters, time and clock records, with every width of integer, chunks
+ * cut inside a record, records that do not parse in the middle of a chunk,
+ * images changing between chunks) are written twice
+ * into a model: as the agent writes them, which takes the fast path, and
+ * with each record's type as a uint8, which only the general parser
+ * reads. The two traces must be the same bytes, with and without
+ * function filters, and under clock maps of no, one and many pairs (times
+ * before, between and after them).
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "forktrace/wire.h"
+#include "check.h"
+#include "events.h"
+#include "model.h"
+
+#define PID 5151
+#define NRECORDS 60000
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* A record stream in the two encodings. */
+typedef struct enc {
+	unsigned char *buf[2];
+	size_t len, cap; /* of buf[0]; buf[1] is its length plus one a record */
+	size_t len1;
+} enc;
+
+static void put(enc *e, int k, const void *p, size_t n)
+{
+	size_t *len = k == 0 ? &e->len : &e->len1;
+
+	if (*len + n > e->cap) {
+		fprintf(stderr, "test_records: buffer full\n");
+		abort();
+	}
+	memcpy(e->buf[k] + *len, p, n);
+	*len += n;
+}
+
+/* An unsigned integer in one of the widths msgpack has for it. */
+static size_t uint_bytes(unsigned char *out, uint64_t v, unsigned width)
+{
+	if (width == 0 && v <= 0x7f) {
+		out[0] = (unsigned char)v;
+		return 1;
+	}
+	if (width <= 1 && v <= 0xff) {
+		out[0] = 0xcc;
+		out[1] = (unsigned char)v;
+		return 2;
+	}
+	if (width <= 2 && v <= 0xffff) {
+		out[0] = 0xcd;
+		out[1] = (unsigned char)(v >> 8);
+		out[2] = (unsigned char)v;
+		return 3;
+	}
+	if (width <= 3 && v <= 0xffffffffu) {
+		out[0] = 0xce;
+		for (int i = 0; i < 4; i++)
+			out[1 + i] = (unsigned char)(v >> (24 - 8 * i));
+		return 5;
+	}
+	out[0] = 0xcf;
+	for (int i = 0; i < 8; i++)
+		out[1 + i] = (unsigned char)(v >> (56 - 8 * i));
+	return 9;
+}
+
+/*
+ * One record [type, fields...] of n elements in both encodings; fields
+ * are already encoded. cut > 0: only the first cut parts (array header,
+ * type, then the fields) are written, the last of them half when it is
+ * longer than a byte: a chunk that ends inside the record.
+ */
+static void record(enc *e, unsigned type, const unsigned char *fields[], const size_t flen[],
+		   size_t nf, size_t cut)
+{
+	unsigned char hdr = (unsigned char)(0x90 | (nf + 1));
+	unsigned char t8[2] = {0xcc, (unsigned char)type};
+	unsigned char t0 = (unsigned char)type;
+
+	for (int k = 0; k < 2; k++) {
+		size_t part = 0;
+
+		if (cut > 0 && ++part > cut)
+			continue;
+		put(e, k, &hdr, 1);
+		if (cut > 0 && ++part > cut)
+			continue;
+		if (k == 0)
+			put(e, k, &t0, 1);
+		else
+			put(e, k, t8, 2);
+		for (size_t i = 0; i < nf; i++) {
+			if (cut > 0 && ++part >= cut) {
+				put(e, k, fields[i], flen[i] > 1 ? flen[i] / 2 : flen[i]);
+				break;
+			}
+			put(e, k, fields[i], flen[i]);
+		}
+	}
+}
+
+/* A random record; cut as for record. bad: its field number bad - 1 is
+ * no integer (a scribbled buffer), when it has that field. */
+static void random_record(enc *e, const uint64_t *addrs, size_t naddrs, size_t cut, size_t bad)
+{
+	static const char *const names[] = {"outer", "inner", "tick", "\xc3\xa9t\xc3\xa9",
+					    "q\"uote"};
+	unsigned char dt[9], a[9], name[40], val[9];
+	const unsigned char *f[3] = {dt, a, val};
+	size_t fl[3];
+	unsigned r = (unsigned)(next() % 100);
+	uint64_t d = next() % 4 == 0 ? next() % 100000 : next() % 200;
+
+	fl[0] = uint_bytes(dt, d, (unsigned)(next() % 5));
+	if (bad == 1) {
+		dt[0] = 0xc1;
+		fl[0] = 1;
+	}
+	if (r < 45) {
+		fl[1] = uint_bytes(a, addrs[next() % naddrs], next() % 8 == 0 ? 3 : 4);
+		if (bad == 2) {
+			a[0] = 0xc1;
+			fl[1] = 1;
+		}
+		record(e, FT_EV_FUNC_ENTER, f, fl, 2, cut);
+	} else if (r < 88) {
+		record(e, FT_EV_FUNC_EXIT, f, fl, 1, cut);
+	} else if (r < 96) {
+		const char *s = names[next() % 5];
+		size_t n = strlen(s);
+		unsigned type = r < 92   ? FT_EV_REGION_BEGIN
+				: r < 94 ? FT_EV_REGION_END
+				: r < 95 ? FT_EV_INSTANT
+					 : FT_EV_COUNTER;
+
+		name[0] = (unsigned char)(0xa0 | n);
+		memcpy(name + 1, s, n);
+		f[1] = name;
+		fl[1] = n + 1;
+		if (type == FT_EV_REGION_END) {
+			record(e, type, f, fl, 1, cut);
+		} else if (type == FT_EV_COUNTER) {
+			double v = (double)(next() % 1000) / 8.0;
+			uint64_t bits;
+
+			memcpy(&bits, &v, 8);
+			val[0] = 0xcb;
+			for (int i = 0; i < 8; i++)
+				val[1 + i] = (unsigned char)(bits >> (56 - 8 * i));
+			f[2] = val;
+			fl[2] = 9;
+			record(e, type, f, fl, 3, cut);
+		} else {
+			record(e, type, f, fl, 2, cut);
+		}
+		f[1] = a;
+	} else if (r < 98) {
+		/* A time record: the time jumps (forward, now and then
+		 * back). */
+		fl[0] = uint_bytes(dt, 3000000 + next() % 30000000, 4);
+		record(e, FT_EV_TIME, f, fl, 1, cut);
+	} else {
+		fl[0] = uint_bytes(dt, 3000000 + next() % 30000000, 4);
+		fl[1] = uint_bytes(a, 1000000 + next() % 9000000, 4);
+		record(e, FT_EV_CLOCK, f, fl, 2, cut);
+	}
+}
+
+static model_trace *build(void)
+{
+	model_trace *t = model_new();
+	model_process *p;
+	model_segment *s;
+
+	CHECK(t != NULL);
+	t->start_ns = 1000000;
+	t->end_ns = 20000000;
+	p = model_add_process(t, PID);
+	CHECK(p != NULL);
+	p->start_ns = 1000000;
+	p->end_ns = 15000000;
+	for (int i = 0; i < 2; i++) {
+		s = model_add_segment(t, p);
+		CHECK(s != NULL);
+		s->start_ns = i == 0 ? 1000000 : 6000000;
+		s->end_ns = i == 0 ? 6000000 : 15000000;
+		s->exe = model_strdup(t, i == 0 ? "/bin/first" : "/bin/second");
+		s->instrumented = true;
+	}
+	CHECK(model_add_thread(t, p, PID) != NULL);
+	CHECK(model_add_thread(t, p, PID + 1) != NULL);
+	p->threads[0].end_ns = 15000000;
+	p->threads[1].end_ns = 9000000;
+	return t;
+}
+
+/* The JSON of t (malloc'd, *n bytes). */
+static char *write_json(const model_trace *t, size_t *n, events_stats *st)
+{
+	int fd = memfd_create("trace", 0);
+	char *buf;
+	off_t len;
+
+	CHECK(fd >= 0);
+	CHECK(events_write(t, fd, TRACE_FORMAT_JSON, NULL, st) == 0);
+	len = lseek(fd, 0, SEEK_END);
+	buf = malloc((size_t)len + 1);
+	CHECK(buf != NULL && pread(fd, buf, (size_t)len, 0) == len);
+	close(fd);
+	*n = (size_t)len;
+	return buf;
+}
+
+/* The records of both encodings in two models, chunk by chunk, with the
+ * clock pairs pairs[0..npairs); compared as JSON. */
+static void compare(const model_clock *pairs, size_t npairs, const char *what)
+{
+	static const char *const include_re[] = {"^0x[0-9a-f]*[02468ace]0$", NULL};
+	static const char *const exclude_re[] = {"00$", NULL};
+	uint64_t addrs[600];
+	model_trace *t[2] = {build(), build()};
+	enc e = {.cap = 64 << 20};
+	size_t corrupt = 0;
+
+	e.buf[0] = malloc(e.cap);
+	e.buf[1] = malloc(e.cap);
+	CHECK(e.buf[0] != NULL && e.buf[1] != NULL);
+	/* More functions than the name cache has slots, some on one slot. */
+	for (size_t i = 0; i < 600; i++)
+		addrs[i] = i < 500 ? 0x401000 + 16 * i : 0x401000 + ((i - 500) << 20);
+	for (int k = 0; k < 2; k++)
+		for (size_t i = 0; i < npairs; i++)
+			CHECK(model_add_clock(t[k], pairs[i].tsc, pairs[i].ns) == 0);
+	for (size_t done = 0; done < NRECORDS;) {
+		int th = (int)(next() % 2);
+		uint32_t seg = next() % 4 == 0 ? 1 : 0;
+		size_t recs = 1 + next() % (next() % 2 ? 5 : 800), start0 = e.len, start1 = e.len1;
+
+		/* A record at the start of a chunk sets its time. */
+		{
+			unsigned char ts[9];
+			const unsigned char *f[1] = {ts};
+			size_t fl[1] = {uint_bytes(ts, 3000000 + next() % 3000000, 4)};
+
+			record(&e, FT_EV_TIME, f, fl, 1, 0);
+		}
+		for (size_t i = 0; i < recs; i++) {
+			/* Now and then a record that does not parse, with
+			 * more after it: where the fast path reads. */
+			size_t bad = next() % 400 == 0 ? 1 + next() % 2 : 0;
+
+			random_record(&e, addrs, 600, 0, bad);
+			corrupt += bad != 0;
+		}
+		if (next() % 8 == 0) {
+			random_record(&e, addrs, 600, 1 + next() % 4, 0);
+			corrupt++;
+		}
+		done += recs;
+		CHECK(model_add_chunk(t[0], &t[0]->procs[0]->threads[th], seg, e.buf[0] + start0,
+				      e.len - start0) == 0);
+		CHECK(model_add_chunk(t[1], &t[1]->procs[0]->threads[th], seg, e.buf[1] + start1,
+				      e.len1 - start1) == 0);
+	}
+	for (int filters = 0; filters < 2; filters++) {
+		events_stats st[2];
+		size_t n[2];
+		char *out[2];
+
+		for (int k = 0; k < 2; k++) {
+			t[k]->fn_include = filters ? include_re : NULL;
+			t[k]->fn_exclude = filters ? exclude_re : NULL;
+			out[k] = write_json(t[k], &n[k], &st[k]);
+		}
+		if (n[0] != n[1] || memcmp(out[0], out[1], n[0]) != 0) {
+			size_t at = 0;
+
+			while (at < n[0] && at < n[1] && out[0][at] == out[1][at])
+				at++;
+			fprintf(stderr,
+				"test_records: %s%s: the fast path's trace differs at byte %zu\n",
+				what, filters ? ", filtered" : "", at);
+			CHECK(false);
+		}
+		/* Cuts inside a record's type or array header leave a chunk
+		 * that one encoding still reads whole: at least the others
+		 * count. */
+		CHECK_UINT(st[0].corrupt_chunks, ==, st[1].corrupt_chunks);
+		CHECK(st[0].corrupt_chunks > 0 && st[0].corrupt_chunks <= corrupt);
+		CHECK(st[0].events > NRECORDS / (filters ? 8 : 4));
+		fprintf(stderr,
+			"test_records: %s%s: %" PRIu64 " events, %" PRIu64
+			" corrupt chunks, the same %zu bytes\n",
+			what, filters ? ", filtered" : "", st[0].events, st[0].corrupt_chunks,
+			n[0]);
+		free(out[0]);
+		free(out[1]);
+	}
+	model_free(t[0]);
+	model_free(t[1]);
+	free(e.buf[0]);
+	free(e.buf[1]);
+}
+
+int main(void)
+{
+	/* About 3 ticks a ns; the records' times start before the first
+	 * pair and end past the last. */
+	static const model_clock many[] = {
+		{6000000, 2000000},   {9000000, 3000000},   {9000300, 3000100},
+		{15000000, 5000000},  {27000000, 9000000},  {30000000, 10000000},
+		{90000000, 30000000}, {91000000, 30400000},
+	};
+	static const model_clock one[] = {{9000000, 3000000}};
+
+	compare(many, sizeof(many) / sizeof(many[0]), "pairs");
+	compare(one, 1, "one pair");
+	compare(NULL, 0, "no pair");
+	return check_done("test_records");
+}
