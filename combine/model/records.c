@@ -73,16 +73,11 @@ typedef struct rec_name {
 	strview name;
 } rec_name;
 
-/* Entries of the direct-mapped cache in front of names_by_addr: a
- * program's calls come from a few hot functions, and a slot compare is
- * cheaper than the table's probe. */
+/* Entries of the direct-mapped cache in front of names_by_addr, each a
+ * copy of a name (an empty slot has name.p NULL): a program's calls come
+ * from a few hot functions, and a slot compare is cheaper than the
+ * table's probe and the load from names after it. */
 #define REC_NAME_CACHE_BITS 8
-
-typedef struct rec_name_slot {
-	uint64_t addr;
-	uint32_t seg;
-	uint32_t index; /* in names, + 1; 0: empty */
-} rec_name_slot;
 
 struct rec_ctx {
 	const model_trace *t;
@@ -95,7 +90,7 @@ struct rec_ctx {
 	rec_name *names;
 	size_t nnames, names_cap;
 	htab names_by_addr; /* name_key -> index + 1 in names */
-	rec_name_slot name_cache[1 << REC_NAME_CACHE_BITS];
+	rec_name name_cache[1 << REC_NAME_CACHE_BITS];
 	/* Names made up for addresses without a symbol, freed with ctx. */
 	char **made;
 	size_t nmade, made_cap;
@@ -400,7 +395,7 @@ static uint64_t name_key(uint64_t addr, uint32_t seg)
 	return addr ^ ((uint64_t)seg << 48);
 }
 /* The slot of an address in the name cache. */
-static rec_name_slot *name_slot(rec_ctx *rc, uint64_t addr)
+static rec_name *name_slot(rec_ctx *rc, uint64_t addr)
 {
 	return &rc->name_cache[(addr * 0x9e3779b97f4a7c15ull) >> (64 - REC_NAME_CACHE_BITS)];
 }
@@ -411,7 +406,7 @@ static const rec_name *name_lookup(rec_ctx *rc, const model_process *p, uint32_t
 {
 	static rec_name fallback;
 	uint64_t key = name_key(addr, seg);
-	rec_name_slot *slot = name_slot(rc, addr);
+	rec_name *slot = name_slot(rc, addr);
 	const char *name;
 	size_t pos;
 	uint64_t v;
@@ -421,12 +416,11 @@ static const rec_name *name_lookup(rec_ctx *rc, const model_process *p, uint32_t
 	while ((v = htab_next(&rc->names_by_addr, key, &pos)) != 0) {
 		n = &rc->names[v - 1];
 		if (n->addr == addr && n->seg == seg) {
-			*slot = (rec_name_slot){.addr = addr, .seg = seg, .index = (uint32_t)v};
+			*slot = *n;
 			return n;
 		}
 	}
-	if (rc->nnames >= UINT32_MAX - 1 ||
-	    vec_grow(&rc->names, &rc->names_cap, rc->nnames + 1, sizeof(*rc->names), 512) < 0 ||
+	if (vec_grow(&rc->names, &rc->names_cap, rc->nnames + 1, sizeof(*rc->names), 512) < 0 ||
 	    htab_add(&rc->names_by_addr, key, rc->nnames + 1) < 0) {
 		name = symbolize(rc, p, seg, addr);
 		fallback.name = strview_c(name);
@@ -439,7 +433,7 @@ static const rec_name *name_lookup(rec_ctx *rc, const model_process *p, uint32_t
 	name = symbolize(rc, p, seg, addr);
 	n->name = strview_c(name);
 	n->keep = name_kept(rc, name);
-	*slot = (rec_name_slot){.addr = addr, .seg = seg, .index = (uint32_t)rc->nnames};
+	*slot = *n;
 	return n;
 }
 
@@ -448,7 +442,7 @@ static const rec_name *name_lookup(rec_ctx *rc, const model_process *p, uint32_t
 static inline const rec_name *name_of(rec_ctx *rc, const model_process *p, uint32_t seg,
 				      uint64_t addr)
 {
-	const rec_name_slot *slot;
+	const rec_name *slot;
 
 	if (rc->cache_proc != p) {
 		htab_clear(&rc->names_by_addr);
@@ -457,8 +451,8 @@ static inline const rec_name *name_of(rec_ctx *rc, const model_process *p, uint3
 		rc->cache_proc = p;
 	}
 	slot = name_slot(rc, addr);
-	if (slot->index != 0 && slot->addr == addr && slot->seg == seg)
-		return &rc->names[slot->index - 1];
+	if (slot->addr == addr && slot->seg == seg && slot->name.p != NULL)
+		return slot;
 	return name_lookup(rc, p, seg, addr);
 }
 
