@@ -382,7 +382,8 @@ typedef struct head_state head_state;
 typedef struct head_opts {
 	const char *listen;                /* --listen [ADDR:]PORT, or NULL: every address,
 				  * a free port */
-	uint64_t max_memory;               /* shared by the run's model and every part */
+	uint64_t max_memory;               /* what of --max-memory the run's model and
+				  * every part share */
 	const char *spill_dir;             /* where parts spill past it (borrowed) */
 	const char *remote_path;           /* forktrace on the other hosts, for messages */
 	proc_tree *tree;                   /* the run's, for its remote launches */

@@ -880,6 +880,23 @@ void run_set_write_opts(model_trace *t, const run_opts *o)
 	t->no_functions = o->no_functions;
 }
 
+/*
+ * Of --max-memory, what the collector needs whatever the trace holds: the
+ * program and its libraries (HDF5's too), the writers' blocks in flight,
+ * the decoding of event records, symbol tables, frames being received.
+ * The rest is the models' (their event records and strings); past it,
+ * they go to the spill file. So the collector's peak RSS stays within
+ * --max-memory, or within this reserve when --max-memory is smaller
+ * (docs/OUTPUT.md, "mem").
+ */
+#define RUN_MEMORY_RESERVE (32ull << 20)
+
+/* What of max_memory the models (the run's and a head's parts) share. */
+static uint64_t models_budget(uint64_t max_memory)
+{
+	return max_memory > RUN_MEMORY_RESERVE ? max_memory - RUN_MEMORY_RESERVE : 0;
+}
+
 /* The model of the run and its tree, with the run's metadata. Returns 0
  * or -ENOMEM, said. */
 static int make_model(run_state *rs)
@@ -898,7 +915,7 @@ static int make_model(run_state *rs)
 	 * again, for images that lost the variable with a cleared env). */
 	if (rs->o.no_functions)
 		setenv("FORKTRACE_FUNCTIONS", "0", 1);
-	if (model_set_spill(rs->model, rs->sock_dir, rs->o.max_memory) < 0)
+	if (model_set_spill(rs->model, rs->sock_dir, models_budget(rs->o.max_memory)) < 0)
 		fprintf(stderr,
 			"forktrace: warning: cannot create a spill file in %s; "
 			"--max-memory is not enforced\n",
@@ -1039,7 +1056,7 @@ static bool listen_any(const char *addr)
 static int start_remote(run_state *rs)
 {
 	head_opts ho = {.listen = rs->o.listen,
-			.max_memory = rs->o.max_memory,
+			.max_memory = models_budget(rs->o.max_memory),
 			.spill_dir = rs->sock_dir,
 			.tree = rs->tree,
 			.write_opts = &rs->o,

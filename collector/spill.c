@@ -28,6 +28,17 @@
 #include "spill.h"
 #include "vec.h"
 
+/* What the models built from spill and node-output files keep in memory,
+ * together: past it, their event records go to a temporary file
+ * (model_set_spill), so that combine's memory stays flat whatever the
+ * files hold (docs/OUTPUT.md, "mem"). */
+#define SPILL_MODELS_MEMORY (16u << 20)
+
+/* Of a spill file being read, the bytes already applied are given back
+ * to the kernel in steps of this: the file is mapped whole, and what was
+ * read of it would otherwise stay resident until its end. */
+#define SPILL_DROP_STEP (4u << 20)
+
 static bool has_spill_name(const char *name)
 {
 	return fnmatch("*.ftspill", name, 0) == 0;
@@ -98,6 +109,42 @@ static bool owned_by_caller(const char *path, const struct stat *st)
 	return false;
 }
 
+/* Bounds the memory of model t, the next model of sp: what the models
+ * before it left of SPILL_MODELS_MEMORY, the rest of it in a temporary
+ * file in $TMPDIR (else /tmp). Without one (it cannot be made), says so. */
+static void bound_model(const spill_inputs *sp, model_trace *t)
+{
+	const char *dir = getenv("TMPDIR");
+	uint64_t used = sp->model && sp->model != t ? sp->model->arena_mem : 0;
+
+	for (size_t i = 0; i < sp->nnodes; i++)
+		if (sp->nodes[i].model != t)
+			used += sp->nodes[i].model->arena_mem;
+	if (dir == NULL || *dir == '\0')
+		dir = "/tmp";
+	if (model_set_spill(t, dir, used < SPILL_MODELS_MEMORY ? SPILL_MODELS_MEMORY - used : 0) <
+	    0)
+		fprintf(stderr,
+			"forktrace: warning: cannot create a temporary file in %s: the "
+			"event records of the spill and node-output files stay in memory\n",
+			say_esc(dir));
+}
+
+/* Gives back to the kernel the pages of data[0..off) that are not yet:
+ * *dropped of them are. */
+static void drop_read(const char *data, size_t off, size_t *dropped)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t to = off & ~(page - 1);
+
+	if (to < *dropped + SPILL_DROP_STEP)
+		return;
+	/* The mapping is private and read-only: the pages come back from
+	 * the file if anything reads them again. */
+	(void)madvise((void *)(data + *dropped), to - *dropped, MADV_DONTNEED);
+	*dropped = to;
+}
+
 /*
  * Applies the frames of one spill file to the tree: path (shown in
  * messages) is opened relative to dirfd as name, without following a
@@ -114,7 +161,7 @@ static int read_spill(proc_tree *pt, ptab *t, int dirfd, const char *name, const
 	proc_conn conn;
 	struct stat st;
 	const char *data;
-	size_t off = 0;
+	size_t off = 0, dropped = 0;
 	int fd, rc = 0;
 	wire_frame f;
 	int r;
@@ -147,6 +194,7 @@ static int read_spill(proc_tree *pt, ptab *t, int dirfd, const char *name, const
 		fprintf(stderr, "forktrace: %s: %s\n", say_esc(path), strerror(errno));
 		return -1;
 	}
+	(void)madvise((void *)data, (size_t)st.st_size, MADV_SEQUENTIAL);
 	memset(&conn, 0, sizeof(conn));
 	msgpack_unpacked_init(&up);
 	while ((r = wire_next_frame(data + off, (size_t)st.st_size - off, FT_WIRE_MAX_PAYLOAD,
@@ -176,6 +224,8 @@ static int read_spill(proc_tree *pt, ptab *t, int dirfd, const char *name, const
 		if (m.ts > *last_ts)
 			*last_ts = m.ts;
 		off += f.size;
+		/* What the frames before off said is in the model now. */
+		drop_read(data, off, &dropped);
 	}
 	if (r < 0) {
 		fprintf(stderr, "forktrace: %s: byte %zu: %s; the frames before it are kept\n",
@@ -397,6 +447,8 @@ static int take_node_file(spill_inputs *sp, spill_found *f, int dirfd, const cha
 	}
 	n = &sp->nodes[sp->nnodes];
 	n->model = model_new();
+	if (n->model)
+		bound_model(sp, n->model);
 	n->path = strdup(path);
 	r = n->model ? mstream_reader_new(n->model) : NULL;
 	if (r == NULL || n->path == NULL) {
@@ -516,6 +568,8 @@ static int read_spills(spill_inputs *sp, const spill_found *f)
 	model_trace *t;
 
 	t = sp->model = model_new();
+	if (t)
+		bound_model(sp, t);
 	sp->pt = t ? proc_tree_new(t) : NULL;
 	sp->tables = f->ntabs ? calloc(f->ntabs, sizeof(*sp->tables)) : NULL;
 	if (!sp->pt || (f->ntabs && !sp->tables))

@@ -64,14 +64,24 @@ typedef struct model_segment {
  * calls, regions, instants, counters: include/forktrace/wire.h, enum
  * ft_ev_type), kept as the agent encoded them and decoded only when the
  * trace is written (events.c). Times in it are time stamp counter ticks,
- * converted with the trace's clock pairs.
+ * converted with the trace's clock pairs. The header is always in memory;
+ * the bytes are in memory (data) or, past the model's memory limit, in its
+ * spill file (data NULL, at off): model_chunk_bytes reads either.
  */
 typedef struct model_chunk {
 	struct model_chunk *next;
-	const unsigned char *data; /* in the arena */
+	const unsigned char *data; /* in memory, or NULL: in the spill file */
+	uint64_t off;              /* where in the spill file, when data is NULL */
 	uint32_t len;
 	uint32_t seg; /* index of the image that recorded it */
 } model_chunk;
+
+/* Room for the bytes of chunks read back from the spill file, reused
+ * from chunk to chunk: zero it before the first use, free(p) after. */
+typedef struct model_chunk_buf {
+	unsigned char *p;
+	size_t cap;
+} model_chunk_buf;
 
 /* A (time stamp counter, CLOCK_MONOTONIC ns) pair read together. */
 typedef struct model_clock {
@@ -270,12 +280,17 @@ typedef struct model_trace {
 	const char *const *fn_exclude;
 	bool no_functions;
 
-	model_arena_block *arena;
-	/* Arena bytes kept in memory, and past the limit set with
-	 * model_set_spill, bytes kept in the spill file instead. */
+	model_arena_block *arena;       /* strings: in memory, or mapped from the spill file */
+	model_arena_block *chunk_arena; /* chunk headers and bytes: in memory only */
+	/* Bytes in memory (both arenas), bytes kept in the spill file instead
+	 * past the limit set with model_set_spill, and that limit. */
 	uint64_t arena_mem, arena_spilled, spill_limit;
-	int spill_fd; /* -1: no spilling */
-	uint64_t spill_size;
+	int spill_fd;        /* -1: no spilling */
+	uint64_t spill_size; /* bytes of the spill file written or mapped */
+	/* Chunk bytes on their way to the spill file, written in large
+	 * pieces: they belong at spill_size. */
+	unsigned char *spill_wbuf;
+	size_t spill_wlen;
 	/* Why the spill file could not grow (ENOSPC, EDQUOT...): spilling
 	 * stopped there, and later data stayed in memory. 0: it never failed. */
 	int spill_error;
@@ -303,14 +318,17 @@ model_trace *model_new(void);
 void model_free(model_trace *t);
 
 /*
- * Bounds the memory of t's arena (the strings: argv, paths, names, mark
- * args - what grows with the number of processes): once limit bytes are in
- * memory, new arena blocks live in an unlinked temporary file in dir,
- * mapped shared, so the kernel can write them out and drop them instead of
- * keeping them as anonymous memory. Each block's disk space is reserved
- * before it is mapped; when the disk refuses, spilling stops, the data
- * stays in memory and t->spill_error says why. Returns 0 or a negative
- * errno (then nothing changes).
+ * Bounds the memory of t's arenas (the strings: argv, paths, names, mark
+ * args, which grow with the number of processes; and the event records'
+ * chunks, which grow with the number of events): once limit bytes are in
+ * memory, chunk bytes are written to an unlinked temporary file in dir and
+ * read back when the trace is written (model_chunk_bytes), and new string
+ * blocks live in that file, mapped shared, so the kernel can write them
+ * out and drop them instead of keeping them as anonymous memory. Each
+ * string block's disk space is reserved before it is mapped; when the
+ * disk refuses, spilling stops, the data stays in memory and
+ * t->spill_error says why. Returns 0 or a negative errno (then nothing
+ * changes). Called again, only the limit changes.
  */
 int model_set_spill(model_trace *t, const char *dir, uint64_t limit);
 
@@ -336,8 +354,19 @@ model_thread *model_add_thread(model_trace *t, model_process *p, int64_t tid);
 model_mark *model_add_mark(model_trace *t, model_process *p);
 
 /* Appends a copy of data[0..len) to thread th of p as recorded by image
- * seg. Returns 0 or -ENOMEM. */
+ * seg: in memory while under the spill limit, else in the spill file.
+ * Returns 0 or -ENOMEM. */
 int model_add_chunk(model_trace *t, model_thread *th, uint32_t seg, const void *data, size_t len);
+
+/*
+ * The bytes of chunk c of t (c->len of them): c->data when they are in
+ * memory, else read from the spill file into buf (grown to fit; the
+ * caller's, reused from call to call), valid until the next call with
+ * buf. NULL on failure (the spill file could not be read; errno says
+ * why).
+ */
+const unsigned char *model_chunk_bytes(const model_trace *t, const model_chunk *c,
+				       model_chunk_buf *buf);
 
 /* Adds a module to image s unless it has it (same path and bias); path is
  * copied. Returns 0 or -ENOMEM. */

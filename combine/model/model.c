@@ -47,8 +47,14 @@ model_trace *model_new(void)
 
 int model_set_spill(model_trace *t, const char *dir, uint64_t limit)
 {
-	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	int fd;
 
+	/* Chunks already in the file stay readable: one file per model. */
+	if (t->spill_fd >= 0) {
+		t->spill_limit = limit;
+		return 0;
+	}
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		/* O_TMPFILE is not supported everywhere (older filesystems):
 		 * a named file, unlinked at once, does the same. */
@@ -60,53 +66,147 @@ int model_set_spill(model_trace *t, const char *dir, uint64_t limit)
 			return -errno;
 		unlink(path);
 	}
-	if (t->spill_fd >= 0)
-		close(t->spill_fd);
 	t->spill_fd = fd;
 	t->spill_limit = limit;
 	return 0;
 }
 
+/* Whether n more bytes go to the spill file rather than memory. */
+static bool spill_wanted(const model_trace *t, size_t n)
+{
+	return t->spill_fd >= 0 && t->spill_error == 0 && t->arena_mem + n > t->spill_limit;
+}
+
+/* Stops spilling for good: later data stays in memory. What is in the
+ * file stays readable (the fd stays open). */
+static void spill_failed(model_trace *t, int err)
+{
+	t->spill_error = err ? err : EIO;
+}
+
+/* Writes buf[0..n) at off of the spill file, all of it. Returns 0 or an
+ * errno (a short write is ENOSPC: the disk took what it had room for). */
+static int spill_pwrite(int fd, const void *buf, size_t n, uint64_t off)
+{
+	const unsigned char *p = buf;
+
+	while (n > 0) {
+		ssize_t w = pwrite(fd, p, n, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return errno;
+		if (w == 0)
+			return ENOSPC;
+		p += w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+/* Writes the chunk bytes waiting in the write buffer. On failure they
+ * stay there (readable, in memory) and spilling stops. Returns 0 or an
+ * errno. */
+static int spill_flush(model_trace *t)
+{
+	int err;
+
+	if (t->spill_wlen == 0 || t->spill_error)
+		return t->spill_error;
+	err = spill_pwrite(t->spill_fd, t->spill_wbuf, t->spill_wlen, t->spill_size);
+	if (err) {
+		/* What the disk took of it is beyond spill_size: overwritten or
+		 * ignored, never read. */
+		spill_failed(t, err);
+		return err;
+	}
+	t->spill_size += t->spill_wlen;
+	t->spill_wlen = 0;
+	return 0;
+}
+
 /*
- * Gives the spill file len more bytes of disk and maps them. The blocks
- * are reserved before the mapping: a page of a file that has only a size
- * (ftruncate) gets its disk block when it is first written through the
- * mapping, and on a full file system that write is SIGBUS, which would
- * kill forktrace mid-run and lose the whole trace. Returns NULL when the
- * disk cannot take it (t->spill_error says why).
+ * Gives the spill file len more bytes of disk, from the next page
+ * boundary, and maps them. The blocks are reserved before the mapping: a
+ * page of a file that has only a size (ftruncate) gets its disk block
+ * when it is first written through the mapping, and on a full file
+ * system that write is SIGBUS, which would kill forktrace mid-run and
+ * lose the whole trace. Returns NULL when the disk cannot take it
+ * (t->spill_error says why).
  */
 static void *spill_map(model_trace *t, size_t len)
 {
-	int err = posix_fallocate(t->spill_fd, (off_t)t->spill_size, (off_t)len);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t at;
+	int err = spill_flush(t);
 	void *b;
 
+	if (err)
+		return NULL;
+	at = (t->spill_size + page - 1) & ~(uint64_t)(page - 1);
+	err = posix_fallocate(t->spill_fd, (off_t)at, (off_t)len);
 	if (err == 0) {
-		b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, t->spill_fd,
-			 (off_t)t->spill_size);
+		b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, t->spill_fd, (off_t)at);
 		if (b != MAP_FAILED) {
-			t->spill_size += len;
+			t->spill_size = at + len;
 			return b;
 		}
 		err = errno;
 	}
-	/* What a failed reservation took stays with the file (the blocks
-	 * mapped so far keep it open): give it back, and spill no more. The
-	 * disk is full or refuses; memory is still better than losing data. */
+	/* What a failed reservation took stays with the file: give it back,
+	 * and spill no more. The disk is full or refuses; memory is still
+	 * better than losing data. */
 	(void)ftruncate(t->spill_fd, (off_t)t->spill_size);
-	close(t->spill_fd);
-	t->spill_fd = -1;
-	t->spill_error = err;
+	spill_failed(t, err);
 	return NULL;
 }
 
+/* The spill file's write buffer: chunks smaller than this are gathered
+ * into one pwrite. */
+#define SPILL_WBUF_SIZE (256u * 1024u)
+
+/*
+ * Puts data[0..len) at the end of the spill file; *off says where.
+ * Returns 0, or an errno when the disk refuses (spilling stops; nothing
+ * of data was kept).
+ */
+static int spill_append(model_trace *t, const void *data, size_t len, uint64_t *off)
+{
+	int err;
+
+	if (t->spill_wbuf == NULL) {
+		t->spill_wbuf = malloc(SPILL_WBUF_SIZE);
+		if (t->spill_wbuf == NULL)
+			return ENOMEM;
+	}
+	if (t->spill_wlen + len > SPILL_WBUF_SIZE && (err = spill_flush(t)) != 0)
+		return err;
+	if (len <= SPILL_WBUF_SIZE) {
+		*off = t->spill_size + t->spill_wlen;
+		memcpy(t->spill_wbuf + t->spill_wlen, data, len);
+		t->spill_wlen += len;
+		return 0;
+	}
+	err = spill_pwrite(t->spill_fd, data, len, t->spill_size);
+	if (err) {
+		spill_failed(t, err);
+		return err;
+	}
+	*off = t->spill_size;
+	t->spill_size += len;
+	return 0;
+}
+
 /* A block of cap data bytes: from the heap while under the limit, else
- * mapped from the spill file. */
-static model_arena_block *block_new(model_trace *t, size_t cap)
+ * (when may_spill) mapped from the spill file. */
+static model_arena_block *block_new(model_trace *t, size_t cap, bool may_spill)
 {
 	model_arena_block *b;
 	size_t size = sizeof(*b) + cap;
 
-	if (t->spill_fd >= 0 && t->arena_mem + size > t->spill_limit) {
+	if (may_spill && spill_wanted(t, size)) {
 		size_t page = (size_t)sysconf(_SC_PAGESIZE);
 		size_t len = (size + page - 1) & ~(page - 1);
 
@@ -139,9 +239,21 @@ static void process_free(model_process *p)
 	free(p);
 }
 
+static void arena_free(model_arena_block *b)
+{
+	model_arena_block *next;
+
+	for (; b != NULL; b = next) {
+		next = b->next;
+		if (b->maplen)
+			munmap(b, b->maplen);
+		else
+			free(b);
+	}
+}
+
 void model_free(model_trace *t)
 {
-	model_arena_block *b, *next;
 	size_t i;
 
 	if (t == NULL)
@@ -152,24 +264,21 @@ void model_free(model_trace *t)
 	free(t->clocks);
 	free(t->node.samples);
 	free(t->missing);
-	for (b = t->arena; b != NULL; b = next) {
-		next = b->next;
-		if (b->maplen)
-			munmap(b, b->maplen);
-		else
-			free(b);
-	}
+	arena_free(t->arena);
+	arena_free(t->chunk_arena);
+	free(t->spill_wbuf);
 	if (t->spill_fd >= 0)
 		close(t->spill_fd);
 	free(t);
 }
 
-/* Returns n bytes of arena memory (no alignment: only chars live here).
- * The head block is the one being filled; a big request gets a block that
- * is linked behind the head, so the head keeps serving small strings. */
-static char *arena_alloc(model_trace *t, size_t n)
+/* Returns n bytes of the arena *head (no alignment: only chars live
+ * here). The head block is the one being filled; a big request gets a
+ * block that is linked behind the head, so the head keeps serving small
+ * strings. */
+static char *arena_alloc_in(model_trace *t, model_arena_block **head, size_t n, bool may_spill)
 {
-	model_arena_block *b = t->arena;
+	model_arena_block *b = *head;
 	size_t cap;
 
 	if (b != NULL && b->cap - b->used >= n) {
@@ -181,18 +290,24 @@ static char *arena_alloc(model_trace *t, size_t n)
 	cap = n > ARENA_BIG ? n : ARENA_BLOCK_SIZE;
 	if (cap > SIZE_MAX - sizeof(*b))
 		return NULL;
-	b = block_new(t, cap);
+	b = block_new(t, cap, may_spill);
 	if (b == NULL)
 		return NULL;
 	b->used = n;
-	if (n > ARENA_BIG && t->arena != NULL) {
-		b->next = t->arena->next;
-		t->arena->next = b;
+	if (n > ARENA_BIG && *head != NULL) {
+		b->next = (*head)->next;
+		(*head)->next = b;
 	} else {
-		b->next = t->arena;
-		t->arena = b;
+		b->next = *head;
+		*head = b;
 	}
 	return b->data;
+}
+
+/* n bytes for strings. */
+static char *arena_alloc(model_trace *t, size_t n)
+{
+	return arena_alloc_in(t, &t->arena, n, true);
 }
 
 const char *model_strndup(model_trace *t, const char *s, size_t n)
@@ -330,18 +445,34 @@ model_mark *model_add_mark(model_trace *t, model_process *p)
 int model_add_chunk(model_trace *t, model_thread *th, uint32_t seg, const void *data, size_t len)
 {
 	const size_t align = _Alignof(model_chunk);
+	bool spill = spill_wanted(t, len);
 	model_chunk *c;
 	char *raw;
 
 	if (len > UINT32_MAX)
 		return -EINVAL;
-	raw = arena_alloc(t, sizeof(*c) + align - 1 + len);
+	raw = arena_alloc_in(t, &t->chunk_arena, sizeof(*c) + align - 1 + (spill ? 0 : len), false);
 	if (raw == NULL)
 		return -ENOMEM;
 	c = (model_chunk *)(void *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
-	memcpy(c + 1, data, len);
+	c->off = 0;
+	if (spill && spill_append(t, data, len, &c->off) == 0) {
+		c->data = NULL;
+		t->arena_spilled += len;
+	} else if (spill) {
+		/* The disk refused: the bytes go to memory after all, in a
+		 * block of their own (the header's has no room for them). */
+		unsigned char *d = (unsigned char *)arena_alloc_in(t, &t->chunk_arena, len, false);
+
+		if (d == NULL)
+			return -ENOMEM;
+		memcpy(d, data, len);
+		c->data = d;
+	} else {
+		memcpy(c + 1, data, len);
+		c->data = (const unsigned char *)(c + 1);
+	}
 	c->next = NULL;
-	c->data = (const unsigned char *)(c + 1);
 	c->len = (uint32_t)len;
 	c->seg = seg;
 	if (th->chunks_last)
@@ -351,6 +482,42 @@ int model_add_chunk(model_trace *t, model_thread *th, uint32_t seg, const void *
 	th->chunks_last = c;
 	th->chunk_bytes += len;
 	return 0;
+}
+
+const unsigned char *model_chunk_bytes(const model_trace *t, const model_chunk *c,
+				       model_chunk_buf *buf)
+{
+	unsigned char *p;
+	size_t n = c->len, done = 0;
+
+	if (c->data != NULL)
+		return c->data;
+	/* Still in the write buffer (the file would not take it, or it was
+	 * not full yet). */
+	if (c->off >= t->spill_size && c->off - t->spill_size + n <= t->spill_wlen)
+		return t->spill_wbuf + (c->off - t->spill_size);
+	if (buf->cap < n) {
+		p = realloc(buf->p, n);
+		if (p == NULL) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		buf->p = p;
+		buf->cap = n;
+	}
+	while (done < n) {
+		ssize_t r = pread(t->spill_fd, buf->p + done, n - done, (off_t)(c->off + done));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (r == 0)
+				errno = EIO;
+			return NULL;
+		}
+		done += (size_t)r;
+	}
+	return buf->p;
 }
 
 int model_add_module(model_trace *t, model_segment *s, const char *path, size_t pathlen,

@@ -8,7 +8,8 @@
  * clock pairs, samples and missing hosts went out, and the last event
  * chunk sent of each thread (chunks form an append-only list). A sync
  * that finds nothing changed costs a few hashes per process and no
- * allocation; chunk bytes go to emit straight from the arena.
+ * allocation; chunk bytes go to emit straight from the arena (or from the
+ * spill file, through one buffer).
  *
  * The reader rebuilds the model through the model API, so that every
  * limit of the model (its spill limit for arena bytes) holds for what
@@ -97,6 +98,8 @@ struct mstream_writer {
 	size_t len, cap;
 	bool nomem;
 	msgpack_packer pk;
+	/* A chunk's bytes read back from the model's spill file. */
+	model_chunk_buf chunk_buf;
 
 	/* The sync in progress. */
 	mstream_emit_fn emit;
@@ -139,6 +142,7 @@ void mstream_writer_free(mstream_writer *w)
 	free(w->procs);
 	free(w->defer);
 	free(w->buf);
+	free(w->chunk_buf.p);
 	free(w);
 }
 
@@ -520,12 +524,16 @@ static int send_mark(mstream_writer *w, const model_process *p, size_t i)
 
 static int send_chunk(mstream_writer *w, const model_process *p, size_t i, const model_chunk *c)
 {
+	const unsigned char *bytes = model_chunk_bytes(w->t, c, &w->chunk_buf);
+
+	if (bytes == NULL)
+		return -errno;
 	rec_begin(w, MSTREAM_R_CHUNK, 4);
 	put_uint(w, p->index);
 	put_uint(w, i);
 	put_uint(w, c->seg);
 	msgpack_pack_bin(&w->pk, c->len);
-	return rec_end_tail(w, c->data, c->len);
+	return rec_end_tail(w, bytes, c->len);
 }
 
 /* Would parent, as the reader knows the parents (those sent), lead back

@@ -94,6 +94,8 @@ struct rec_ctx {
 	/* Names made up for addresses without a symbol, freed with ctx. */
 	char **made;
 	size_t nmade, made_cap;
+	/* The bytes of a chunk read back from the model's spill file. */
+	model_chunk_buf chunk_buf;
 	rec_stats stats;
 };
 
@@ -325,6 +327,7 @@ void rec_ctx_free(rec_ctx *rc)
 	for (size_t i = 0; i < rc->nmade; i++)
 		free(rc->made[i]);
 	free(rc->made);
+	free(rc->chunk_buf.p);
 	free(rc);
 }
 
@@ -604,10 +607,11 @@ static bool cur_number(rec_cur *c, double *v)
 typedef struct rec_open {
 	uint64_t tsc;
 	uint64_t addr; /* functions */
-	strview name;  /* regions: borrowed from the chunk */
+	strview name;  /* regions: borrowed from the chunk, or owned (name_owned) */
 	uint64_t seq;  /* order of the begins, to close the innermost first */
 	uint32_t seg;
 	bool func;
+	bool name_owned; /* name is a copy, freed when the region closes */
 } rec_open;
 
 typedef struct rec_stack {
@@ -677,6 +681,8 @@ static inline void walk_close(rec_walk *w, const rec_open *o, int64_t end, bool 
 	e->ev.dur_ns = end > start ? end - start : 0;
 	e->ev.args = unfinished ? strview_c("{\"unfinished\":true}") : (strview){NULL, 0};
 	walk_emit(w, e);
+	if (o->name_owned)
+		free((char *)o->name.p);
 }
 
 /* A begin on the stack of its kind. */
@@ -695,6 +701,7 @@ static inline int walk_push(rec_walk *w, bool func, uint64_t tsc, uint32_t seg, 
 	o->seq = w->seq++;
 	o->seg = seg;
 	o->func = func;
+	o->name_owned = false;
 	return 0;
 }
 
@@ -748,10 +755,44 @@ static void walk_point(rec_walk *w, char ph, strview name, uint64_t tsc, strview
 /* The longest function record: a fixarray, the type, two uint64. */
 #define REC_FUNC_MAX 20
 
-/* Walks one chunk. Returns false when a record did not parse. */
-static bool walk_chunk(rec_walk *w, const model_chunk *ch)
+/*
+ * The regions still open whose names point into bytes[0..len), about to
+ * be reused for the next chunk read back from the spill file, get copies
+ * of their names. Returns 0 or -ENOMEM.
+ */
+static int walk_keep_names(rec_walk *w, const unsigned char *bytes, size_t len)
 {
-	rec_cur c = {ch->data, ch->data + ch->len};
+	for (size_t i = 0; i < w->open_n[0]; i++) {
+		rec_open *o = &w->open_v[0][i];
+		const unsigned char *p = (const unsigned char *)o->name.p;
+		char *copy;
+
+		if (o->name_owned || p < bytes || p >= bytes + len)
+			continue;
+		copy = malloc(o->name.n ? o->name.n : 1);
+		if (copy == NULL)
+			return -ENOMEM;
+		memcpy(copy, o->name.p, o->name.n);
+		o->name.p = copy;
+		o->name_owned = true;
+	}
+	return 0;
+}
+
+/* Frees the names the regions still open own (after an error stopped the
+ * walk before it closed them). */
+static void walk_free_names(rec_walk *w)
+{
+	for (size_t i = 0; i < w->open_n[0]; i++)
+		if (w->open_v[0][i].name_owned)
+			free((char *)w->open_v[0][i].name.p);
+}
+
+/* Walks the records of one chunk, its len bytes. Returns false when a
+ * record did not parse. */
+static bool walk_chunk(rec_walk *w, const model_chunk *ch, const unsigned char *bytes)
+{
+	rec_cur c = {bytes, bytes + ch->len};
 
 	while (c.p < c.end && !w->err) {
 		unsigned n;
@@ -848,6 +889,7 @@ int rec_write_thread(rec_ctx *rc, const model_process *p, const model_thread *th
 		     int64_t tid, int64_t end_ns, trace_sink *out, const model_clock_map *clock)
 {
 	rec_walk w = {.rc = rc, .p = p, .out = out, .clock = clock};
+	const unsigned char *bytes;
 	int64_t last_ns;
 
 	if (th->chunks == NULL)
@@ -875,13 +917,23 @@ int rec_write_thread(rec_ctx *rc, const model_process *p, const model_thread *th
 				at = clock_ns(&rc->clk, w.last_tsc);
 			walk_close_all(&w, at);
 		}
-		if (!walk_chunk(&w, ch))
+		bytes = model_chunk_bytes(rc->t, ch, &rc->chunk_buf);
+		if (bytes == NULL) {
+			w.err = -errno;
+			break;
+		}
+		if (!walk_chunk(&w, ch, bytes))
 			rc->stats.corrupt_chunks++;
+		/* Bytes read back from the spill file go when the next chunk
+		 * is read: the names of regions left open must outlive them. */
+		if (ch->data == NULL && w.err == 0)
+			w.err = walk_keep_names(&w, bytes, ch->len);
 	}
 	last_ns = clock_ns(&rc->clk, w.last_tsc);
 	if (end_ns < last_ns)
 		end_ns = last_ns;
 	walk_close_all(&w, end_ns);
+	walk_free_names(&w);
 	free(w.open_v[0]);
 	free(w.open_v[1]);
 	return w.err;

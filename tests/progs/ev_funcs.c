@@ -6,8 +6,16 @@
  *   ev_funcs calls N    each of c_leaf, lib_add, plugin_mul and
  *                       evns::Widget::poke(int) is called N times
  *   ev_funcs recurse D  recurse() nests D calls deep
+ *   ev_funcs named N LEN
+ *                       inside one region "all", N regions whose name is
+ *                       LEN bytes ("n" then LEN - 1 times "x"), each
+ *                       around a call of c_leaf: about LEN bytes of
+ *                       records per call, so that a few seconds of
+ *                       tracing hold tens of megabytes of records
+ *                       (tests/e2e/test_memory.py)
  */
 #include <dlfcn.h>
+#include <forktrace.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +37,31 @@ long recurse(long d)
 
 int main(int argc, char **argv)
 {
-	long n = argc == 3 ? atol(argv[2]) : 0;
+	long n = argc >= 3 ? atol(argv[2]) : 0;
 
 	if (argc == 3 && !strcmp(argv[1], "recurse")) {
 		printf("depth %ld\n", recurse(n));
+		return 0;
+	}
+	if (argc == 4 && !strcmp(argv[1], "named")) {
+		size_t len = (size_t)atol(argv[3]);
+		char *name = malloc(len + 1);
+		long sum = 0;
+
+		if (!name || len == 0)
+			return 2;
+		memset(name, 'x', len);
+		name[0] = 'n';
+		name[len] = '\0';
+		ft_region_begin("all");
+		for (long i = 0; i < n; i++) {
+			ft_region_begin(name);
+			sum += c_leaf((int)i);
+			ft_region_end();
+		}
+		ft_region_end();
+		printf("sum %ld\n", sum);
+		free(name);
 		return 0;
 	}
 	if (argc == 3 && !strcmp(argv[1], "calls")) {
@@ -60,6 +89,6 @@ int main(int argc, char **argv)
 		dlclose(h);
 		return 0;
 	}
-	fprintf(stderr, "usage: ev_funcs calls N | recurse D\n");
+	fprintf(stderr, "usage: ev_funcs calls N | recurse D | named N LEN\n");
 	return 2;
 }
