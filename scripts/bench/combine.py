@@ -19,10 +19,14 @@ round.
 
 With --baseline DIR, the forktrace of another build (e.g. one of the
 commit before a change) is timed in the same rounds, for a before/after
-on the same page cache and machine load.
+on the same page cache and machine load. With --one-thread, each combine
+is also timed with FORKTRACE_THREADS=1 (no worker thread: the writes,
+compression and formatting that the pipeline gives the other cores stay
+on the main thread), for the gain of the second core.
 
 Usage: scripts/bench/combine.py [--build DIR] [--size 1G] [--rounds 3]
                                 [--dir DIR] [--gzip] [--keep] [--baseline DIR]
+                                [--one-thread]
 """
 import argparse
 import glob
@@ -73,7 +77,7 @@ def generate(outdir, size):
     return paths, total, events
 
 
-def timed(argv, stdout_path):
+def timed(argv, stdout_path, env=None):
     """Runs argv (stdout to stdout_path); returns (seconds, peak RSS KiB,
     user seconds, system seconds). The peak RSS comes from /usr/bin/time
     -f %M: a child of python would report python's own RSS (Linux keeps the
@@ -81,7 +85,7 @@ def timed(argv, stdout_path):
     with open(stdout_path, "wb") as f:
         t0 = time.perf_counter()
         r = subprocess.run(["/usr/bin/time", "-f", "%M %U %S"] + argv, stdout=f,
-                           stderr=subprocess.PIPE)
+                           stderr=subprocess.PIPE, env=env)
         dt = time.perf_counter() - t0
     if r.returncode != 0:
         sys.exit(f"failed: {' '.join(argv[:4])} ...: {r.stderr.decode()[-2000:]}")
@@ -98,6 +102,8 @@ def main():
     ap.add_argument("--gzip", action="store_true", help="also time .json.gz output (--level 1)")
     ap.add_argument("--keep", action="store_true", help="keep the generated inputs")
     ap.add_argument("--baseline", help="also time the forktrace of this build dir")
+    ap.add_argument("--one-thread", action="store_true",
+                    help="also time each combine with FORKTRACE_THREADS=1")
     a = ap.parse_args()
     ft = os.path.join(a.build, "bin", "forktrace")
     if not os.access(ft, os.X_OK):
@@ -121,6 +127,13 @@ def main():
         if a.gzip:
             cases.append(("combine .json.gz -l1", [ft, "combine", "-q", "--level", "1", "-o",
                                                    out + ".json.gz"] + paths, os.devnull))
+        envs = {name: None for name, _, _ in cases}
+        if a.one_thread:
+            one = dict(os.environ, FORKTRACE_THREADS="1")
+            for name, argv, so in list(cases):
+                if name.startswith("combine") and not name.endswith("baseline"):
+                    cases.append((name + " 1 thread", argv, so))
+                    envs[name + " 1 thread"] = one
         res = {name: [] for name, _, _ in cases}
         # One untimed round first: on a VM the first writes into memory
         # the guest has not touched yet cost host page faults, which
@@ -133,14 +146,14 @@ def main():
                 # Each run starts with no dirty pages of the previous one:
                 # otherwise its writeback throttles whichever comes next.
                 os.sync()
-                t = timed(argv, so)
+                t = timed(argv, so, envs.get(name))
                 if rnd > 0:
                     res[name].append(t)
                 for p in glob.glob(out + "*"):
                     os.unlink(p)
         print(f"input: {len(paths)} files, {total / 1e6:.0f} MB, {events} events "
               f"(VizTracer 1.1.1 files replicated with new pids); {a.rounds} rounds, medians")
-        print(f"{'command':24} {'seconds':>8} {'MB/s':>8} {'Mevents/s':>10} {'peak RSS MiB':>13}"
+        print(f"{'command':32} {'seconds':>8} {'MB/s':>8} {'Mevents/s':>10} {'peak RSS MiB':>13}"
               f" {'user s':>7} {'sys s':>7}")
         cat_t = statistics.median(x[0] for x in res["cat"])
         for name, _, _ in cases:
@@ -148,7 +161,7 @@ def main():
             rss = max(x[1] for x in res[name])
             user = statistics.median(x[2] for x in res[name])
             system = statistics.median(x[3] for x in res[name])
-            print(f"{name:24} {t:8.3f} {total / t / 1e6:8.0f} {events / t / 1e6:10.2f} "
+            print(f"{name:32} {t:8.3f} {total / t / 1e6:8.0f} {events / t / 1e6:10.2f} "
                   f"{rss / 1024:13.1f} {user:7.2f} {system:7.2f}")
         for name, _, _ in cases:
             if name.startswith("combine .json") and not name.startswith("combine .json.gz"):
