@@ -13,7 +13,9 @@
  *           pairs from the input instead of fixed ones, bits 4-5 the image
  *           of the second chunks (0, 1, 7 = none such, 0), bit 6 thread
  *           and process end times unknown, bit 7 no clock pairs at all
- *   byte 1: where the records split between thread A and thread B
+ *   byte 1: where the records split between thread A and thread B; when
+ *           odd, the chunks' bytes also go to the model's spill file
+ *           (memory limit 0), and are read back one chunk at a time
  *   byte 2, 3: where thread A's and B's part splits into two chunks (the
  *           second chunk carries the time and the open stack over)
  *   with bit 3: byte 4 = number of pairs k (0..7), then k * 16 bytes
@@ -177,6 +179,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 	}
 
+	if ((data[1] & 1) && model_set_spill(t, "/tmp", 0) < 0)
+		abort();
 	n = size - off;
 	a = split(n, data[1]);
 	a1 = split(a, data[2]);
