@@ -67,7 +67,7 @@ static const char combine_usage[] =
 	"                       '-' is stdout (JSON), a FIFO or device is\n"
 	"                       written in place. It must not be an input.\n"
 	"      --level N        compression level, 1 (fast) to 9 (small): gzip\n"
-	"                       for .gz (default 6), deflate for .h5 (default 4).\n"
+	"                       for .gz (default 6), deflate for .h5 (default 2).\n"
 	"      --align          shift each file's timestamps so that traces of\n"
 	"                       different hosts line up: by the file's realtime\n"
 	"                       anchor when it has one (forktrace's\n"

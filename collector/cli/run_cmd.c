@@ -39,7 +39,7 @@ static const char run_usage[] =
 	"                           symlink's target is written.\n"
 	"      --level N            compression level, 1 (fast) to 9 (small):\n"
 	"                           gzip for .gz (default 6), deflate for .h5\n"
-	"                           (default 4).\n"
+	"                           (default 2).\n"
 	"      --wait-timeout SECS  after COMMAND exits, wait at most SECS for\n"
 	"                           the rest of the tree (daemons); processes\n"
 	"                           still alive then are marked running in the\n"

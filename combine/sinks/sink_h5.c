@@ -2,13 +2,22 @@
  * sink_h5.c - the HDF5 writer as a sink (layout: docs/HDF5_LAYOUT.md).
  *
  * Events arrive interleaved across processes. Each process buffers its
- * rows column by column and appends them to its extendable, chunked,
- * deflate-compressed datasets (H5Dset_extent + a hyperslab write) when
- * H5W_FLUSH_ROWS rows are buffered, so steady appends are whole chunks.
+ * rows column by column, one chunk of its extendable, chunked datasets at
+ * a time. A full chunk goes to the writer's ordered pipeline (opipe.h) as
+ * a job: any thread shuffles and deflates each column into exactly the
+ * bytes HDF5's own shuffle and deflate filters would store (stock readers
+ * need no plugin), and the thread that owns the file (HDF5 is not
+ * thread-safe) writes them whole with H5Dwrite_chunk, in order. A column
+ * chunk of zeros (args and ids of events that have none) is not stored at
+ * all: HDF5 reads an unallocated chunk as the fill value, 0. Rows that do
+ * not fill an aligned chunk (a budget flush) go through H5Dwrite and
+ * HDF5's filters, as do the args text, the region times and the strings.
+ *
  * All buffers (event rows, args text, region times) count against one
  * budget, H5W_BUDGET: past it the largest buffers are written out and
  * freed until half of it is left, so memory stays flat whatever the
- * number of events or processes. What is kept for the whole run is per
+ * number of events or processes; the pipeline holds at most a few chunks
+ * besides (h5w_max_jobs). What is kept for the whole run is per
  * process, per thread and per name: the process records, thread names,
  * the open B slices of each thread, the region names, and the interned
  * strings (themselves capped, H5W_INTERN_MAX: past it new strings get an
@@ -33,7 +42,10 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <inttypes.h>
+#include <isa-l/igzip_lib.h>
 #include <jansson.h>
+#include <libdeflate.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,12 +56,16 @@
 #include "h5_module.h"
 #include "htab.h"
 #include "jsonr.h"
+#include "opipe.h"
 #include "vec.h"
 
-/* Rows per chunk of the event datasets, and rows buffered per process
- * before a write (a multiple of the chunk, so writes fill whole chunks). */
-#define H5W_CHUNK_ROWS 4096
-#define H5W_FLUSH_ROWS (4 * H5W_CHUNK_ROWS)
+/* Rows per chunk of the event datasets of a busy process, which buffers
+ * one chunk before handing it to the pipeline. Larger chunks deflate
+ * better (the shuffled timestamps of 22.7 M calls: 4 Ki rows 7.2 MB per
+ * 4 M rows, 64 Ki 6.2 MB, 256 Ki 5.8 MB) but cost a process's buffer 67
+ * bytes a row and each job JOB_ROW_BYTES; a small budget gets smaller
+ * chunks (max_chunk_for). docs/OUTPUT.md, "h5". */
+#define H5W_CHUNK_ROWS 65536
 /* Bytes of args text buffered per process before a write. */
 #define H5W_FLUSH_BLOB (4u << 20)
 #define H5W_BLOB_CHUNK (64u * 1024u)
@@ -58,13 +74,15 @@
 #define H5W_REGION_FLUSH 16384
 /* Strings per chunk of /strings and per write. */
 #define H5W_STRING_CHUNK 4096
-/* All buffers together; past it the largest are written out. */
-#define H5W_BUDGET (32u << 20)
+/* All buffers together, the jobs' included (at most half of it); past
+ * it the largest buffers of processes are written out. */
+#define H5W_BUDGET (64u << 20)
 /* Bytes of interned strings (with their table) kept for deduplication. */
 #define H5W_INTERN_MAX (8u << 20)
 /* Deepest B nesting per thread matched into regions. */
 #define H5W_MAX_STACK 4096
-#define H5W_DEFAULT_LEVEL 4
+/* The deflate level when the caller gives none: ISA-L's level 2 (below). */
+#define H5W_DEFAULT_LEVEL 2
 /* Most of HDF5's metadata cache, in bytes of the entries on disk. */
 #define H5W_MDC_MAX (2u << 20)
 /* "No string": id 0 of /strings is "" and stands for an absent name/cat. */
@@ -111,6 +129,12 @@ static const struct {
 };
 
 #define ROW_BYTES (8 + 8 + 4 + 4 + 8 + 1 + 1 + 1 + 8 + 8 + 4 + 8 + 4)
+/* What a job holds a row: its columns, one column shuffled (8 bytes),
+ * and room for the deflated columns (16 bytes: a chunk of trace columns
+ * takes 2-3; a column that does not fit is stored as HDF5 stores what
+ * deflate cannot shrink). */
+#define JOB_OUT_ROW 16
+#define JOB_ROW_BYTES (ROW_BYTES + 8 + JOB_OUT_ROW)
 
 static hid_t file_type(enum h5w_kind k)
 {
@@ -236,13 +260,16 @@ typedef struct h5w_proc {
 	int64_t sort_index;
 	int64_t seen_min, seen_max; /* span of the event times */
 
-	/* Buffered rows, column by column, and the args text. */
+	/* Buffered rows, column by column, and the args text. Rows written
+	 * count those handed to the pipeline; extent is what the column
+	 * datasets hold so far (all the same length). */
 	void *col[NCOLS];
 	size_t n, cap;
 	char *blob;
 	size_t blob_len, blob_cap;
-	uint64_t rows_written, blob_written;
-	bool have_group, have_dsets;
+	uint64_t rows_written, blob_written, extent;
+	size_t chunk; /* rows per chunk of the column datasets, 0: none yet */
+	bool have_group, have_dsets, have_args;
 
 	h5w_thread *threads;
 	size_t nthreads, threads_cap;
@@ -257,9 +284,23 @@ typedef struct h5w_proc {
 	size_t mem; /* bytes of buffers counted against the budget */
 } h5w_proc;
 
+typedef struct h5w_job h5w_job;
+
 typedef struct h5_sink {
 	trace_sink base;
 	hid_t file, meta_grp, events_grp, strings;
+	/* The column datasets of one process, open (done writes chunk after
+	 * chunk of the same process), or NULL. */
+	h5w_proc *open_proc;
+	hid_t open_dsets[NCOLS];
+	/* Full chunks to compress and write, in order, and the jobs not in
+	 * flight, kept for the next chunks (pool_lock: released on any
+	 * thread). */
+	opipe *pipe;
+	pthread_mutex_t pool_lock;
+	h5w_job *pool;
+	size_t npool, njobs;
+	size_t job_mem; /* bytes of every job (estimated at its allocation) */
 	hid_t vlen_str; /* variable-length UTF-8 string type */
 	hid_t bool_type;
 	unsigned level;
@@ -290,7 +331,8 @@ typedef struct h5_sink {
 	size_t extra_cap;
 
 	size_t mem;
-	size_t budget; /* H5W_BUDGET unless sink_h5_set_budget */
+	size_t budget;    /* H5W_BUDGET unless sink_h5_set_budget */
+	size_t max_chunk; /* rows per chunk at most (max_chunk_for) */
 	uint64_t events;
 	int err;
 } h5_sink;
@@ -816,8 +858,6 @@ static h5w_region *region_get(h5w_proc *p, strview name, uint32_t *index)
 	return r;
 }
 
-static int flush_proc(h5_sink *hs, h5w_proc *p, bool release);
-
 /* Records one region occurrence [start, end]. */
 static int region_add(h5_sink *hs, h5w_proc *p, uint32_t index, int64_t start, int64_t end)
 {
@@ -919,46 +959,582 @@ static int track_region(h5_sink *hs, h5w_proc *p, const jsonw_event *ev)
 	}
 }
 
-/* ---- event rows */
+/* ---- deflate: what HDF5's deflate filter stores, made by faster encoders */
 
-static int flush_rows(h5_sink *hs, h5w_proc *p, hid_t pg)
+/*
+ * The encoder of one job: HDF5's deflate filter stores a zlib stream
+ * (compress2), which any DEFLATE encoder can make. Levels 1 to 3 are
+ * ISA-L's (igzip: on shuffled trace columns 4-5 times zlib's speed at a
+ * better ratio than zlib -4 gave on 4 Ki-row chunks); 4 to 9 libdeflate's
+ * (several times zlib's speed, no worse a ratio). docs/OUTPUT.md, "h5".
+ */
+typedef struct h5w_deflate {
+	unsigned level;
+	unsigned char *isal_buf; /* ISA-L's hash tables for its level */
+	size_t isal_size;
+	struct libdeflate_compressor *ld;
+} h5w_deflate;
+
+static size_t isal_level_size(unsigned level)
 {
+	return level == 1   ? ISAL_DEF_LVL1_DEFAULT
+	       : level == 2 ? ISAL_DEF_LVL2_DEFAULT
+			    : ISAL_DEF_LVL3_DEFAULT;
+}
+
+static int deflate_init(h5w_deflate *z, unsigned level)
+{
+	z->level = level;
+	if (level <= 3) {
+		z->isal_size = isal_level_size(level);
+		z->isal_buf = malloc(z->isal_size);
+		return z->isal_buf != NULL ? 0 : -ENOMEM;
+	}
+	z->ld = libdeflate_alloc_compressor((int)level);
+	return z->ld != NULL ? 0 : -ENOMEM;
+}
+
+static void deflate_fini(h5w_deflate *z)
+{
+	free(z->isal_buf);
+	if (z->ld != NULL)
+		libdeflate_free_compressor(z->ld);
+}
+
+/* in[0..n) as one zlib stream into out[0..cap): its length, or 0 when it
+ * does not fit (HDF5's filter then stores the chunk unfiltered). */
+static size_t deflate_zlib(h5w_deflate *z, const void *in, size_t n, void *out, size_t cap)
+{
+	struct isal_zstream st;
+
+	if (z->ld != NULL)
+		return libdeflate_zlib_compress(z->ld, in, n, out, cap);
+	if (n > UINT32_MAX || cap > UINT32_MAX)
+		return 0;
+	isal_deflate_stateless_init(&st);
+	st.level = z->level;
+	st.level_buf = z->isal_buf;
+	st.level_buf_size = (uint32_t)z->isal_size;
+	st.gzip_flag = IGZIP_ZLIB;
+	st.flush = NO_FLUSH;
+	st.end_of_stream = 1;
+	st.next_in = (uint8_t *)(uintptr_t)in;
+	st.avail_in = (uint32_t)n;
+	st.next_out = out;
+	st.avail_out = (uint32_t)cap;
+	if (isal_deflate_stateless(&st) != COMP_OK)
+		return 0;
+	return st.total_out;
+}
+
+/* The 8 x 8 bytes x[row] (byte col of row: bits 8 col ..) transposed in
+ * place (the recursive swap of 4 x 4, 2 x 2 and 1 x 1 blocks). */
+static void transpose8x8(uint64_t x[8])
+{
+	uint64_t t;
+
+	for (int k = 0; k < 4; k++) {
+		t = ((x[k] >> 32) ^ x[k + 4]) & 0x00000000FFFFFFFFull;
+		x[k] ^= t << 32;
+		x[k + 4] ^= t;
+	}
+	for (int k = 0; k < 8; k += (k & 1) ? 3 : 1) {
+		t = ((x[k] >> 16) ^ x[k + 2]) & 0x0000FFFF0000FFFFull;
+		x[k] ^= t << 16;
+		x[k + 2] ^= t;
+	}
+	for (int k = 0; k < 8; k += 2) {
+		t = ((x[k] >> 8) ^ x[k + 1]) & 0x00FF00FF00FF00FFull;
+		x[k] ^= t << 8;
+		x[k + 1] ^= t;
+	}
+}
+
+/* Two 4 x 4 byte matrices side by side (the low and high halves of
+ * x[0..4)) transposed in place. */
+static void transpose4x4x2(uint64_t x[4])
+{
+	uint64_t t;
+
+	for (int k = 0; k < 2; k++) {
+		t = ((x[k] >> 16) ^ x[k + 2]) & 0x0000FFFF0000FFFFull;
+		x[k] ^= t << 16;
+		x[k + 2] ^= t;
+	}
+	for (int k = 0; k < 4; k += 2) {
+		t = ((x[k] >> 8) ^ x[k + 1]) & 0x00FF00FF00FF00FFull;
+		x[k] ^= t << 8;
+		x[k + 1] ^= t;
+	}
+}
+
+/*
+ * HDF5's shuffle filter: byte b of element i goes to b * chunk + i, the
+ * elements past n (the end of a last, partial chunk) as zeros, as a
+ * chunk's unwritten rows are. Eight elements at a time as a byte matrix
+ * transposed in registers (a byte at a time took twice as long).
+ */
+static void shuffle_chunk(unsigned char *out, const void *in, size_t n, size_t chunk, size_t size)
+{
+	const unsigned char *src = in;
+	size_t i = 0;
+
+	if (size == 8) {
+		for (; i + 8 <= n; i += 8) {
+			uint64_t x[8];
+
+			memcpy(x, src + 8 * i, sizeof(x));
+			transpose8x8(x);
+			for (size_t b = 0; b < 8; b++)
+				memcpy(out + b * chunk + i, &x[b], 8);
+		}
+	} else if (size == 4) {
+		for (; i + 8 <= n; i += 8) {
+			uint32_t w[8];
+			uint64_t x[4];
+
+			memcpy(w, src + 4 * i, sizeof(w));
+			for (size_t k = 0; k < 4; k++)
+				x[k] = (uint64_t)w[k] | (uint64_t)w[k + 4] << 32;
+			transpose4x4x2(x);
+			for (size_t b = 0; b < 4; b++) {
+				uint32_t lo = (uint32_t)x[b], hi = (uint32_t)(x[b] >> 32);
+
+				memcpy(out + b * chunk + i, &lo, 4);
+				memcpy(out + b * chunk + i + 4, &hi, 4);
+			}
+		}
+	}
+	for (; i < n; i++)
+		for (size_t b = 0; b < size; b++)
+			out[b * chunk + i] = src[i * size + b];
+	for (size_t b = 0; b < size; b++)
+		memset(out + b * chunk + n, 0, chunk - n);
+}
+
+/* Whether the n bytes at p are all 0; stops at the first 256 that are
+ * not (most columns that are not all zeros say so at once). */
+static bool all_zero(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	uint64_t acc = 0, w;
+	size_t i = 0;
+
+	while (i + 256 <= n) {
+		for (size_t end = i + 256; i < end; i += 8) {
+			memcpy(&w, s + i, 8);
+			acc |= w;
+		}
+		if (acc != 0)
+			return false;
+	}
+	for (; i < n; i++)
+		acc |= s[i];
+	return acc == 0;
+}
+
+/* ---- chunk jobs */
+
+/*
+ * One chunk of a process's event rows on its way to the file (see the
+ * top of this file). The walk fills the columns' buffers, which the job
+ * takes whole (the process gets the job's empty ones); work (any thread)
+ * makes each column's stored chunk; done (the file's thread) writes them.
+ */
+struct h5w_job {
+	h5w_job *next; /* in the pool */
+	h5w_proc *p;
+	uint64_t first_row; /* a multiple of chunk */
+	size_t rows;        /* rows filled, <= chunk */
+	size_t chunk;       /* rows per chunk of p's datasets */
+	void *col[NCOLS];   /* cap rows each */
+	size_t cap;
+	unsigned char *scratch; /* one column shuffled, chunk rows */
+	size_t scratch_cap;
+	unsigned char *out; /* the deflated chunks, back to back */
+	size_t out_cap;
+	/* Each column's stored chunk: out_len bytes at out + out_off, or in
+	 * its own buffer (in_col: shuffled, not deflated); out_len 0: all
+	 * zeros, not stored. mask: HDF5's filter mask, the filters skipped. */
+	size_t out_off[NCOLS], out_len[NCOLS];
+	bool in_col[NCOLS];
+	uint32_t mask[NCOLS];
+	size_t mem; /* counted in hs->job_mem */
+	h5w_deflate z;
+};
+
+/* Jobs in flight: one for each thread and one more, so that the walk
+ * fills the next chunk while the others are compressed. */
+static size_t h5w_max_jobs(void)
+{
+	return opipe_threads() + 1;
+}
+
+/* The largest chunk (a power of two, 64 to H5W_CHUNK_ROWS rows) whose
+ * jobs, in flight and the one being filled, take at most half of
+ * budget. */
+static size_t max_chunk_for(size_t budget)
+{
+	size_t c = H5W_CHUNK_ROWS;
+
+	while (c > 64 && (h5w_max_jobs() + 1) * c * JOB_ROW_BYTES > budget / 2)
+		c /= 2;
+	return c;
+}
+
+static int grow_bytes(void *bufp, size_t *cap, size_t need)
+{
+	void **buf = bufp, *b;
+
+	if (need <= *cap)
+		return 0;
+	b = realloc(*buf, need);
+	if (b == NULL)
+		return -ENOMEM;
+	*buf = b;
+	*cap = need;
+	return 0;
+}
+
+/* Shuffles and deflates each column of j (any thread; allocates
+ * nothing: job_fit sized the buffers). */
+static int job_work(void *ctx, void *job)
+{
+	h5w_job *j = job;
+	size_t used = 0;
+
+	(void)ctx;
+	for (int c = 0; c < NCOLS; c++) {
+		size_t size = cols[c].size, raw = j->chunk * size, n;
+
+		j->out_len[c] = 0;
+		j->in_col[c] = false;
+		j->mask[c] = 0;
+		if (all_zero(j->col[c], j->rows * size))
+			continue;
+		/* Shuffle comes first in the pipeline of columns wider than a
+		 * byte (make_dset); it is HDF5's filter 0 there, deflate 1. */
+		shuffle_chunk(j->scratch, j->col[c], j->rows, j->chunk, size);
+		n = deflate_zlib(&j->z, j->scratch, raw, j->out + used,
+				 j->out_cap - used < raw ? j->out_cap - used : raw);
+		if (n == 0) {
+			/* No smaller deflated (or no room left): stored
+			 * without deflate, as HDF5 stores a chunk its
+			 * optional deflate filter cannot shrink. */
+			memcpy(j->col[c], j->scratch, raw);
+			j->in_col[c] = true;
+			j->out_len[c] = raw;
+			j->mask[c] = size > 1 ? 2u : 1u;
+			continue;
+		}
+		j->out_off[c] = used;
+		j->out_len[c] = n;
+		used += n;
+	}
+	return 0;
+}
+
+static void close_open_dsets(h5_sink *hs)
+{
+	if (hs->open_proc == NULL)
+		return;
+	for (int c = 0; c < NCOLS; c++)
+		if (hs->open_dsets[c] >= 0)
+			H5Dclose(hs->open_dsets[c]);
+	hs->open_proc = NULL;
+}
+
+/* p's column datasets, open in hs->open_dsets (the file's thread only:
+ * any other process's are closed first). */
+static int open_dsets(h5_sink *hs, h5w_proc *p)
+{
+	hid_t pg;
 	int err = 0;
 
-	if (!p->have_dsets && (p->n > 0 || p->blob_len > 0)) {
+	if (hs->open_proc == p)
+		return 0;
+	close_open_dsets(hs);
+	pg = proc_group(hs, p);
+	if (pg < 0)
+		return -EIO;
+	for (int c = 0; c < NCOLS; c++) {
+		hs->open_dsets[c] = H5Dopen2(pg, cols[c].name, H5P_DEFAULT);
+		if (hs->open_dsets[c] < 0)
+			err = -EIO;
+	}
+	hs->open_proc = p;
+	if (H5Gclose(pg) < 0 && err == 0)
+		err = -EIO;
+	if (err < 0)
+		close_open_dsets(hs);
+	return err;
+}
+
+/* Makes p's column datasets (open, from open_dsets) rows long, when they
+ * are shorter. */
+static int extend_dsets(h5_sink *hs, h5w_proc *p, uint64_t rows)
+{
+	hsize_t size = rows;
+
+	if (rows <= p->extent)
+		return 0;
+	for (int c = 0; c < NCOLS; c++)
+		if (H5Dset_extent(hs->open_dsets[c], &size) < 0)
+			return -EIO;
+	p->extent = rows;
+	return 0;
+}
+
+/* Writes j's stored chunks (the file's thread, in order). */
+static int job_done(void *ctx, void *job)
+{
+	h5_sink *hs = ctx;
+	h5w_job *j = job;
+	hsize_t offset = j->first_row;
+	int err = open_dsets(hs, j->p);
+
+	if (err == 0)
+		err = extend_dsets(hs, j->p, j->first_row + j->rows);
+	for (int c = 0; c < NCOLS && err == 0; c++)
+		if (j->out_len[c] > 0 &&
+		    H5Dwrite_chunk(hs->open_dsets[c], H5P_DEFAULT, j->mask[c], &offset,
+				   j->out_len[c],
+				   j->in_col[c] ? j->col[c] : (void *)(j->out + j->out_off[c])) < 0)
+			err = -EIO;
+	return err;
+}
+
+static void job_free(h5w_job *j)
+{
+	for (int c = 0; c < NCOLS; c++)
+		free(j->col[c]);
+	free(j->scratch);
+	free(j->out);
+	deflate_fini(&j->z);
+	free(j);
+}
+
+/* Back to the pool (any thread); the pool keeps what the next chunks
+ * will need. */
+static void job_release(void *ctx, void *job)
+{
+	h5_sink *hs = ctx;
+	h5w_job *j = job;
+
+	pthread_mutex_lock(&hs->pool_lock);
+	j->next = hs->pool;
+	hs->pool = j;
+	hs->npool++;
+	pthread_mutex_unlock(&hs->pool_lock);
+}
+
+/* A job from the pool, or a new one; NULL on -ENOMEM. */
+static h5w_job *job_get(h5_sink *hs)
+{
+	h5w_job *j;
+
+	pthread_mutex_lock(&hs->pool_lock);
+	j = hs->pool;
+	if (j != NULL) {
+		hs->pool = j->next;
+		hs->npool--;
+	}
+	pthread_mutex_unlock(&hs->pool_lock);
+	if (j != NULL)
+		return j;
+	j = calloc(1, sizeof(*j));
+	if (j == NULL)
+		return NULL;
+	if (deflate_init(&j->z, hs->level) < 0) {
+		deflate_fini(&j->z);
+		free(j);
+		return NULL;
+	}
+	hs->njobs++;
+	return j;
+}
+
+/*
+ * Sizes j's buffers for its chunk (the file's thread, before submitting:
+ * work allocates nothing), its columns at least a chunk (a column stored
+ * undeflated takes a chunk), and counts them in hs->job_mem.
+ */
+static int job_fit(h5_sink *hs, h5w_job *j)
+{
+	size_t mem;
+
+	if (j->cap < j->chunk) {
 		for (int c = 0; c < NCOLS; c++) {
-			hid_t d = make_dset(pg, cols[c].name, file_type(cols[c].kind),
-					    chunk_for(p->n, 64, H5W_CHUNK_ROWS), hs->level,
-					    cols[c].size > 1);
-			if (d < 0)
-				return -EIO;
-			H5Dclose(d);
+			void *b = realloc(j->col[c], j->chunk * cols[c].size);
+
+			if (b == NULL)
+				return -ENOMEM;
+			j->col[c] = b;
 		}
-		hid_t d = make_dset(pg, "args", H5T_STD_U8LE,
-				    chunk_for(p->blob_len, 1024, H5W_BLOB_CHUNK), hs->level, false);
+		j->cap = j->chunk;
+	}
+	if (grow_bytes(&j->scratch, &j->scratch_cap, j->chunk * 8) < 0 ||
+	    grow_bytes(&j->out, &j->out_cap, j->chunk * JOB_OUT_ROW) < 0)
+		return -ENOMEM;
+	mem = j->cap * ROW_BYTES + j->scratch_cap + j->out_cap;
+	hs->job_mem += mem - j->mem;
+	j->mem = mem;
+	return 0;
+}
+
+/*
+ * Hands p's buffered rows, chunk-aligned and at most one chunk, to the
+ * pipeline: the job takes the buffers and p gets the job's (empty, or of
+ * an earlier chunk). Returns 0 or a negative errno (the pipe's first).
+ */
+static int submit_rows(h5_sink *hs, h5w_proc *p)
+{
+	h5w_job *j = job_get(hs);
+	size_t cap;
+	int err;
+
+	if (j == NULL)
+		return -ENOMEM;
+	j->p = p;
+	j->first_row = p->rows_written;
+	j->rows = p->n;
+	j->chunk = p->chunk;
+	for (int c = 0; c < NCOLS; c++) {
+		void *t = j->col[c];
+
+		j->col[c] = p->col[c];
+		p->col[c] = t;
+	}
+	cap = j->cap;
+	j->cap = p->cap;
+	p->mem -= (p->cap - cap) * ROW_BYTES;
+	hs->mem -= (p->cap - cap) * ROW_BYTES;
+	p->cap = cap;
+	p->rows_written += p->n;
+	p->n = 0;
+	err = job_fit(hs, j);
+	if (err < 0) {
+		job_release(hs, j);
+		return err;
+	}
+	return opipe_submit(hs->pipe, j);
+}
+
+/* ---- event rows */
+
+/* Creates p's args dataset, chunked for its first write. */
+static int make_args_dset(h5_sink *hs, h5w_proc *p, hid_t pg)
+{
+	hid_t d;
+
+	if (p->have_args)
+		return 0;
+	d = make_dset(pg, "args", H5T_STD_U8LE, chunk_for(p->blob_len, 1024, H5W_BLOB_CHUNK),
+		      hs->level, false);
+	if (d < 0)
+		return -EIO;
+	H5Dclose(d);
+	p->have_args = true;
+	return 0;
+}
+
+/* Creates p's column datasets, chunked for a first write of rows, and
+ * its args (every process with events has one, empty or not). */
+static int make_column_dsets(h5_sink *hs, h5w_proc *p, hid_t pg, size_t rows)
+{
+	p->chunk = (size_t)chunk_for(rows, 64, hs->max_chunk);
+	for (int c = 0; c < NCOLS; c++) {
+		hid_t d = make_dset(pg, cols[c].name, file_type(cols[c].kind), p->chunk, hs->level,
+				    cols[c].size > 1);
 		if (d < 0)
 			return -EIO;
 		H5Dclose(d);
-		p->have_dsets = true;
 	}
-	for (int c = 0; c < NCOLS && err == 0; c++)
-		err = append_named(pg, cols[c].name, mem_type(cols[c].kind), p->rows_written, p->n,
-				   p->col[c]);
+	p->have_dsets = true;
+	return make_args_dset(hs, p, pg);
+}
+
+/*
+ * Writes out p's buffered rows. A whole chunk, aligned, or the last rows
+ * of the trace (final) from a chunk's start, go to the pipeline; other
+ * rows (a budget flush's) are appended through HDF5's own filters.
+ */
+static int flush_rows(h5_sink *hs, h5w_proc *p, hid_t pg, bool final)
+{
+	hsize_t old = p->rows_written, n = p->n;
+	int err = 0;
+
+	if (p->n == 0)
+		return 0;
+	if (!p->have_dsets) {
+		err = make_column_dsets(hs, p, pg, p->n);
+		if (err < 0)
+			return err;
+	}
+	if (p->rows_written % p->chunk == 0 && (p->n == p->chunk || final))
+		return submit_rows(hs, p);
+	err = open_dsets(hs, p);
+	if (err == 0)
+		err = extend_dsets(hs, p, old + n);
+	for (int c = 0; c < NCOLS && err == 0; c++) {
+		hid_t d = hs->open_dsets[c], fspace = H5Dget_space(d), mspace;
+
+		if (fspace < 0)
+			return -EIO;
+		mspace = H5Screate_simple(1, &n, NULL);
+		err = -EIO;
+		if (mspace >= 0 &&
+		    H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &old, NULL, &n, NULL) >= 0 &&
+		    H5Dwrite(d, mem_type(cols[c].kind), mspace, fspace, H5P_DEFAULT, p->col[c]) >=
+			    0)
+			err = 0;
+		if (mspace >= 0)
+			H5Sclose(mspace);
+		H5Sclose(fspace);
+	}
+	if (err < 0)
+		return err;
+	p->rows_written += p->n;
+	p->n = 0;
+	return 0;
+}
+
+/* Writes out p's buffered args text. */
+static int flush_blob(h5_sink *hs, h5w_proc *p, hid_t pg)
+{
+	int err;
+
+	if (p->blob_len == 0)
+		return 0;
+	err = make_args_dset(hs, p, pg);
 	if (err == 0)
 		err = append_named(pg, "args", H5T_NATIVE_UINT8, p->blob_written, p->blob_len,
 				   p->blob);
 	if (err < 0)
 		return err;
-	p->rows_written += p->n;
 	p->blob_written += p->blob_len;
-	p->n = 0;
 	p->blob_len = 0;
 	return 0;
 }
 
-/* Writes out p's buffered rows and region times; release also frees the
- * buffers (a budget flush), else they are kept for the next rows. */
-static int flush_proc(h5_sink *hs, h5w_proc *p, bool release)
+/* Writes out p's args text alone (the rows wait for their chunk). */
+static int flush_proc_blob(h5_sink *hs, h5w_proc *p)
+{
+	hid_t pg = proc_group(hs, p);
+	int err;
+
+	if (pg < 0)
+		return -EIO;
+	err = flush_blob(hs, p, pg);
+	if (H5Gclose(pg) < 0 && err == 0)
+		err = -EIO;
+	return err;
+}
+
+/* Writes out p's buffered rows, args text and region times; release also
+ * frees the buffers (a budget flush, the end), else they are kept for
+ * the next rows; final: the trace ends (its last rows fill no chunk). */
+static int flush_proc(h5_sink *hs, h5w_proc *p, bool release, bool final)
 {
 	hid_t pg;
 	int err;
@@ -966,7 +1542,9 @@ static int flush_proc(h5_sink *hs, h5w_proc *p, bool release)
 	pg = proc_group(hs, p);
 	if (pg < 0)
 		return -EIO;
-	err = flush_rows(hs, p, pg);
+	err = flush_rows(hs, p, pg, final);
+	if (err == 0)
+		err = flush_blob(hs, p, pg);
 	for (size_t i = 0; i < p->nregions && err == 0; i++)
 		err = region_flush(hs, p, pg, &p->regions[i], release);
 	if (H5Gclose(pg) < 0 && err == 0)
@@ -1006,7 +1584,7 @@ static int enforce_budget(h5_sink *hs)
 	size_t n = 0;
 	int err = 0;
 
-	if (hs->mem <= hs->budget)
+	if (hs->mem + hs->job_mem <= hs->budget)
 		return 0;
 	order = malloc(hs->nprocs * sizeof(*order));
 	if (order == NULL)
@@ -1015,19 +1593,28 @@ static int enforce_budget(h5_sink *hs)
 		if (hs->procs[i]->mem > 0)
 			order[n++] = hs->procs[i];
 	qsort(order, n, sizeof(*order), cmp_mem_desc);
-	for (size_t i = 0; i < n && hs->mem > hs->budget / 2 && err == 0; i++)
-		err = flush_proc(hs, order[i], true);
+	for (size_t i = 0; i < n && hs->mem + hs->job_mem > hs->budget / 2 && err == 0; i++)
+		err = flush_proc(hs, order[i], true, false);
 	free(order);
 	return err;
 }
 
+/* Room for one more row of p: its chunk goes out first when it is full
+ * (before its datasets exist, a chunk is max_chunk rows). */
 static int reserve_row(h5_sink *hs, h5w_proc *p)
 {
-	size_t ncap;
+	size_t ncap, left;
 
-	if (p->n >= H5W_FLUSH_ROWS) {
-		int err = flush_proc(hs, p, false);
+	left = p->chunk > 0 ? p->chunk - (size_t)(p->rows_written % p->chunk) : hs->max_chunk;
+	if (p->n >= left) {
+		hid_t pg = proc_group(hs, p);
+		int err;
 
+		if (pg < 0)
+			return -EIO;
+		err = flush_rows(hs, p, pg, false);
+		if (H5Gclose(pg) < 0 && err == 0)
+			err = -EIO;
 		if (err < 0)
 			return err;
 	}
@@ -1048,7 +1635,7 @@ static int reserve_row(h5_sink *hs, h5w_proc *p)
 static int blob_put(h5_sink *hs, h5w_proc *p, const char *s, size_t n, uint64_t *off)
 {
 	if (p->blob_len > 0 && p->blob_len + n > H5W_FLUSH_BLOB) {
-		int err = flush_proc(hs, p, false);
+		int err = flush_proc_blob(hs, p);
 
 		if (err < 0)
 			return err;
@@ -1196,7 +1783,7 @@ static int put_extra(h5_sink *hs, h5w_proc *p, strview raw, uint64_t *off, uint3
 		return err;
 	/* Keep the pieces contiguous: flush first if they may not fit. */
 	if (p->blob_len + raw.n + 2 > H5W_FLUSH_BLOB && p->blob_len > 0) {
-		err = flush_proc(hs, p, false);
+		err = flush_proc_blob(hs, p);
 		if (err < 0)
 			return err;
 	}
@@ -2240,6 +2827,7 @@ static int write_group_attrs(h5_sink *hs, h5w_proc *p)
 
 static void close_file(h5_sink *hs)
 {
+	close_open_dsets(hs);
 	if (hs->strings >= 0)
 		H5Dclose(hs->strings);
 	if (hs->events_grp >= 0)
@@ -2259,10 +2847,17 @@ static int h5w_end(trace_sink *s, const sink_meta *meta)
 	int err = hs->err;
 
 	for (size_t i = 0; i < hs->nprocs && err == 0; i++) {
-		err = flush_proc(hs, hs->procs[i], true);
+		err = flush_proc(hs, hs->procs[i], true, true);
 		if (err == 0)
 			err = write_group_attrs(hs, hs->procs[i]);
 	}
+	if (hs->pipe != NULL) {
+		int perr = opipe_finish(hs->pipe);
+
+		if (err == 0)
+			err = perr;
+	}
+	close_open_dsets(hs);
 	if (err == 0)
 		err = flush_strings(hs);
 	if (err == 0)
@@ -2296,7 +2891,17 @@ static void h5w_free(trace_sink *s)
 
 	if (hs == NULL)
 		return;
+	/* The jobs still in flight (an error stopped the trace) are written
+	 * or released before the file closes. */
+	opipe_free(hs->pipe);
 	close_file(hs);
+	while (hs->pool != NULL) {
+		h5w_job *j = hs->pool;
+
+		hs->pool = j->next;
+		job_free(j);
+	}
+	pthread_mutex_destroy(&hs->pool_lock);
 	for (size_t i = 0; i < hs->npending; i++)
 		if (hs->pending_owned[i])
 			free((char *)hs->pending[i]);
@@ -2396,6 +3001,15 @@ static int open_file(h5_sink *hs)
 	return err;
 }
 
+/* Chunks are written by the thread that owns the file: HDF5 is not
+ * thread-safe. */
+static const opipe_ops h5w_pipe_ops = {
+	.work = job_work,
+	.done = job_done,
+	.release = job_release,
+	.done_on_submitter = true,
+};
+
 static trace_sink *h5_new(char *path, int fd, const events_opts *opts, int *err)
 {
 	h5_sink *hs = calloc(1, sizeof(*hs));
@@ -2408,6 +3022,8 @@ static trace_sink *h5_new(char *path, int fd, const events_opts *opts, int *err)
 	hs->path = path;
 	hs->fd = fd;
 	hs->budget = H5W_BUDGET;
+	hs->max_chunk = max_chunk_for(hs->budget);
+	pthread_mutex_init(&hs->pool_lock, NULL);
 	hs->file = hs->meta_grp = hs->events_grp = hs->strings = H5I_INVALID_HID;
 	hs->vlen_str = hs->bool_type = H5I_INVALID_HID;
 	hs->level = opts != NULL && opts->gzip_level >= 1 && opts->gzip_level <= 9
@@ -2415,6 +3031,9 @@ static trace_sink *h5_new(char *path, int fd, const events_opts *opts, int *err)
 			    : H5W_DEFAULT_LEVEL;
 	*err = -ENOMEM;
 	if (path == NULL)
+		goto fail;
+	hs->pipe = opipe_new(&h5w_pipe_ops, hs, h5w_max_jobs());
+	if (hs->pipe == NULL)
 		goto fail;
 	hs->pending = malloc(H5W_STRING_CHUNK * sizeof(*hs->pending));
 	hs->pending_owned = malloc(H5W_STRING_CHUNK * sizeof(*hs->pending_owned));
@@ -2484,10 +3103,15 @@ trace_sink *h5w_sink_new_fd(int fd, const events_opts *opts, int *err)
 
 void h5w_set_budget(trace_sink *s, size_t bytes)
 {
-	((h5_sink *)s)->budget = bytes;
+	h5_sink *hs = (h5_sink *)s;
+
+	hs->budget = bytes;
+	hs->max_chunk = max_chunk_for(bytes);
 }
 
 size_t h5w_buffered(const trace_sink *s)
 {
-	return ((const h5_sink *)s)->mem;
+	const h5_sink *hs = (const h5_sink *)s;
+
+	return hs->mem + hs->job_mem;
 }

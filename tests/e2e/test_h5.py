@@ -10,6 +10,7 @@ and resource use columns equal to the JSON's. Then scope-profiler's own reader (
 ../shared/clients/scope_profiler) on a one-process run with regions and on
 `mpirun -np 2` of a program whose ranks record different numbers of
 regions, against the JSON of the same run (`forktrace combine t.h5`).
+A function-heavy run read with h5py: its calls, its chunks and filters.
 
 FT_H5_TOOL is tests/h5's test_h5 (its `to-json` reads an .h5 back).
 """
@@ -316,6 +317,65 @@ def test_h5_mpirun_ranks(t):
         check(len(launchers) == 1 and int(launchers[0]["rank_group"]) == -1,
               f"processes without a rank: {launchers}")
         check_process_columns(f, trace)
+
+
+@test
+def test_h5_functions(t):
+    """A function-heavy run (ev_funcs calls 30000: five functions called
+    30000 times each, in main) read with stock h5py: exactly the calls it
+    made, by name, each inside main, every event of an identical run's
+    JSON; the busy process's columns in 64 Ki-row chunks through the
+    standard shuffle and deflate filters only (no plugin). Combined again
+    with FORKTRACE_THREADS=1 and with two threads, the same datasets."""
+    h5py, np = h5py_or_skip()
+    n = 30000
+    cmd = [prog("ev_funcs"), "calls", str(n)]
+    ref = t.run(cmd, out="t.json", expect_rc=0)
+    res = t.forktrace(t.run_args(cmd, out="t.h5"))
+    check(res.rc == 0, f"forktrace run -o t.h5 failed\n  {res.describe()}")
+    with h5py.File(t.path("t.h5"), "r") as f:
+        m = f["metadata"]
+        strings = m["strings"].asstr()[:]
+        rows = m["processes"][:]
+        check(len(rows) == 1, f"{len(rows)} processes")
+        g = m["events"][str(int(rows[0]["pid"]))]
+        cols = {k: g[k][:] for k in ("ts_ns", "dur_ns", "name_id", "cat_id", "ph")}
+        names = strings[cols["name_id"]]
+        fn = (cols["ph"] == ord("X")) & (strings[cols["cat_id"]] == "function")
+        count = collections.Counter(names[fn].tolist())
+        for name in ("c_leaf", "lib_add", "plugin_mul", "evns::Widget::poke(int)", "cpp_poke"):
+            check(count[name] == n, f"{name}: {count[name]} calls, expected {n}; {dict(count)}")
+        check(count["main"] == 1, f"main: {count['main']} slices")
+        want = collections.Counter(e["name"] for e in ref.trace.events
+                                   if e.get("ph") == "X" and e.get("cat") == "function")
+        check(count == want, f"calls by name: {dict(count)}, the JSON run: {dict(want)}")
+        check(len(names) == len(ref.trace.events) > 5 * n,
+              f"{len(names)} events in t.h5, {len(ref.trace.events)} in the JSON run")
+        main = np.flatnonzero(fn & (names == "main"))[0]
+        start, end = cols["ts_ns"][main], cols["ts_ns"][main] + cols["dur_ns"][main]
+        calls = fn & (names != "main")
+        check(((cols["ts_ns"][calls] >= start) &
+               (cols["ts_ns"][calls] + cols["dur_ns"][calls] <= end)).all(),
+              "a call outside main")
+        for name in COLUMNS:
+            ds = g[name]
+            plist = ds.id.get_create_plist()
+            filters = [plist.get_filter(i)[0] for i in range(plist.get_nfilters())]
+            wide = ds.dtype.itemsize > 1
+            want_f = ([h5py.h5z.FILTER_SHUFFLE] if wide else []) + [h5py.h5z.FILTER_DEFLATE]
+            check(filters == want_f and ds.compression == "gzip" and ds.shuffle == wide,
+                  f"{name}: filters {filters}")
+            check(ds.chunks == (65536,), f"{name}: chunks {ds.chunks}")
+        run_cols = {k: g[k][:] for k in COLUMNS}
+    for threads in ("1", "2"):
+        out = t.path(f"c{threads}.h5")
+        env = dict(os.environ, FORKTRACE_THREADS=threads)
+        r = t.forktrace(["combine", t.path("t.h5"), "-o", out], env=env)
+        check(r.rc == 0, f"combine with {threads} threads failed\n  {r.describe()}")
+        with h5py.File(out, "r") as f:
+            g = f["metadata"]["events"][str(int(rows[0]["pid"]))]
+            for k, v in run_cols.items():
+                check(np.array_equal(g[k][:], v), f"{k} of the combine with {threads} threads")
 
 
 @test

@@ -12,8 +12,10 @@ Then the edge cases of args.h5: metadata args parsed with jansson into the
 processes and threads tables, extra keys of raw events kept byte for byte.
 Then ranks.h5: one group per rank, a rank's processes' regions merged,
 the rank, launcher, interpreter and rusage columns, the critical path.
+With --chunks: full chunks through the writer's pipeline, with one thread
+and two (check_chunks).
 
-Usage: check_h5.py DIR   (FT_H5_TOOL: the test_h5 binary)
+Usage: check_h5.py [--chunks] DIR   (FT_H5_TOOL: the test_h5 binary)
 """
 
 import collections
@@ -319,11 +321,61 @@ def check_ranks(d):
           f"metadata {reader.metadata}")
 
 
+def check_chunks(d, tool):
+    """`test_h5 chunks` (test_chunks, test_h5.c) with one thread and with
+    two: the JSON's events, the same datasets either way. The busy
+    process's columns come in 64 Ki-row chunks through the standard shuffle
+    and deflate filters only (stock readers need no plugin); a column chunk
+    of zeros is not stored (HDF5 reads it as the fill value, 0); the chunk
+    of random ids, which deflate cannot shrink, is stored shuffled with
+    deflate skipped (filter mask 2), as HDF5's own filter would store it."""
+    paths = {}
+    for threads in ("1", "2"):
+        name = f"chunks{threads}"
+        env = dict(os.environ, FORKTRACE_THREADS=threads)
+        p = subprocess.run([tool, "chunks", d, name], env=env, stderr=subprocess.PIPE,
+                           timeout=120)
+        check(p.returncode == 0,
+              f"test_h5 chunks ({threads} threads) exited {p.returncode}: {p.stderr.decode()[-3000:]}")
+        paths[threads] = os.path.join(d, name + ".h5")
+    doc = load(os.path.join(d, "chunks1.json"))
+    check(len(doc["traceEvents"]) == 140070, f"{len(doc['traceEvents'])} events in chunks1.json")
+    check_h5_against_json(paths["2"], doc)
+    with h5py.File(paths["1"], "r") as a, h5py.File(paths["2"], "r") as b:
+        for pid in ("7000", "7001"):
+            for name in list(DOC_COLUMNS) + ["args"]:
+                x, y = a["metadata"]["events"][pid][name][:], b["metadata"]["events"][pid][name][:]
+                check(np.array_equal(x, y), f"events/{pid}/{name}: one thread and two differ")
+        g = b["metadata"]["events"]["7000"]
+        for name in DOC_COLUMNS:
+            ds = g[name]
+            wide = ds.dtype.itemsize > 1
+            plist = ds.id.get_create_plist()
+            filters = [plist.get_filter(i)[0] for i in range(plist.get_nfilters())]
+            want = ([h5py.h5z.FILTER_SHUFFLE] if wide else []) + [h5py.h5z.FILTER_DEFLATE]
+            check(filters == want and ds.compression == "gzip" and ds.shuffle == wide,
+                  f"7000/{name}: filters {filters}, want shuffle (wide columns) and deflate")
+            check(ds.chunks == (65536,), f"7000/{name}: chunks {ds.chunks}")
+        stored = {name: g[name].id.get_num_chunks() for name in DOC_COLUMNS}
+        check(stored["scope"] == 0 and stored["id"] == 1 and stored["args_length"] == 1
+              and stored["ts_ns"] == 3, f"chunks stored per column: {stored}")
+        info = g["id"].id.get_chunk_info(0)
+        check(info.filter_mask == 2 and info.size == 65536 * 8,
+              f"the chunk of random ids: filter mask {info.filter_mask}, {info.size} bytes")
+        info = g["ts_ns"].id.get_chunk_info(2)
+        check(info.filter_mask == 0 and info.chunk_offset == (131072,) and info.size < 65536 * 8,
+              f"the last chunk of ts_ns: {info}")
+
+
 def main():
-    d = sys.argv[1]
+    d = sys.argv[-1]
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     tool = os.environ["FT_H5_TOOL"]
+    if sys.argv[1] == "--chunks":
+        check_chunks(d, tool)
+        print("check_h5: ok")
+        return
     p = subprocess.run([tool, "unit", d], stderr=subprocess.PIPE, timeout=150)
     check(p.returncode == 0, f"test_h5 unit exited {p.returncode}: {p.stderr.decode()[-3000:]}")
     doc = load(os.path.join(d, "synth.json"))

@@ -9,6 +9,8 @@
  *                           (DIR/synth.json, DIR/synth.h5, DIR/synth_rt.json)
  *                           written under a tiny memory budget, for
  *                           check_h5.py to compare.
+ *   test_h5 chunks DIR NAME full chunks through the writer's pipeline
+ *                           (DIR/NAME.json, DIR/NAME.h5: test_chunks).
  *   test_h5 to-json IN OUT  reads IN (HDF5) and writes it as JSON to OUT.
  */
 #include <errno.h>
@@ -631,6 +633,98 @@ static void test_args(const char *dir)
 	model_free(meta);
 }
 
+#define CHUNK_EVENTS 140000
+
+/*
+ * Full chunks as the pipeline writes them (sink_h5.c): one busy process
+ * (CHUNK_EVENTS events: two whole 64 Ki-row chunks and a last, partial
+ * one) and a small one, written as JSON (DIR/NAME.json) and as HDF5
+ * (DIR/NAME.h5) at the default budget. The busy process's first chunk
+ * is flows with random 64-bit ids (a column deflate cannot shrink), some
+ * with args; its later chunks have neither (all-zero columns); raw events with
+ * and without extra keys go through the quick key scan. check_h5.py
+ * compares the files, runs this with FORKTRACE_THREADS=1 and 2 and
+ * expects the same datasets.
+ */
+static void test_chunks(const char *dir, const char *name)
+{
+	char pj[4096], ph[4096], args[64], text[256];
+	model_trace *meta = model_new();
+	sink_meta sm = {0};
+	int64_t now = 5000000;
+	two_sinks t;
+	int fd, err;
+
+	MUST(meta != NULL);
+	meta->origin = "forktrace combine";
+	meta->host = "chunks";
+	sm.model = meta;
+	sm.processes = 2;
+	snprintf(pj, sizeof(pj), "%s/%s.json", dir, name);
+	snprintf(ph, sizeof(ph), "%s/%s.h5", dir, name);
+	MUST((fd = open(pj, O_WRONLY | O_CREAT | O_TRUNC, 0644)) >= 0);
+	MUST((t.a = sink_json_new(fd, -1, &err)) != NULL);
+	MUST((t.b = sink_h5_new(ph, NULL, &err)) != NULL);
+	MUST(t.a->begin(t.a, &sm) == 0 && t.b->begin(t.b, &sm) == 0);
+	rng = 0x9e3779b97f4a7c15ULL;
+	for (int i = 0; i < CHUNK_EVENTS + 70; i++) {
+		uint64_t r = next_rand();
+		bool small = i >= CHUNK_EVENTS;
+		sink_event e = {.ev = {.ph = 'X',
+				       .name = strview_c((r & 3) == 0 ? "fib" : "leaf"),
+				       .cat = strview_c("function"),
+				       .pid = small ? 7001 : 7000,
+				       .tid = small ? 7001 : 7000,
+				       .ts_ns = now,
+				       .dur_ns = (int64_t)((r >> 8) % 100000)}};
+		jsonw w;
+
+		now += 1 + (int64_t)((r >> 30) % 700);
+		if (i < 65536) {
+			e.ev.ph = (r >> 43) & 1 ? 's' : 'f';
+			e.ev.cat = strview_c("fork");
+			e.ev.dur_ns = JSONW_NO_TIME;
+			e.ev.has_id = true;
+			e.ev.id = next_rand();
+			e.ev.bind_enclosing = e.ev.ph == 'f';
+			if ((r >> 40) % 3 == 1) {
+				snprintf(args, sizeof(args), "{\"n\":%d}", i);
+				e.ev.args = strview_c(args);
+			}
+		}
+		if (i % 1000 == 500) {
+			/* As a file holds it: with a key no column holds, or
+			 * with blanks and only columns' keys. */
+			ostream o;
+
+			MUST(ostream_open_mem(&o) == 0);
+			jsonw_init(&w, &o);
+			jsonw_event_begin(&w, &e.ev);
+			ostream_puts(&o, (i / 1000) & 1 ? ",\"tts\":1" : "");
+			jsonw_event_end(&w);
+			MUST(o.len < sizeof(text) && o.buf[1] == '{');
+			if ((i / 1000) & 1) {
+				memcpy(text, o.buf + 1, o.len - 1);
+				e.raw = (strview){text, o.len - 1};
+			} else {
+				memcpy(text, "{ ", 2);
+				memcpy(text + 2, o.buf + 2, o.len - 2);
+				e.raw = (strview){text, o.len};
+			}
+			ostream_finish(&o);
+		}
+		emit2(&t, &e);
+	}
+	MUST(t.a->end(t.a, &sm) == 0);
+	MUST(t.b->end(t.b, &sm) == 0);
+	t.a->free(t.a);
+	t.b->free(t.b);
+	close(fd);
+	meta->origin = NULL;
+	meta->host = NULL;
+	model_free(meta);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "to-json") == 0) {
@@ -640,8 +734,13 @@ int main(int argc, char **argv)
 			fprintf(stderr, "test_h5: %s: %s\n", argv[2], strerror(-err));
 		return err < 0;
 	}
+	if (argc == 4 && strcmp(argv[1], "chunks") == 0) {
+		test_chunks(argv[2], argv[3]);
+		return check_done("test_h5");
+	}
 	if (argc != 3 || strcmp(argv[1], "unit") != 0) {
-		fprintf(stderr, "usage: test_h5 unit DIR | test_h5 to-json IN.h5 OUT.json\n");
+		fprintf(stderr, "usage: test_h5 unit DIR | test_h5 chunks DIR NAME | "
+				"test_h5 to-json IN.h5 OUT.json\n");
 		return 2;
 	}
 	test_args(argv[2]);
