@@ -172,9 +172,9 @@ typedef struct h5w_str {
 	char s[];
 } h5w_str;
 
-/* The value of the n bytes at s (hash h) in m (h5w_str entries), or
- * UINT32_MAX. */
-static uint32_t smap_get(const htab *m, const char *s, size_t n, uint64_t h)
+/* The entry of the n bytes at s (hash h) in m (h5w_str entries), or
+ * NULL. */
+static const h5w_str *smap_find(const htab *m, const char *s, size_t n, uint64_t h)
 {
 	size_t pos = htab_start(m, h);
 	uint64_t v;
@@ -183,13 +183,21 @@ static uint32_t smap_get(const htab *m, const char *s, size_t n, uint64_t h)
 		const h5w_str *e = (const h5w_str *)(uintptr_t)v;
 
 		if (e->len == n && memcmp(e->s, s, n) == 0)
-			return e->val;
+			return e;
 	}
-	return UINT32_MAX;
+	return NULL;
 }
 
-/* Inserts a copy of s; returns the copy (owned by m) or NULL. */
-static const char *smap_put(htab *m, const char *s, size_t n, uint64_t h, uint32_t val)
+/* The value of the n bytes at s (hash h) in m, or UINT32_MAX. */
+static uint32_t smap_get(const htab *m, const char *s, size_t n, uint64_t h)
+{
+	const h5w_str *e = smap_find(m, s, n, h);
+
+	return e != NULL ? e->val : UINT32_MAX;
+}
+
+/* Inserts a copy of s; returns the entry (owned by m) or NULL. */
+static const h5w_str *smap_add(htab *m, const char *s, size_t n, uint64_t h, uint32_t val)
 {
 	h5w_str *e = malloc(sizeof(*e) + n + 1);
 
@@ -203,7 +211,15 @@ static const char *smap_put(htab *m, const char *s, size_t n, uint64_t h, uint32
 		free(e);
 		return NULL;
 	}
-	return e->s;
+	return e;
+}
+
+/* Inserts a copy of s; returns the copy (owned by m) or NULL. */
+static const char *smap_put(htab *m, const char *s, size_t n, uint64_t h, uint32_t val)
+{
+	const h5w_str *e = smap_add(m, s, n, h, val);
+
+	return e != NULL ? e->s : NULL;
 }
 
 static void smap_free(htab *m)
@@ -286,6 +302,16 @@ typedef struct h5w_proc {
 
 typedef struct h5w_job h5w_job;
 
+/* The last few names interned, by where their bytes are (the walk hands
+ * the same few names over and over), checked against their text. */
+#define H5W_NAME_CACHE 64
+
+typedef struct h5w_name_slot {
+	const char *p; /* the caller's bytes last seen */
+	size_t n;
+	const h5w_str *e; /* the interned copy (owned by interned) */
+} h5w_name_slot;
+
 typedef struct h5_sink {
 	trace_sink base;
 	hid_t file, meta_grp, events_grp, strings;
@@ -314,6 +340,7 @@ typedef struct h5_sink {
 
 	/* Interning: ids are rows of /strings. */
 	htab interned; /* string -> its id (h5w_str) */
+	h5w_name_slot name_cache[H5W_NAME_CACHE];
 	size_t intern_mem;
 	uint32_t next_id;
 	/* Strings with an id, not yet written (pointers into interned, or
@@ -567,21 +594,33 @@ static uint32_t intern(h5_sink *hs, strview s)
 	const char *copy;
 	int err;
 
+	const h5w_str *e;
+	h5w_name_slot *slot;
+
 	if (s.p == NULL)
 		return H5W_NO_STRING;
+	/* Where the bytes are only picks the slot: a hit is the same text
+	 * (the caller's buffers are reused for other names). */
+	slot = &hs->name_cache[((uintptr_t)s.p >> 3 ^ (uintptr_t)s.p >> 11 ^ s.n) % H5W_NAME_CACHE];
+	if (slot->p == s.p && slot->n == s.n && memcmp(slot->e->s, s.p, s.n) == 0)
+		return slot->e->val;
 	h = htab_hash_bytes(s.p, s.n);
-	id = smap_get(&hs->interned, s.p, s.n, h);
-	if (id != UINT32_MAX)
-		return id;
+	e = smap_find(&hs->interned, s.p, s.n, h);
+	if (e != NULL) {
+		*slot = (h5w_name_slot){s.p, s.n, e};
+		return e->val;
+	}
 	if (hs->next_id == UINT32_MAX - 1 || s.n > UINT32_MAX) {
 		hs->err = -EOVERFLOW;
 		return UINT32_MAX;
 	}
 	id = hs->next_id;
 	if (hs->intern_mem < H5W_INTERN_MAX) {
-		copy = smap_put(&hs->interned, s.p, s.n, h, id);
-		if (copy == NULL)
+		e = smap_add(&hs->interned, s.p, s.n, h, id);
+		if (e == NULL)
 			goto nomem;
+		copy = e->s;
+		*slot = (h5w_name_slot){s.p, s.n, e};
 		hs->intern_mem += s.n + 1 + 32;
 		err = add_pending(hs, copy, false);
 	} else {
