@@ -1744,6 +1744,123 @@ static int extra_add(h5_sink *hs, size_t *n, strview key, strview val)
 	return 0;
 }
 
+/* Whether the n bytes at k (a key without escapes) name a column. */
+static bool known_plain_key(const char *k, size_t n)
+{
+	switch (n) {
+	case 1:
+		return k[0] == 's';
+	case 2:
+		return memcmp(k, "ph", 2) == 0 || memcmp(k, "ts", 2) == 0 ||
+		       memcmp(k, "id", 2) == 0 || memcmp(k, "bp", 2) == 0;
+	case 3:
+		return memcmp(k, "cat", 3) == 0 || memcmp(k, "pid", 3) == 0 ||
+		       memcmp(k, "tid", 3) == 0 || memcmp(k, "dur", 3) == 0;
+	case 4:
+		return memcmp(k, "name", 4) == 0 || memcmp(k, "args", 4) == 0;
+	default:
+		return false;
+	}
+}
+
+static const char *skip_ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	return p;
+}
+
+/* Past the string whose opening quote is at p (escapes skipped), or NULL
+ * at end. */
+static const char *skip_string(const char *p, const char *end)
+{
+	for (p++; p < end; p++) {
+		if (*p == '\\')
+			p++;
+		else if (*p == '"')
+			return p + 1;
+	}
+	return NULL;
+}
+
+/* Past the object or array at p, brackets matched outside strings, or
+ * NULL at end. */
+static const char *skip_nested(const char *p, const char *end)
+{
+	size_t depth = 0;
+
+	while (p < end) {
+		char c = *p;
+
+		if (c == '"') {
+			p = skip_string(p, end);
+			if (p == NULL)
+				return NULL;
+			continue;
+		}
+		if (c == '{' || c == '[') {
+			depth++;
+		} else if (c == '}' || c == ']') {
+			if (--depth == 0)
+				return p + 1;
+		}
+		p++;
+	}
+	return NULL;
+}
+
+/*
+ * Whether raw has no member that the columns do not hold, told by one
+ * quick pass (events made from a model, and most files' events, name
+ * only ph, name, cat, pid, tid, ts, dur, args...). A key with an escape
+ * or any shape the pass does not follow answers false, and split_raw
+ * decides. Sound: when raw is one valid object, the pass sees exactly its
+ * members' keys (strings end at their first unescaped quote, nested
+ * values at their matching bracket, numbers and literals at the next
+ * comma, brace or blank); when it is not, split_raw keeps nothing either.
+ */
+static bool only_known_keys(strview raw)
+{
+	const char *p = raw.p, *end = raw.p + raw.n, *k;
+
+	p = skip_ws(p, end);
+	if (p == end || *p != '{')
+		return false;
+	for (p = skip_ws(p + 1, end); p < end; p = skip_ws(p + 1, end)) {
+		if (*p != '"')
+			return false;
+		k = ++p;
+		while (p < end && *p != '"' && *p != '\\')
+			p++;
+		if (p == end || *p != '"' || !known_plain_key(k, (size_t)(p - k)))
+			return false;
+		p = skip_ws(p + 1, end);
+		if (p == end || *p != ':')
+			return false;
+		p = skip_ws(p + 1, end);
+		if (p == end)
+			return false;
+		if (*p == '"')
+			p = skip_string(p, end);
+		else if (*p == '{' || *p == '[')
+			p = skip_nested(p, end);
+		else
+			while (p < end && *p != ',' && *p != '}' && *p != ' ' && *p != '\t' &&
+			       *p != '\n' && *p != '\r')
+				p++;
+		if (p == NULL)
+			return false;
+		p = skip_ws(p, end);
+		if (p == end)
+			return false;
+		if (*p == '}')
+			return true;
+		if (*p != ',')
+			return false;
+	}
+	return false;
+}
+
 /*
  * The members of the raw event text whose keys no column holds, as key
  * and value texts (slices of hs->scratch) in hs->extra[0..*n), two entries
@@ -1758,6 +1875,8 @@ static int split_raw(h5_sink *hs, strview raw, size_t *n)
 	int err;
 
 	*n = 0;
+	if (only_known_keys(raw))
+		return 0;
 	if (vec_grow(&hs->scratch, &hs->scratch_cap, raw.n + JSONR_PAD, 1, 1024) < 0)
 		return -ENOMEM;
 	memcpy(hs->scratch, raw.p, raw.n);
