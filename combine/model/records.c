@@ -624,9 +624,13 @@ typedef struct rec_walk {
 	const model_process *p;
 	trace_sink *out;
 	const model_clock_map *clock;
-	/* The slices of functions and of regions as they go to emit: what
-	 * every one of the thread's has (ph, cat, pid, tid) filled once. */
-	sink_event slice[2];
+	/* The slices of functions and of regions as they go to the sink:
+	 * what every one of the thread's has (ph, cat, pid, tid) filled once.
+	 * Apart from the walk (rec_write_thread's), so that the walk's
+	 * address never goes to the sink and its fields can stay in
+	 * registers across the call. */
+	sink_event *slice;
+	bool no_functions;
 	/* What is open, regions [0] and functions [1] apart: they pair
 	 * separately, and an end then finds its begin on top. */
 	rec_open *open_v[2];
@@ -668,7 +672,7 @@ static inline void walk_close(rec_walk *w, const rec_open *o, int64_t end, bool 
 	if (o->func) {
 		const rec_name *n;
 
-		if (w->rc->t->no_functions)
+		if (w->no_functions)
 			return;
 		n = name_of(w->rc, w->p, o->seg, o->addr);
 		if (!n->keep)
@@ -691,9 +695,16 @@ static inline int walk_push(rec_walk *w, bool func, uint64_t tsc, uint32_t seg, 
 {
 	rec_open *o;
 
-	if (vec_grow(&w->open_v[func], &w->open_cap[func], w->open_n[func] + 1,
-		     sizeof(*w->open_v[func]), 256) < 0)
-		return -ENOMEM;
+	if (w->open_n[func] == w->open_cap[func]) {
+		/* Grown through copies, for the same reason as slice. */
+		rec_open *v = w->open_v[func];
+		size_t cap = w->open_cap[func];
+
+		if (vec_grow(&v, &cap, w->open_n[func] + 1, sizeof(*v), 256) < 0)
+			return -ENOMEM;
+		w->open_v[func] = v;
+		w->open_cap[func] = cap;
+	}
 	o = &w->open_v[func][w->open_n[func]++];
 	o->tsc = tsc;
 	o->addr = addr;
@@ -888,14 +899,21 @@ static bool walk_chunk(rec_walk *w, const model_chunk *ch, const unsigned char *
 int rec_write_thread(rec_ctx *rc, const model_process *p, const model_thread *th, int64_t pid,
 		     int64_t tid, int64_t end_ns, trace_sink *out, const model_clock_map *clock)
 {
-	rec_walk w = {.rc = rc, .p = p, .out = out, .clock = clock};
+	sink_event slice[2];
+	rec_walk w = {.rc = rc,
+		      .p = p,
+		      .out = out,
+		      .clock = clock,
+		      .slice = slice,
+		      .no_functions = rc->t->no_functions};
 	const unsigned char *bytes;
 	int64_t last_ns;
 
 	if (th->chunks == NULL)
 		return 0;
+	memset(slice, 0, sizeof(slice));
 	for (int k = 0; k < 2; k++)
-		w.slice[k].ev = (jsonw_event){
+		slice[k].ev = (jsonw_event){
 			.ph = 'X',
 			.cat = k ? strview_c("function") : strview_c("region"),
 			.pid = pid,
