@@ -1003,7 +1003,29 @@ typedef struct model_feed {
 	int64_t launcher, launcher_pid;
 	int64_t root_ts;
 	uint64_t root_flow;
+	/* The text of slices without args up to their ts, by name, cat, pid
+	 * and tid (NULL until the first). */
+	struct feed_prefix *prefixes;
 } model_feed;
+
+/*
+ * A slice's text up to its times: "\n{"ph":"X","name":...,"cat":...,
+ * "pid":...,"tid":...,"ts":" as jsonw_event_begin writes it. A thread's
+ * function slices repeat a few of these millions of times: formatting
+ * its name and numbers each time was most of a combine of a spill file.
+ * key holds the name's bytes and the cat's (compared, so that a slot
+ * never answers for other text at the same address).
+ */
+#define FEED_PREFIX_SLOTS 256
+#define FEED_PREFIX_MAX 512
+
+typedef struct feed_prefix {
+	char text[FEED_PREFIX_MAX];
+	size_t len; /* 0: empty */
+	char key[FEED_PREFIX_MAX];
+	size_t name_n, cat_n;
+	int64_t pid, tid;
+} feed_prefix;
 
 /* Copies ev's args into f->pad followed by JSONR_PAD zero bytes, as the
  * JSON scanner needs them. Returns 0 or -ENOMEM. */
@@ -1129,6 +1151,72 @@ static void feed_remote_flow(model_feed *f, int64_t out)
 		c->err = err;
 }
 
+/*
+ * Writes ev into f->text as jsonw_event_write would, from a cached prefix,
+ * when ev is a slice with both times and nothing after them (no args, id,
+ * scope or binding point). False when it is not, or its prefix does not
+ * fit a slot: the caller writes it whole then.
+ */
+static bool feed_slice_text(model_feed *f, const jsonw_event *ev)
+{
+	uint64_t h;
+	feed_prefix *x;
+	size_t key_n;
+
+	if (ev->ph != 'X' || (ev->args.p != NULL && ev->args.n > 0) || ev->has_id ||
+	    ev->scope != 0 || ev->bind_enclosing || ev->ts_ns == JSONW_NO_TIME ||
+	    ev->dur_ns == JSONW_NO_TIME || ev->name.p == NULL || ev->cat.p == NULL)
+		return false;
+	key_n = ev->name.n + ev->cat.n;
+	if (key_n > FEED_PREFIX_MAX)
+		return false;
+	if (f->prefixes == NULL) {
+		f->prefixes = calloc(FEED_PREFIX_SLOTS, sizeof(*f->prefixes));
+		if (f->prefixes == NULL)
+			return false;
+	}
+	h = ((uint64_t)(uintptr_t)ev->name.p ^ (uint64_t)ev->pid * 31 ^ (uint64_t)ev->tid) *
+	    0x9e3779b97f4a7c15ull;
+	x = &f->prefixes[h >> 56];
+	if (x->len == 0 || x->pid != ev->pid || x->tid != ev->tid || x->name_n != ev->name.n ||
+	    x->cat_n != ev->cat.n || memcmp(x->key, ev->name.p, ev->name.n) != 0 ||
+	    memcmp(x->key + ev->name.n, ev->cat.p, ev->cat.n) != 0) {
+		/* The prefix as jsonw_event_begin writes it: the event
+		 * without its times, then the key of the first. */
+		jsonw_event head = *ev;
+		ostream o;
+		jsonw w;
+
+		x->len = 0;
+		if (ostream_open_mem(&o) < 0)
+			return false;
+		head.ts_ns = JSONW_NO_TIME;
+		head.dur_ns = JSONW_NO_TIME;
+		jsonw_init(&w, &o);
+		jsonw_event_begin(&w, &head);
+		ostream_write(&o, ",\"ts\":", 6);
+		if (ostream_error(&o) == 0 && o.len <= FEED_PREFIX_MAX) {
+			memcpy(x->text, o.buf, o.len);
+			x->len = o.len;
+			memcpy(x->key, ev->name.p, ev->name.n);
+			memcpy(x->key + ev->name.n, ev->cat.p, ev->cat.n);
+			x->name_n = ev->name.n;
+			x->cat_n = ev->cat.n;
+			x->pid = ev->pid;
+			x->tid = ev->tid;
+		}
+		ostream_finish(&o);
+		if (x->len == 0)
+			return false;
+	}
+	ostream_write(&f->text, x->text, x->len);
+	ostream_ts(&f->text, ev->ts_ns);
+	ostream_write(&f->text, ",\"dur\":", 7);
+	ostream_ts(&f->text, ev->dur_ns);
+	ostream_putc(&f->text, '}');
+	return true;
+}
+
 static int feed_event(trace_sink *s, const sink_event *e)
 {
 	model_feed *f = (model_feed *)s;
@@ -1177,8 +1265,10 @@ static int feed_event(trace_sink *s, const sink_event *e)
 	if (!f->send)
 		return 0;
 	ostream_mem_reset(&f->text);
-	jsonw_init(&w, &f->text);
-	jsonw_event_write(&w, ev);
+	if (!feed_slice_text(f, ev)) {
+		jsonw_init(&w, &f->text);
+		jsonw_event_write(&w, ev);
+	}
 	if (ostream_error(&f->text) != 0)
 		return ostream_error(&f->text);
 	/* A file's event starts at its brace: without the newline that
@@ -1367,6 +1457,7 @@ static int read_model(cmb *c, size_t i, bool send, reader_info *inf)
 	ostream_finish(&f.text);
 	ostream_finish(&f.args);
 	free(f.pad);
+	free(f.prefixes);
 	return err;
 }
 

@@ -9,7 +9,8 @@
  * with each record's type as a uint8, which only the general parser
  * reads. The two traces must be the same bytes, with and without
  * function filters, and under clock maps of no, one and many pairs (times
- * before, between and after them).
+ * before, between and after them). A combine of the model (the merge's
+ * model feed) must give each event the raw text a file would hold.
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -23,6 +24,7 @@
 #include "forktrace/wire.h"
 #include "check.h"
 #include "events.h"
+#include "merge.h"
 #include "model.h"
 
 #define PID 5151
@@ -234,6 +236,66 @@ static char *write_json(const model_trace *t, size_t *n, events_stats *st)
 	return buf;
 }
 
+/* A sink that checks that each event's raw text is what a file would
+ * hold of it: jsonw_event_write's text without its leading newline. */
+typedef struct raw_sink {
+	trace_sink base;
+	uint64_t events, slices;
+	int bad;
+} raw_sink;
+
+static int raw_begin(trace_sink *s, const sink_meta *meta)
+{
+	(void)s;
+	(void)meta;
+	return 0;
+}
+
+static int raw_end(trace_sink *s, const sink_meta *meta)
+{
+	(void)s;
+	(void)meta;
+	return 0;
+}
+
+static int raw_event(trace_sink *s, const sink_event *e)
+{
+	raw_sink *r = (raw_sink *)s;
+	ostream o;
+	jsonw w;
+
+	r->events++;
+	r->slices += e->ev.ph == 'X';
+	if (ostream_open_mem(&o) < 0)
+		return -1;
+	jsonw_init(&w, &o);
+	jsonw_event_write(&w, &e->ev);
+	if (e->raw.p == NULL || o.len < 1 || e->raw.n != o.len - 1 ||
+	    memcmp(e->raw.p, o.buf + 1, o.len - 1) != 0) {
+		if (r->bad++ == 0)
+			fprintf(stderr, "test_records: raw text %.*s\n  is not the event's %.*s\n",
+				(int)e->raw.n, e->raw.p ? e->raw.p : "", (int)o.len, o.buf);
+	}
+	ostream_finish(&o);
+	return 0;
+}
+
+/* A combine of the model (its events through the merge's model feed,
+ * which makes their raw text) writes each as a file holds it. */
+static void check_feed(const model_trace *t, uint64_t events)
+{
+	raw_sink r = {.base = {.begin = raw_begin, .event = raw_event, .end = raw_end}};
+	merge_source src = {.model = t, .name = "records"};
+	merge_opts o = {0};
+	merge_result res;
+
+	CHECK(merge_inputs(&src, 1, &o, &r.base, &res) == 0);
+	merge_result_free(&res);
+	CHECK_UINT(r.bad, ==, 0);
+	CHECK_UINT(r.events, ==, events);
+	CHECK(r.slices > events / 2);
+}
+
 /* The records of both encodings in two models, chunk by chunk, with the
  * clock pairs pairs[0..npairs); compared as JSON. */
 static void compare(const model_clock *pairs, size_t npairs, const char *what)
@@ -311,6 +373,7 @@ static void compare(const model_clock *pairs, size_t npairs, const char *what)
 		CHECK_UINT(st[0].corrupt_chunks, ==, st[1].corrupt_chunks);
 		CHECK(st[0].corrupt_chunks > 0 && st[0].corrupt_chunks <= corrupt);
 		CHECK(st[0].events > NRECORDS / (filters ? 8 : 4));
+		check_feed(t[0], st[0].events);
 		fprintf(stderr,
 			"test_records: %s%s: %" PRIu64 " events, %" PRIu64
 			" corrupt chunks, the same %zu bytes\n",
