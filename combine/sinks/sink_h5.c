@@ -63,8 +63,8 @@
  * one chunk before handing it to the pipeline. Larger chunks deflate
  * better (the shuffled timestamps of 22.7 M calls: 4 Ki rows 7.2 MB per
  * 4 M rows, 64 Ki 6.2 MB, 256 Ki 5.8 MB) but cost a process's buffer 67
- * bytes a row and each job JOB_ROW_BYTES; a small budget gets smaller
- * chunks (max_chunk_for). docs/OUTPUT.md, "h5". */
+ * bytes a row and each job JOB_ROW_BYTES, so the budget sets the chunk
+ * (max_chunk_for: 16 Ki rows at H5W_BUDGET). docs/OUTPUT.md, "h5". */
 #define H5W_CHUNK_ROWS 65536
 /* Bytes of args text buffered per process before a write. */
 #define H5W_FLUSH_BLOB (4u << 20)
@@ -75,8 +75,10 @@
 /* Strings per chunk of /strings and per write. */
 #define H5W_STRING_CHUNK 4096
 /* All buffers together, the jobs' included (at most half of it); past
- * it the largest buffers of processes are written out. */
-#define H5W_BUDGET (64u << 20)
+ * it the largest buffers of processes are written out. With HDF5 and the
+ * rest of the collector it stays within the 32 MiB that --max-memory
+ * keeps for writers (docs/OUTPUT.md, "mem"): chunks of 16 Ki rows. */
+#define H5W_BUDGET (16u << 20)
 /* Bytes of interned strings (with their table) kept for deduplication. */
 #define H5W_INTERN_MAX (8u << 20)
 /* Deepest B nesting per thread matched into regions. */
@@ -1202,11 +1204,17 @@ struct h5w_job {
 	h5w_deflate z;
 };
 
-/* Jobs in flight: one for each thread and one more, so that the walk
- * fills the next chunk while the others are compressed. */
+/* Jobs in flight at most: with two threads, one for each and one more,
+ * so that the walk fills the next chunk while the others are compressed;
+ * fixed whatever the number of threads, so that the chunks (sized by
+ * it: max_chunk_for) are the same on every machine. */
+#define H5W_MAX_JOBS 3
+
 static size_t h5w_max_jobs(void)
 {
-	return opipe_threads() + 1;
+	unsigned t = opipe_threads();
+
+	return t + 1 < H5W_MAX_JOBS ? t + 1 : H5W_MAX_JOBS;
 }
 
 /* The largest chunk (a power of two, 64 to H5W_CHUNK_ROWS rows) whose
@@ -1216,7 +1224,7 @@ static size_t max_chunk_for(size_t budget)
 {
 	size_t c = H5W_CHUNK_ROWS;
 
-	while (c > 64 && (h5w_max_jobs() + 1) * c * JOB_ROW_BYTES > budget / 2)
+	while (c > 64 && (H5W_MAX_JOBS + 1) * c * JOB_ROW_BYTES > budget / 2)
 		c /= 2;
 	return c;
 }

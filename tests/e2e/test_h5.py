@@ -324,7 +324,7 @@ def test_h5_functions(t):
     """A function-heavy run (ev_funcs calls 30000: five functions called
     30000 times each, in main) read with stock h5py: exactly the calls it
     made, by name, each inside main, every event of an identical run's
-    JSON; the busy process's columns in 64 Ki-row chunks through the
+    JSON; the busy process's columns in 16 Ki-row chunks through the
     standard shuffle and deflate filters only (no plugin). Combined again
     with FORKTRACE_THREADS=1 and with two threads, the same datasets."""
     h5py, np = h5py_or_skip()
@@ -365,7 +365,7 @@ def test_h5_functions(t):
             want_f = ([h5py.h5z.FILTER_SHUFFLE] if wide else []) + [h5py.h5z.FILTER_DEFLATE]
             check(filters == want_f and ds.compression == "gzip" and ds.shuffle == wide,
                   f"{name}: filters {filters}")
-            check(ds.chunks == (65536,), f"{name}: chunks {ds.chunks}")
+            check(ds.chunks == (16384,), f"{name}: chunks {ds.chunks}")
         run_cols = {k: g[k][:] for k in COLUMNS}
     for threads in ("1", "2"):
         out = t.path(f"c{threads}.h5")

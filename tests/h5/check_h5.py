@@ -324,7 +324,7 @@ def check_ranks(d):
 def check_chunks(d, tool):
     """`test_h5 chunks` (test_chunks, test_h5.c) with one thread and with
     two: the JSON's events, the same datasets either way. The busy
-    process's columns come in 64 Ki-row chunks through the standard shuffle
+    process's columns come in 16 Ki-row chunks through the standard shuffle
     and deflate filters only (stock readers need no plugin); a column chunk
     of zeros is not stored (HDF5 reads it as the fill value, 0); the chunk
     of random ids, which deflate cannot shrink, is stored shuffled with
@@ -355,15 +355,15 @@ def check_chunks(d, tool):
             want = ([h5py.h5z.FILTER_SHUFFLE] if wide else []) + [h5py.h5z.FILTER_DEFLATE]
             check(filters == want and ds.compression == "gzip" and ds.shuffle == wide,
                   f"7000/{name}: filters {filters}, want shuffle (wide columns) and deflate")
-            check(ds.chunks == (65536,), f"7000/{name}: chunks {ds.chunks}")
+            check(ds.chunks == (16384,), f"7000/{name}: chunks {ds.chunks}")
         stored = {name: g[name].id.get_num_chunks() for name in DOC_COLUMNS}
         check(stored["scope"] == 0 and stored["id"] == 1 and stored["args_length"] == 1
-              and stored["ts_ns"] == 3, f"chunks stored per column: {stored}")
+              and stored["ts_ns"] == 9, f"chunks stored per column: {stored}")
         info = g["id"].id.get_chunk_info(0)
-        check(info.filter_mask == 2 and info.size == 65536 * 8,
+        check(info.filter_mask == 2 and info.size == 16384 * 8,
               f"the chunk of random ids: filter mask {info.filter_mask}, {info.size} bytes")
-        info = g["ts_ns"].id.get_chunk_info(2)
-        check(info.filter_mask == 0 and info.chunk_offset == (131072,) and info.size < 65536 * 8,
+        info = g["ts_ns"].id.get_chunk_info(8)
+        check(info.filter_mask == 0 and info.chunk_offset == (131072,) and info.size < 16384 * 8,
               f"the last chunk of ts_ns: {info}")
 
 

@@ -637,7 +637,7 @@ static void test_args(const char *dir)
 
 /*
  * Full chunks as the pipeline writes them (sink_h5.c): one busy process
- * (CHUNK_EVENTS events: two whole 64 Ki-row chunks and a last, partial
+ * (CHUNK_EVENTS events: eight whole 16 Ki-row chunks and a last, partial
  * one) and a small one, written as JSON (DIR/NAME.json) and as HDF5
  * (DIR/NAME.h5) at the default budget. The busy process's first chunk
  * is flows with random 64-bit ids (a column deflate cannot shrink), some
@@ -680,7 +680,7 @@ static void test_chunks(const char *dir, const char *name)
 		jsonw w;
 
 		now += 1 + (int64_t)((r >> 30) % 700);
-		if (i < 65536) {
+		if (i < 16384) {
 			e.ev.ph = (r >> 43) & 1 ? 's' : 'f';
 			e.ev.cat = strview_c("fork");
 			e.ev.dur_ns = JSONW_NO_TIME;
