@@ -191,7 +191,13 @@ static int clock_build(rec_clock *c, const model_trace *t)
 	/* Both clocks increase strictly from pair to pair now. */
 	if (n >= 2)
 		c->slope = (double)(c->ns[n - 1] - c->ns[0]) / (double)(c->tsc[n - 1] - c->tsc[0]);
-	clock_hint_set(c, 0, 0.0);
+	/* The first interval, with its own slope: a hint without one would
+	 * put every tick count of that interval converted before the first
+	 * search at the interval's start (a spill file's first records all at
+	 * one time, each 0 long). */
+	clock_hint_set(c, 0,
+		       n >= 2 ? (double)(c->ns[1] - c->ns[0]) / (double)(c->tsc[1] - c->tsc[0])
+			      : 0.0);
 	c->tail_n = n;
 	if (n > 0) {
 		c->tail_tsc = c->tsc[n - 1];
@@ -231,10 +237,7 @@ static int64_t clock_ns_search(rec_clock *c, uint64_t tsc)
 /*
  * CLOCK_MONOTONIC ns of a tick count. Inline, with the hint's interval
  * (and the time after the last pair) as one compare and a multiply-add:
- * every function record is converted. The
- * hint holds slope 0.0 until the first search (as it always did: the
- * results stay those of every earlier trace), so a tick count in the
- * first interval before any search converts to its start.
+ * every function record is converted.
  */
 static inline int64_t clock_ns(rec_clock *c, uint64_t tsc)
 {

@@ -18,7 +18,10 @@ readers_h5     `run -o t.json`, combined to .h5: h5py's rows of every
                layout and a run's .h5 against its reader).
 readers_threads  the same spill file combined with FORKTRACE_THREADS=1
                and with the default: .json and .json.gz byte for byte the
-               same, .h5 the same datasets and attributes.
+               same, .h5 the same datasets and attributes; its JSON holds
+               exactly the calls made, each inside main (the records
+               before the spill's second clock pair are placed on the
+               line between its first two, not all at the first).
 """
 
 import collections
@@ -191,6 +194,8 @@ def readers_threads(t):
         a = open(combine(t, spill, "one." + ext, env=one), "rb").read()
         b = open(combine(t, spill, "default." + ext, env=dflt), "rb").read()
         check(len(a) > 1 << 18, f".{ext}: {len(a)} bytes: too small to span blocks")
+        if ext == "json":
+            check_calls(json.loads(a), "spill combined")
         if a != b:
             ft.fail(f".{ext}: FORKTRACE_THREADS=1 wrote {len(a)} bytes, the default {len(b)}, "
                     f"first difference at {first_difference(a, b)}")
