@@ -2,6 +2,16 @@
  * sink_json.c - the Chrome Trace Event JSON writer (object form), plain or
  * gzip, as a sink: every event is written as it arrives; otherData, which
  * holds counts known only at the end, is written after traceEvents.
+ *
+ * Most events of a trace with function tracing are slices without args
+ * (ph 'X': function calls and regions): for them only the two times
+ * differ from one to the next of the same name and thread, so the text up
+ * to "ts": is made once per (name, cat, pid, tid) and registered with the
+ * stream as a prefix, and the event goes into the stream as the prefix's
+ * id and its two times (ostream_x): the formatting happens on the
+ * stream's worker threads, into the very bytes jsonw_event_write writes.
+ * Only events made from the model are deferred: a file's event (raw) is
+ * copied as its text.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,11 +20,183 @@
 #include "critpath.h"
 #include "sink.h"
 
+/* The slices' prefixes by content: direct-mapped, a slot per hash. */
+#define XCACHE_SLOTS 1024u
+/* Prefix text kept in the stream before it is all forgotten (the cache
+ * is emptied with it): what bounds the memory of ever new names. */
+#define XCACHE_TEXT_MAX (1024u * 1024u)
+
+/* A prefix by what makes its text: name and cat bytes (copied: a region's
+ * name points into bytes that are reused), whether cat is there, pid, tid. */
+typedef struct xslot {
+	uint64_t hash;
+	char *key; /* owned: name bytes then cat bytes */
+	size_t key_cap;
+	size_t name_n, cat_n;
+	int64_t pid, tid;
+	uint32_t prefix;
+	uint32_t epoch; /* valid when the cache's epoch */
+	bool has_cat;
+} xslot;
+
 typedef struct json_sink {
 	trace_sink base;
 	ostream os;
 	jsonw w;
+	xslot *xcache;  /* XCACHE_SLOTS, made on first use */
+	uint32_t epoch; /* 0: nothing cached yet */
+	ostream text;   /* a prefix being made */
 } json_sink;
+
+/* Mixes 64 bits (murmur3's finalizer). */
+static inline uint64_t mix64(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return h;
+}
+
+static uint64_t xhash(const jsonw_event *ev)
+{
+	uint64_t h = (uint64_t)ev->pid * 0x9e3779b97f4a7c15ull;
+	const char *p = ev->name.p;
+	size_t n = p != NULL ? ev->name.n : 0;
+
+	h ^= mix64((uint64_t)ev->tid + n);
+	while (n >= 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		h = (h ^ v) * 0x100000001b3ull;
+		h ^= h >> 29;
+		p += 8;
+		n -= 8;
+	}
+	if (n > 0) {
+		uint64_t v = 0;
+
+		memcpy(&v, p, n);
+		h = (h ^ v) * 0x100000001b3ull;
+	}
+	if (ev->cat.p != NULL) {
+		uint64_t v = 0;
+
+		memcpy(&v, ev->cat.p, ev->cat.n < 8 ? ev->cat.n : 8);
+		h ^= mix64(v + ev->cat.n + 1);
+	}
+	return mix64(h);
+}
+
+static bool xslot_match(const xslot *x, uint64_t hash, const jsonw_event *ev)
+{
+	size_t name_n = ev->name.p != NULL ? ev->name.n : 0;
+
+	if (x->hash != hash || x->pid != ev->pid || x->tid != ev->tid || x->name_n != name_n ||
+	    x->has_cat != (ev->cat.p != NULL))
+		return false;
+	if (name_n > 0 && memcmp(x->key, ev->name.p, name_n) != 0)
+		return false;
+	if (!x->has_cat)
+		return true;
+	return x->cat_n == ev->cat.n &&
+	       (ev->cat.n == 0 || memcmp(x->key + name_n, ev->cat.p, ev->cat.n) == 0);
+}
+
+/*
+ * Registers the prefix of slices like ev: what json_event writes for it
+ * up to and with `"ts":`, after a comma (never the first event). Returns
+ * the prefix id, or OSTREAM_NO_PREFIX (the event is then written as text).
+ */
+static uint32_t xprefix_make(json_sink *js, const jsonw_event *ev)
+{
+	jsonw_event pe = *ev;
+	jsonw w;
+
+	pe.ts_ns = JSONW_NO_TIME;
+	pe.dur_ns = JSONW_NO_TIME;
+	/* Inside traceEvents, after an element. */
+	ostream_mem_reset(&js->text);
+	jsonw_init(&w, &js->text);
+	w.depth = 1;
+	w.no_comma = false;
+	ostream_putc(&js->text, '\n');
+	jsonw_event_write(&w, &pe);
+	if (ostream_error(&js->text) != 0 || js->text.len < 2)
+		return OSTREAM_NO_PREFIX;
+	/* Drop the closing brace, add the time's key. */
+	js->text.len--;
+	ostream_write(&js->text, ",\"ts\":", 6);
+	if (ostream_error(&js->text) != 0)
+		return OSTREAM_NO_PREFIX;
+	return ostream_prefix(&js->os, js->text.buf, js->text.len);
+}
+
+/* The prefix id of slices like ev, from the cache or made now. */
+static uint32_t xprefix(json_sink *js, const jsonw_event *ev)
+{
+	uint64_t hash = xhash(ev);
+	xslot *x;
+	size_t name_n = ev->name.p != NULL ? ev->name.n : 0;
+	size_t cat_n = ev->cat.p != NULL ? ev->cat.n : 0;
+
+	if (js->xcache == NULL) {
+		if (ostream_open_mem(&js->text) < 0)
+			return OSTREAM_NO_PREFIX;
+		js->xcache = calloc(XCACHE_SLOTS, sizeof(*js->xcache));
+		if (js->xcache == NULL) {
+			ostream_finish(&js->text);
+			return OSTREAM_NO_PREFIX;
+		}
+		js->epoch = 1;
+	}
+	x = &js->xcache[hash & (XCACHE_SLOTS - 1)];
+	if (x->epoch == js->epoch && xslot_match(x, hash, ev))
+		return x->prefix;
+	if (ostream_prefix_bytes(&js->os) > XCACHE_TEXT_MAX) {
+		/* Forget every prefix: slots of older epochs are stale. */
+		ostream_prefix_reset(&js->os);
+		js->epoch++;
+	}
+	if (x->key_cap < name_n + cat_n) {
+		char *k = realloc(x->key, name_n + cat_n);
+
+		if (k == NULL)
+			return OSTREAM_NO_PREFIX;
+		x->key = k;
+		x->key_cap = name_n + cat_n;
+	}
+	x->epoch = 0;
+	x->prefix = xprefix_make(js, ev);
+	if (x->prefix == OSTREAM_NO_PREFIX)
+		return OSTREAM_NO_PREFIX;
+	if (name_n > 0)
+		memcpy(x->key, ev->name.p, name_n);
+	if (cat_n > 0)
+		memcpy(x->key + name_n, ev->cat.p, cat_n);
+	x->hash = hash;
+	x->name_n = name_n;
+	x->cat_n = cat_n;
+	x->has_cat = ev->cat.p != NULL;
+	x->pid = ev->pid;
+	x->tid = ev->tid;
+	x->epoch = js->epoch;
+	return x->prefix;
+}
+
+/* A slice made from the model (a file's event is copied as its text) that
+ * the stream can format later: 'X' with both times and nothing else, after
+ * the first event (which has no comma before it). */
+static inline bool x_deferrable(const json_sink *js, const sink_event *e)
+{
+	const jsonw_event *ev = &e->ev;
+
+	return e->raw.p == NULL && ev->ph == 'X' && (ev->args.p == NULL || ev->args.n == 0) &&
+	       !ev->has_id && ev->scope == 0 && !ev->bind_enclosing && ev->ts_ns != JSONW_NO_TIME &&
+	       ev->dur_ns != JSONW_NO_TIME && !js->w.no_comma;
+}
 
 static int json_begin(trace_sink *s, const sink_meta *meta)
 {
@@ -34,6 +216,15 @@ static int json_event(trace_sink *s, const sink_event *e)
 	json_sink *js = (json_sink *)s;
 
 	/* One event a line: diffable, and greppable by pid. */
+	if (x_deferrable(js, e)) {
+		uint32_t id = xprefix(js, &e->ev);
+
+		if (id != OSTREAM_NO_PREFIX) {
+			ostream_x(&js->os, id, e->ev.ts_ns, e->ev.dur_ns);
+			js->w.events++;
+			return ostream_error(&js->os);
+		}
+	}
 	ostream_putc(&js->os, '\n');
 	if (e->raw.p != NULL) {
 		js->w.events++;
@@ -195,6 +386,12 @@ static void json_free(trace_sink *s)
 	if (js == NULL)
 		return;
 	ostream_finish(&js->os); /* no-op after json_end */
+	if (js->xcache != NULL) {
+		for (size_t i = 0; i < XCACHE_SLOTS; i++)
+			free(js->xcache[i].key);
+		free(js->xcache);
+		ostream_finish(&js->text);
+	}
 	free(js);
 }
 
