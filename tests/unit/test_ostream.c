@@ -149,10 +149,13 @@ static void rnd_event(jsonw_event *ev, char *namebuf, unsigned i)
 	ev->ph = phs[r % (sizeof(phs) - 1)];
 	if ((r >> 8) % 64 == 0) {
 		ev->name = (strview){NULL, 0};
-	} else if ((r >> 8) % 64 == 1) {
-		/* Ever new names: the cache and the prefixes are forgotten. */
-		n = (size_t)snprintf(namebuf, 256, "generated_function_name_%u_%llu", i,
-				     (unsigned long long)(rnd() % 100000));
+	} else if ((r >> 8) % 64 <= 8) {
+		/* Ever new names: the cache and the prefixes are forgotten
+		 * (past 1 MiB of prefixes: every 20,000 events or so). */
+		n = (size_t)snprintf(namebuf, 256,
+				     "generated_function_name_%u_%llu_of_a_template_instance"
+				     "_whose_name_is_long_as_c_plus_plus_names_are_long_in_traces",
+				     i, (unsigned long long)(rnd() % 100000));
 		ev->name = (strview){namebuf, n};
 	} else {
 		const char *s = names[(r >> 16) % NNAMES];
@@ -344,6 +347,57 @@ static void check_threads(const char *self, const char *bytes, size_t n, unsigne
 	close(fd);
 }
 
+/* Numbers as printf writes them: every power of ten and its neighbours,
+ * the extremes, random values of every length. */
+static void check_numbers(void)
+{
+	char got[OSTREAM_NUM_MAX + 1], want[64];
+	uint64_t p10 = 1;
+
+	for (int i = 0; i < 100000; i++) {
+		uint64_t u;
+		int64_t s;
+		size_t n;
+		int wn;
+
+		if (i < 60) {
+			u = p10 + (uint64_t)(i % 3) - 1;
+			if (i % 3 == 2)
+				p10 = p10 > UINT64_MAX / 10 ? p10 : p10 * 10;
+		} else if (i < 70) {
+			u = UINT64_MAX - (uint64_t)(i - 60);
+		} else {
+			u = rnd() >> (rnd() % 64);
+		}
+		n = ostream_fmt_u64(got, u);
+		wn = snprintf(want, sizeof(want), "%llu", (unsigned long long)u);
+		if (n != (size_t)wn || memcmp(got, want, n) != 0) {
+			check_fail_at(__FILE__, __LINE__, "u64 %s: %.*s", want, (int)n, got);
+			break;
+		}
+		s = (int64_t)u;
+		if (i == 70)
+			s = INT64_MIN;
+		n = ostream_fmt_i64(got, s);
+		wn = snprintf(want, sizeof(want), "%lld", (long long)s);
+		if (n != (size_t)wn || memcmp(got, want, n) != 0) {
+			check_fail_at(__FILE__, __LINE__, "i64 %s: %.*s", want, (int)n, got);
+			break;
+		}
+		n = ostream_fmt_ts(got, s);
+		{
+			uint64_t m = s < 0 ? (uint64_t)0 - (uint64_t)s : (uint64_t)s;
+
+			wn = snprintf(want, sizeof(want), "%s%llu.%03u", s < 0 ? "-" : "",
+				      (unsigned long long)(m / 1000), (unsigned)(m % 1000));
+		}
+		if (n != (size_t)wn || memcmp(got, want, n) != 0) {
+			check_fail_at(__FILE__, __LINE__, "ts %s: %.*s", want, (int)n, got);
+			break;
+		}
+	}
+}
+
 /* Deferred slices in a memory stream are expanded at once, the same text. */
 static void check_mem_stream(void)
 {
@@ -384,7 +438,7 @@ static void check_mem_stream(void)
  * blocks of deferred slices alone. */
 static void check_blocks(int level, bool text)
 {
-	static char big[5 * OSTREAM_BLOCK + 17];
+	static char big[3 * OSTREAM_BLOCK + 17];
 	int fd = memfd_create("blocks", 0);
 	ostream o, want;
 	char *got, *plain;
@@ -398,7 +452,7 @@ static void check_blocks(int level, bool text)
 	MUST(ostream_open(&o, fd, level) == 0);
 	MUST(ostream_open_mem(&want) == 0);
 	id = ostream_prefix(&o, "\n,{\"p\":", 7);
-	for (int i = 0; i < 300000; i++) {
+	for (int i = 0; i < 100000; i++) {
 		ostream_x(&o, id, i, -i);
 		ostream_write(&want, "\n,{\"p\":", 7);
 		ostream_ts(&want, i);
@@ -409,7 +463,7 @@ static void check_blocks(int level, bool text)
 			ostream_u64(&o, (uint64_t)i);
 			ostream_u64(&want, (uint64_t)i);
 		}
-		if (i == 150000) {
+		if (i == 50000) {
 			if (text) {
 				ostream_write(&o, big, sizeof(big));
 				ostream_write(&want, big, sizeof(big));
@@ -467,7 +521,7 @@ static void check_errors(int level)
 
 int main(int argc, char **argv)
 {
-	const unsigned nevents = 200000;
+	const unsigned nevents = 60000;
 	const uint64_t seed = 12345;
 	char *bytes;
 	size_t n;
@@ -482,6 +536,7 @@ int main(int argc, char **argv)
 	check_threads(argv[0], bytes, n, nevents, seed);
 	free(bytes);
 	free(check_sink(3000, 7, &n));
+	check_numbers();
 	check_mem_stream();
 	check_blocks(-1, true);
 	check_blocks(1, true);
