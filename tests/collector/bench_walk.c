@@ -9,16 +9,21 @@
  *   critpath  events_emit through the critical path's sink (events_write)
  *   run       merge_inputs of the model as `forktrace run` writes it
  *   combine   merge_inputs of the model as `forktrace combine` writes it
+ *   json      merge_inputs of the model as `forktrace run` writes it, into
+ *             the JSON sink (the formatting and writes on its worker
+ *             threads, as in a run) on /dev/null, or on FILE with -o (to
+ *             compare the bytes of two builds): the sum is 0
  *
  * Prints ns per event of each (the best of the rounds) and the checksum,
  * which must be the same for every build that writes the same trace.
  *
- * Usage: bench_walk [-r ROUNDS] [-p PATH] [-c CHUNKS] SPILL_FILE_OR_DIR...
- *   PATH: emit, critpath, run, combine or all (default all)
+ * Usage: bench_walk [-r ROUNDS] [-p PATH] [-c CHUNKS] [-o FILE] SPILL_FILE_OR_DIR...
+ *   PATH: emit, critpath, run, combine, json or all (default all but json)
  *   CHUNKS: only the first CHUNKS record chunks of each thread (a part of
  *   a big trace, for callgrind)
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,9 +83,33 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* One pass of path over the model m into c. Returns 0 or a negative
- * errno. */
-static int one_pass(const char *path, spill_inputs *sp, count_sink *c)
+/* The model as a run writes it into the JSON sink on out (NULL:
+ * /dev/null); its events counted in c. Returns 0 or a negative errno. */
+static int json_pass(spill_inputs *sp, const char *out, count_sink *c)
+{
+	merge_opts o = {.model_as_trace = true};
+	merge_source src = {.model = sp->model, .name = sp->name};
+	merge_result res;
+	trace_sink *s;
+	int fd, err;
+
+	fd = open(out != NULL ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	s = sink_json_new(fd, -1, &err);
+	if (s != NULL) {
+		err = merge_inputs(&src, 1, &o, s, &res);
+		c->events = res.out.events;
+		merge_result_free(&res);
+		s->free(s);
+	}
+	close(fd);
+	return err;
+}
+
+/* One pass of path over the model m into c (json: into out). Returns 0
+ * or a negative errno. */
+static int one_pass(const char *path, spill_inputs *sp, count_sink *c, const char *out)
 {
 	trace_sink *s = &c->base;
 	sink_meta meta = {.model = sp->model, .processes = sp->model->nprocs};
@@ -89,6 +118,8 @@ static int one_pass(const char *path, spill_inputs *sp, count_sink *c)
 
 	if (strcmp(path, "emit") == 0)
 		return events_emit(sp->model, s);
+	if (strcmp(path, "json") == 0)
+		return json_pass(sp, out, c);
 	if (strcmp(path, "critpath") == 0) {
 		trace_sink *cps = sink_critpath_new(s, &err);
 
@@ -140,14 +171,17 @@ int main(int argc, char **argv)
 	static const char *const all[] = {"emit", "critpath", "run", "combine", NULL};
 	const char *one[2] = {NULL, NULL};
 	const char *const *paths = all;
+	const char *out = NULL;
 	int rounds = 3, opt;
 	long chunks = -1;
 	spill_inputs sp;
 	int err;
 
-	while ((opt = getopt(argc, argv, "r:p:c:")) != -1) {
+	while ((opt = getopt(argc, argv, "r:p:c:o:")) != -1) {
 		if (opt == 'c') {
 			chunks = atol(optarg);
+		} else if (opt == 'o') {
+			out = optarg;
 		} else if (opt == 'r') {
 			rounds = atoi(optarg);
 		} else if (opt == 'p') {
@@ -155,12 +189,14 @@ int main(int argc, char **argv)
 			paths = strcmp(optarg, "all") == 0 ? all : one;
 		} else {
 			fprintf(stderr,
-				"usage: bench_walk [-r ROUNDS] [-p PATH] [-c CHUNKS] SPILL...\n");
+				"usage: bench_walk [-r ROUNDS] [-p PATH] [-c CHUNKS] [-o FILE] "
+				"SPILL...\n");
 			return 2;
 		}
 	}
 	if (optind >= argc || rounds < 1) {
-		fprintf(stderr, "usage: bench_walk [-r ROUNDS] [-p PATH] [-c CHUNKS] SPILL...\n");
+		fprintf(stderr,
+			"usage: bench_walk [-r ROUNDS] [-p PATH] [-c CHUNKS] [-o FILE] SPILL...\n");
 		return 2;
 	}
 	err = spill_prepare((const char *const *)argv + optind, (size_t)(argc - optind), &sp);
@@ -182,7 +218,7 @@ int main(int argc, char **argv)
 						  .event = count_event,
 						  .end = count_end}};
 			t0 = now();
-			err = one_pass(paths[k], &sp, &c);
+			err = one_pass(paths[k], &sp, &c, out);
 			t0 = now() - t0;
 			if (err < 0) {
 				fprintf(stderr, "bench_walk: %s: %s\n", paths[k], strerror(-err));
