@@ -42,10 +42,22 @@
  * rewritten to match ev. A sink that writes JSON copies raw verbatim, so
  * nothing it does not interpret is lost. Events made from the model have
  * raw.p == NULL.
+ *
+ * tmpl, when not 0, names the event's template: every event with the same
+ * non-zero tmpl that one sink sees in its life has the same ph, name and
+ * cat (bytes), pid and tid, and no raw text, args, id, scope or bp; only
+ * its times differ. A sink may key what it made of one such event by tmpl
+ * alone (sink_json: the slice's text up to its ts) instead of comparing
+ * bytes. 0 says nothing. Whoever changes one of those fields of an event
+ * it passes on (or makes an event from another's fields) sets 0, unless
+ * the change is the same for every event of that tmpl (a pid map). Made
+ * by records.c for function slices (a number for each walk of a thread,
+ * and one for each name of its process).
  */
 typedef struct sink_event {
 	jsonw_event ev;
 	strview raw;
+	uint64_t tmpl;
 } sink_event;
 
 /* The run metadata one input of a combine states (its

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <math.h>
 #include <regex.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,10 +66,13 @@ typedef struct rec_clock {
 	bool tail_safe; /* tail_ns within half the limit */
 } rec_clock;
 
-/* What an address of an image is called, and whether it is written. */
+/* What an address of an image is called, and whether it is written;
+ * idx: its place in the process's names plus one (0: a name made outside
+ * them), which with the walk's number makes its slices' tmpl. */
 typedef struct rec_name {
 	uint64_t addr;
 	uint32_t seg;
+	uint32_t idx;
 	bool keep;
 	strview name;
 } rec_name;
@@ -431,11 +435,13 @@ static const rec_name *name_lookup(rec_ctx *rc, const model_process *p, uint32_t
 		name = symbolize(rc, p, seg, addr);
 		fallback.name = strview_c(name);
 		fallback.keep = name_kept(rc, name);
+		fallback.idx = 0;
 		return &fallback;
 	}
 	n = &rc->names[rc->nnames++];
 	n->addr = addr;
 	n->seg = seg;
+	n->idx = rc->nnames <= UINT32_MAX ? (uint32_t)rc->nnames : 0;
 	name = symbolize(rc, p, seg, addr);
 	n->name = strview_c(name);
 	n->keep = name_kept(rc, name);
@@ -633,6 +639,9 @@ typedef struct rec_walk {
 	 * address never goes to the sink and its fields can stay in
 	 * registers across the call. */
 	sink_event *slice;
+	/* The tmpl of a function slice is this or'ed with its name's idx
+	 * (rec_walk_tmpl_base); 0: none. */
+	uint64_t tmpl_base;
 	bool no_functions;
 	/* What is open, regions [0] and functions [1] apart: they pair
 	 * separately, and an end then finds its begin on top. */
@@ -681,6 +690,8 @@ static inline void walk_close(rec_walk *w, const rec_open *o, int64_t end, bool 
 		if (!n->keep)
 			return;
 		e->ev.name = n->name;
+		e->tmpl = w->tmpl_base != 0 && n->idx != 0 && !unfinished ? w->tmpl_base | n->idx
+									  : 0;
 	} else {
 		e->ev.name = o->name;
 	}
@@ -899,6 +910,24 @@ static bool walk_chunk(rec_walk *w, const model_chunk *ch, const unsigned char *
 	return true;
 }
 
+/*
+ * Every walk of a thread in this process gets its own number: the high
+ * half of its function slices' tmpl (sink.h), whose low half is the
+ * name's idx. A name's idx is its place in the names of one process, which
+ * the walk never leaves, and the walk's pid and tid are fixed: so equal
+ * tmpls are slices of one walk and one name. The numbers are never
+ * reused while the process lives, so no two walks (of other threads,
+ * processes, models or rec_ctx) that reach one sink share one; past 2^32
+ * walks, slices go without one.
+ */
+static uint64_t rec_walk_tmpl_base(void)
+{
+	static _Atomic uint64_t walks;
+	uint64_t n = atomic_fetch_add_explicit(&walks, 1, memory_order_relaxed) + 1;
+
+	return n <= UINT32_MAX ? n << 32 : 0;
+}
+
 int rec_write_thread(rec_ctx *rc, const model_process *p, const model_thread *th, int64_t pid,
 		     int64_t tid, int64_t end_ns, trace_sink *out, const model_clock_map *clock)
 {
@@ -908,6 +937,7 @@ int rec_write_thread(rec_ctx *rc, const model_process *p, const model_thread *th
 		      .out = out,
 		      .clock = clock,
 		      .slice = slice,
+		      .tmpl_base = rec_walk_tmpl_base(),
 		      .no_functions = rc->t->no_functions};
 	const unsigned char *bytes;
 	int64_t last_ns;

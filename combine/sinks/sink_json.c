@@ -11,7 +11,9 @@
  * id and its two times (ostream_x): the formatting happens on the
  * stream's worker threads, into the very bytes jsonw_event_write writes.
  * Only events made from the model are deferred: a file's event (raw) is
- * copied as its text.
+ * copied as its text. A slice that names its template (sink_event.tmpl:
+ * a run's function calls) finds its prefix by that number alone; others
+ * by their bytes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,6 +27,17 @@
 /* Prefix text kept in the stream before it is all forgotten (the cache
  * is emptied with it): what bounds the memory of ever new names. */
 #define XCACHE_TEXT_MAX (1024u * 1024u)
+
+/* The slices' prefixes by template: direct-mapped, a slot per tmpl. */
+#define TCACHE_BITS 10
+#define TCACHE_SLOTS (1u << TCACHE_BITS)
+
+/* A prefix by template (sink_event.tmpl): valid when the cache's epoch. */
+typedef struct tslot {
+	uint64_t tmpl;
+	uint32_t prefix;
+	uint32_t epoch;
+} tslot;
 
 /* A prefix by what makes its text: name and cat bytes (copied: a region's
  * name points into bytes that are reused), whether cat is there, pid, tid. */
@@ -46,6 +59,7 @@ typedef struct json_sink {
 	xslot *xcache;  /* XCACHE_SLOTS, made on first use */
 	uint32_t epoch; /* 0: nothing cached yet */
 	ostream text;   /* a prefix being made */
+	tslot tcache[TCACHE_SLOTS];
 } json_sink;
 
 /* Mixes 64 bits (murmur3's finalizer). */
@@ -186,6 +200,33 @@ static uint32_t xprefix(json_sink *js, const jsonw_event *ev)
 	return x->prefix;
 }
 
+/* The slot of template tmpl. */
+static inline tslot *tslot_of(json_sink *js, uint64_t tmpl)
+{
+	return &js->tcache[(tmpl * 0x9e3779b97f4a7c15ull) >> (64 - TCACHE_BITS)];
+}
+
+/*
+ * The prefix id of slices of template tmpl (not 0), like ev, which is
+ * deferrable: made by content (once for every tmpl of the same text) and
+ * kept under tmpl, so that the next slice of it needs only a compare of
+ * the number (json_event), where the content's key hashes and compares the
+ * name's bytes. Forgotten with the content cache's epoch.
+ */
+static uint32_t xprefix_tmpl(json_sink *js, uint64_t tmpl, const jsonw_event *ev)
+{
+	tslot *t = tslot_of(js, tmpl);
+	uint32_t id;
+
+	id = xprefix(js, ev);
+	if (id != OSTREAM_NO_PREFIX) {
+		t->tmpl = tmpl;
+		t->prefix = id;
+		t->epoch = js->epoch;
+	}
+	return id;
+}
+
 /* A slice made from the model (a file's event is copied as its text) that
  * the stream can format later: 'X' with both times and nothing else, after
  * the first event (which has no comma before it). */
@@ -215,9 +256,23 @@ static int json_event(trace_sink *s, const sink_event *e)
 {
 	json_sink *js = (json_sink *)s;
 
+	/* A slice of a template whose first slice was deferred: it is
+	 * deferrable too (sink.h: the same fields but for its times), once
+	 * it has both times. */
+	if (e->tmpl != 0) {
+		const tslot *t = tslot_of(js, e->tmpl);
+
+		if (t->tmpl == e->tmpl && t->epoch == js->epoch && e->ev.ts_ns != JSONW_NO_TIME &&
+		    e->ev.dur_ns != JSONW_NO_TIME) {
+			ostream_x(&js->os, t->prefix, e->ev.ts_ns, e->ev.dur_ns);
+			js->w.events++;
+			return ostream_error(&js->os);
+		}
+	}
 	/* One event a line: diffable, and greppable by pid. */
 	if (x_deferrable(js, e)) {
-		uint32_t id = xprefix(js, &e->ev);
+		uint32_t id = e->tmpl != 0 ? xprefix_tmpl(js, e->tmpl, &e->ev)
+					   : xprefix(js, &e->ev);
 
 		if (id != OSTREAM_NO_PREFIX) {
 			ostream_x(&js->os, id, e->ev.ts_ns, e->ev.dur_ns);

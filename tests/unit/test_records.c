@@ -11,6 +11,12 @@
  * function filters, and under clock maps of no, one and many pairs (times
  * before, between and after them). A combine of the model (the merge's
  * model feed) must give each event the raw text a file would hold.
+ *
+ * The templates of function slices (sink_event.tmpl): in the events of
+ * two models of several processes and threads with the same addresses,
+ * sent into one sink, the slices of one tmpl must all have the same
+ * name, cat, pid and tid, and the JSON sink must write the same bytes
+ * whether it sees the tmpls or not.
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -26,6 +32,7 @@
 #include "events.h"
 #include "merge.h"
 #include "model.h"
+#include "sink.h"
 
 #define PID 5151
 #define NRECORDS 60000
@@ -389,6 +396,242 @@ static void compare(const model_clock *pairs, size_t npairs, const char *what)
 	free(e.buf[1]);
 }
 
+/* ---- templates ------------------------------------------------------ */
+
+/* What the first slice of a tmpl was. */
+typedef struct tmpl_seen {
+	uint64_t tmpl; /* 0: a free slot */
+	char ph;
+	char *name, *cat;
+	size_t name_n, cat_n;
+	bool has_cat;
+	int64_t pid, tid;
+} tmpl_seen;
+
+#define TMPL_SLOTS (1u << 16)
+
+/* A sink that checks sink.h's promise of tmpl on every event it sees. */
+typedef struct tmpl_sink {
+	trace_sink base;
+	tmpl_seen *seen; /* TMPL_SLOTS, open addressing */
+	size_t nseen;
+	uint64_t slices, with_tmpl;
+	int bad;
+} tmpl_sink;
+
+static bool sv_same(strview a, const char *b, size_t n)
+{
+	return a.n == n && (n == 0 || memcmp(a.p, b, n) == 0);
+}
+
+static int tmpl_event(trace_sink *s, const sink_event *e)
+{
+	tmpl_sink *k = (tmpl_sink *)s;
+	const jsonw_event *ev = &e->ev;
+	tmpl_seen *x;
+	size_t i;
+
+	k->slices += ev->ph == 'X';
+	if (e->tmpl == 0)
+		return 0;
+	k->with_tmpl++;
+	if (e->raw.p != NULL || (ev->args.p != NULL && ev->args.n > 0) || ev->has_id ||
+	    ev->scope != 0 || ev->bind_enclosing) {
+		if (k->bad++ == 0)
+			fprintf(stderr, "test_records: tmpl %#" PRIx64 " on a slice with more\n",
+				e->tmpl);
+		return 0;
+	}
+	i = (size_t)((e->tmpl * 0x9e3779b97f4a7c15ull) >> 48);
+	while (k->seen[i].tmpl != 0 && k->seen[i].tmpl != e->tmpl)
+		i = (i + 1) & (TMPL_SLOTS - 1);
+	x = &k->seen[i];
+	if (x->tmpl == 0) {
+		MUST(++k->nseen < TMPL_SLOTS / 2);
+		x->tmpl = e->tmpl;
+		x->ph = ev->ph;
+		x->name_n = ev->name.p != NULL ? ev->name.n : 0;
+		x->cat_n = ev->cat.p != NULL ? ev->cat.n : 0;
+		x->has_cat = ev->cat.p != NULL;
+		x->name = malloc(x->name_n + 1);
+		x->cat = malloc(x->cat_n + 1);
+		MUST(x->name != NULL && x->cat != NULL);
+		memcpy(x->name, ev->name.p != NULL ? ev->name.p : "", x->name_n);
+		memcpy(x->cat, ev->cat.p != NULL ? ev->cat.p : "", x->cat_n);
+		x->pid = ev->pid;
+		x->tid = ev->tid;
+		return 0;
+	}
+	if (x->ph != ev->ph || !sv_same(ev->name, x->name, x->name_n) ||
+	    x->has_cat != (ev->cat.p != NULL) || !sv_same(ev->cat, x->cat, x->cat_n) ||
+	    x->pid != ev->pid || x->tid != ev->tid) {
+		if (k->bad++ == 0)
+			fprintf(stderr,
+				"test_records: tmpl %#" PRIx64 " is %.*s of %" PRId64 "/%" PRId64
+				" and %.*s of %" PRId64 "/%" PRId64 "\n",
+				e->tmpl, (int)x->name_n, x->name, x->pid, x->tid, (int)ev->name.n,
+				ev->name.p, ev->pid, ev->tid);
+	}
+	return 0;
+}
+
+/* A sink in front of out that hides every tmpl from it. */
+typedef struct strip_sink {
+	trace_sink base;
+	trace_sink *out;
+} strip_sink;
+
+static int strip_event(trace_sink *s, const sink_event *e)
+{
+	strip_sink *k = (strip_sink *)s;
+	sink_event se = *e;
+
+	se.tmpl = 0;
+	return k->out->event(k->out, &se);
+}
+
+/*
+ * A model of nprocs processes (pids from pid0, 2 threads each, one
+ * image), each thread given random records over the same addresses, kept
+ * in e (which must outlive it). The addresses are in a module of its own
+ * for each process and model (tag), which names them ("libT7001.so+0x10").
+ */
+static model_trace *tmpl_model(char tag, int64_t pid0, size_t nprocs, enc *e, const uint64_t *addrs,
+			       size_t naddrs)
+{
+	model_trace *t = model_new();
+
+	MUST(t != NULL);
+	t->start_ns = 1000000;
+	t->end_ns = 20000000;
+	for (size_t i = 0; i < nprocs; i++) {
+		model_process *p = model_add_process(t, pid0 + (int64_t)i);
+		model_segment *sg;
+
+		MUST(p != NULL);
+		p->start_ns = 1000000;
+		p->end_ns = 15000000;
+		sg = model_add_segment(t, p);
+		MUST(sg != NULL);
+		sg->start_ns = 1000000;
+		sg->end_ns = 15000000;
+		sg->exe = model_strdup(t, "/bin/calls");
+		sg->instrumented = true;
+		{
+			char path[64];
+			int n = snprintf(path, sizeof(path), "/nonexistent/lib%c%" PRId64 ".so",
+					 tag, p->pid);
+
+			MUST(model_add_module(t, sg, path, (size_t)n, 0x400000, 0x400000,
+					      0x800000) == 0);
+		}
+		MUST(model_add_thread(t, p, p->pid) != NULL);
+		MUST(model_add_thread(t, p, p->pid + 1) != NULL);
+		for (int th = 0; th < 2; th++) {
+			p->threads[th].end_ns = 15000000;
+			for (int c = 0; c < 8; c++) {
+				size_t start = e->len;
+
+				for (int r = 0; r < 2000; r++)
+					random_record(e, addrs, naddrs, 0, 0);
+				MUST(model_add_chunk(t, &p->threads[th], 0, e->buf[0] + start,
+						     e->len - start) == 0);
+			}
+		}
+	}
+	return t;
+}
+
+/* The JSON that the sink writes of the events of m[0] and m[1] (malloc'd,
+ * *n bytes), with their tmpls or (strip) without. */
+static char *tmpl_json(model_trace *const m[2], bool strip, size_t *n)
+{
+	int fd = memfd_create("trace", 0), err;
+	trace_sink *js;
+	strip_sink st = {.base = {.event = strip_event}};
+	trace_sink *s;
+	sink_meta meta = {.model = m[0], .processes = m[0]->nprocs + m[1]->nprocs};
+	char *buf;
+	off_t len;
+
+	MUST(fd >= 0);
+	js = sink_json_new(fd, -1, &err);
+	MUST(js != NULL);
+	st.out = js;
+	s = strip ? &st.base : js;
+	CHECK(js->begin(js, &meta) == 0);
+	CHECK(events_emit(m[0], s) == 0);
+	CHECK(events_emit(m[1], s) == 0);
+	CHECK(js->end(js, &meta) == 0);
+	js->free(js);
+	len = lseek(fd, 0, SEEK_END);
+	buf = malloc((size_t)len + 1);
+	MUST(buf != NULL && pread(fd, buf, (size_t)len, 0) == len);
+	close(fd);
+	*n = (size_t)len;
+	return buf;
+}
+
+/*
+ * Two models into one sink: processes 7000-7002 and then 7001-7003 (two
+ * pids in both: parts of a trace whose processes collide), every thread
+ * over the same TMPL_ADDRS addresses, whose names differ by process and
+ * model: more than a megabyte of slice prefixes, which the JSON sink
+ * forgets (and their ids are given again) past one.
+ */
+#define TMPL_ADDRS 2400
+static void check_tmpl(void)
+{
+	uint64_t addrs[TMPL_ADDRS];
+	enc e = {.cap = 8 << 20};
+	model_trace *m[2];
+	tmpl_sink k = {.base = {.event = tmpl_event}};
+	size_t n[2];
+	char *out[2];
+
+	e.buf[0] = malloc(e.cap);
+	e.buf[1] = malloc(e.cap);
+	MUST(e.buf[0] != NULL && e.buf[1] != NULL);
+	for (size_t i = 0; i < TMPL_ADDRS; i++)
+		addrs[i] = 0x401000 + 16 * i;
+	m[0] = tmpl_model('A', 7000, 3, &e, addrs, TMPL_ADDRS);
+	m[1] = tmpl_model('B', 7001, 3, &e, addrs, TMPL_ADDRS);
+	k.seen = calloc(TMPL_SLOTS, sizeof(*k.seen));
+	MUST(k.seen != NULL);
+	CHECK(events_emit(m[0], &k.base) == 0);
+	CHECK(events_emit(m[1], &k.base) == 0);
+	CHECK_INT(k.bad, ==, 0);
+	/* Nearly all slices are function calls (regions have no tmpl). */
+	CHECK(k.with_tmpl > k.slices / 2);
+	CHECK(k.nseen > 12 * TMPL_ADDRS / 2);
+	for (int q = 0; q < 2; q++)
+		out[q] = tmpl_json(m, q == 1, &n[q]);
+	if (n[0] != n[1] || memcmp(out[0], out[1], n[0]) != 0) {
+		size_t at = 0;
+
+		while (at < n[0] && at < n[1] && out[0][at] == out[1][at])
+			at++;
+		fprintf(stderr, "test_records: the JSON with tmpls differs at byte %zu\n", at);
+		CHECK(false);
+	}
+	fprintf(stderr,
+		"test_records: tmpl: %" PRIu64 " of %" PRIu64
+		" slices, %zu templates, the same %zu "
+		"bytes\n",
+		k.with_tmpl, k.slices, k.nseen, n[0]);
+	for (size_t i = 0; i < TMPL_SLOTS; i++) {
+		free(k.seen[i].name);
+		free(k.seen[i].cat);
+	}
+	free(k.seen);
+	free(out[0]);
+	free(out[1]);
+	model_free(m[0]);
+	model_free(m[1]);
+	free(e.buf[0]);
+	free(e.buf[1]);
+}
+
 int main(void)
 {
 	/* About 3 ticks a ns; the records' times start before the first
@@ -403,5 +646,6 @@ int main(void)
 	compare(many, sizeof(many) / sizeof(many[0]), "pairs");
 	compare(one, 1, "one pair");
 	compare(NULL, 0, "no pair");
+	check_tmpl();
 	return check_done("test_records");
 }
