@@ -146,7 +146,23 @@ static long long now_ns(void)
  * forktrace from seeing that the tree is gone (ECHILD). forktrace never
  * waits for it.
  */
-#if defined(__x86_64__)
+/* ThreadSanitizer's clone interceptor runs its fork-child hook in any
+ * child, resetting its state of every thread and lock; in a child that
+ * shares forktrace's memory that is forktrace's own state, and it then
+ * reports races that are none (a worker's read of an opipe slot the main
+ * thread had written under the pool's lock). Such a build copies instead. */
+#if defined(__SANITIZE_THREAD__)
+#define SENTINEL_SHARES_MEMORY 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SENTINEL_SHARES_MEMORY 0
+#endif
+#endif
+#if !defined(SENTINEL_SHARES_MEMORY) && defined(__x86_64__)
+#define SENTINEL_SHARES_MEMORY 1
+#endif
+
+#if defined(SENTINEL_SHARES_MEMORY) && SENTINEL_SHARES_MEMORY
 /*
  * On x86-64 it shares forktrace's memory (CLONE_VM): no page tables to
  * copy, nothing to tear down (a fork of forktrace cost ~0.2 ms of CPU per
