@@ -4,7 +4,8 @@
  * threads at once. Each job's work, done and release are counted: done
  * in submission order, release exactly once, nothing done after an error
  * and nothing worked after it was seen, done_on_submitter's done only on
- * the submitter; a fork child's pipe works synchronously. Run with
+ * the submitter; a fork child's pipe works synchronously; short pipes
+ * made and freed back to back beside a busy one. Run with
  * FORKTRACE_THREADS=1 too (no worker thread: everything on the caller's
  * thread) and under TSan (scripts/test).
  */
@@ -181,6 +182,14 @@ static void *submitter_thread(void *arg)
 
 	run_pipe(NJOBS, 4, a->on_submitter, NJOBS, NJOBS, a->seed);
 	run_pipe(NJOBS / 3, 1, !a->on_submitter, NJOBS, NJOBS, a->seed + 1);
+	/* Short pipes made and freed back to back while the workers are busy
+	 * with the other thread's: a worker that kept a freed pipe's slot
+	 * would read memory the next pipe reuses (ASan, TSan). */
+	for (unsigned i = 0; i < 400; i++) {
+		unsigned seed = a->seed * 1000 + i;
+
+		run_pipe(1 + seed % 6, 1 + seed % 4, (seed & 1) != 0, NJOBS, NJOBS, seed);
+	}
 	return NULL;
 }
 
